@@ -1,0 +1,257 @@
+//! Flag definitions. The doc comments are the `--help` text: keep them complete.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(name = "servebench", version, about = "Benchmark LLM serving systems the way their users feel them", long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Benchmark an OpenAI-compatible streaming endpoint (the built-in simulator when no --url).
+    Run(Box<RunArgs>),
+    /// Serve the built-in simulated LLM server (OpenAI-compatible, SSE) until Ctrl-C.
+    Sim(SimArgs),
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum EndpointArg {
+    Chat,
+    Completions,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ArrivalArg {
+    Poisson,
+    Constant,
+    Gamma,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Base URL of the server, e.g. http://127.0.0.1:8000/v1 (any base path is kept).
+    /// Without it, servebench starts its built-in simulator and says so.
+    #[arg(long)]
+    pub url: Option<String>,
+    /// Model name to request. Default: the first model the server lists at /models.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// API to drive: chat (/chat/completions) or completions (/completions).
+    #[arg(long, value_enum, default_value = "chat")]
+    pub endpoint: EndpointArg,
+    /// Environment variable holding the API key (sent as a Bearer token, never written out).
+    #[arg(long, default_value = "OPENAI_API_KEY")]
+    pub api_key_env: String,
+    /// File holding the API key (alternative to --api-key-env).
+    #[arg(long)]
+    pub api_key_file: Option<PathBuf>,
+    /// Extra request header 'Name: value' (repeatable). Credential-like values are redacted in outputs.
+    #[arg(long = "header", value_name = "'K: V'")]
+    pub headers: Vec<String>,
+
+    /// Reference workload by name: synthetic-uniform (default) or synthetic-skewed (draft Appendix A).
+    #[arg(long, conflicts_with_all = ["input_tokens", "output_tokens"])]
+    pub workload: Option<String>,
+    /// Fixed prompt length in tokens (with --output-tokens: a fixed-length workload).
+    #[arg(long)]
+    pub input_tokens: Option<u32>,
+    /// Fixed output length in tokens (max_tokens, with EOS ignored by default).
+    #[arg(long)]
+    pub output_tokens: Option<u32>,
+    /// Tokenizer that counts input and (without server usage) output tokens: cl100k_base
+    /// (the draft's reference, Option B) or o200k_base.
+    #[arg(long, default_value = "cl100k_base")]
+    pub tokenizer: String,
+
+    /// Closed loop: keep N requests in flight (default 32 when no --rate is given).
+    #[arg(long, conflicts_with = "rate")]
+    pub concurrency: Option<u32>,
+    /// Open loop: arrivals per second, from a seeded schedule independent of responses.
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// Open-loop arrival process.
+    #[arg(long, value_enum, default_value = "poisson")]
+    pub arrival: ArrivalArg,
+    /// Gamma arrivals: coefficient of variation of the gaps (1 = Poisson-like, > 1 burstier).
+    /// vLLM's --burstiness b corresponds to 1/sqrt(b).
+    #[arg(long, default_value_t = 1.0)]
+    pub burstiness: f64,
+    /// Measured requests (default 1000 when no --duration is given: the draft's minimum for P99).
+    #[arg(long)]
+    pub requests: Option<u64>,
+    /// Measurement duration, e.g. 60s, 5m, 1h30m, 500ms (the first limit reached ends the run).
+    #[arg(long)]
+    pub duration: Option<String>,
+    /// Warm-up before measuring: auto (draft 4.5: >= 100 requests and >= 10,000 output tokens,
+    /// then probes until latency is stable), a number of requests, or none (cold start).
+    #[arg(long, default_value = "auto")]
+    pub warmup: String,
+    /// Seed of every random draw (workload and arrivals).
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+
+    /// Ask the server to ignore EOS so outputs reach max_tokens (ignore_eos and min_tokens).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub ignore_eos: bool,
+    /// Send cache_prompt: false (llama.cpp) so no prompt prefix is reused.
+    #[arg(long)]
+    pub no_prefix_cache: bool,
+    /// Ask for usage in every chunk (vLLM continuous_usage_stats): exact tokens per chunk.
+    #[arg(long)]
+    pub usage_per_chunk: bool,
+    /// Sampling temperature sent with every request.
+    #[arg(long, default_value_t = 0.0)]
+    pub temperature: f64,
+    /// Extra JSON fields merged into every request body, e.g. '{"top_k": 1}'.
+    #[arg(long)]
+    pub extra_body: Option<String>,
+
+    /// Goodput SLOs, e.g. 'ttft_ms<=500,tpot_ms<=50' (also e2e_ms, itl_p99_ms, max_pause_ms).
+    /// The exit status is 1 when fewer than --slo-target of requests meet them all.
+    #[arg(long)]
+    pub slo: Option<String>,
+    /// Share of requests that must meet every SLO (0.99: the SLO bounds the P99).
+    #[arg(long, default_value_t = 0.99)]
+    pub slo_target: f64,
+
+    /// Run folder (default runs/<date>-<time>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Per-request time limit, e.g. 600s.
+    #[arg(long, default_value = "600s")]
+    pub timeout: String,
+    /// After Ctrl-C or the end of --duration: how long in-flight requests may finish.
+    #[arg(long, default_value = "10s")]
+    pub grace: String,
+    /// How long to wait for a server that answers 503 (still loading) before the run.
+    #[arg(long, default_value = "60s")]
+    pub ready_timeout: String,
+    /// Worker threads of the client (default: all cores).
+    #[arg(long)]
+    pub client_threads: Option<usize>,
+    /// No progress line.
+    #[arg(long, short)]
+    pub quiet: bool,
+
+    /// Built-in simulator only: time to first token, ms.
+    #[arg(long, default_value_t = 40.0)]
+    pub sim_ttft_ms: f64,
+    /// Built-in simulator only: time between tokens, ms.
+    #[arg(long, default_value_t = 5.0)]
+    pub sim_itl_ms: f64,
+}
+
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    /// Port to listen on (0 picks a free one).
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    /// Address to bind. Anything but loopback needs --allow-remote.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// Allow binding a non-loopback address.
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Time to first token, ms.
+    #[arg(long, default_value_t = 40.0)]
+    pub ttft_ms: f64,
+    /// Time between tokens, ms.
+    #[arg(long, default_value_t = 5.0)]
+    pub itl_ms: f64,
+    /// Uniform jitter on each gap, ± ms.
+    #[arg(long, default_value_t = 0.0)]
+    pub itl_jitter_ms: f64,
+    /// Tokens per streamed chunk.
+    #[arg(long, default_value_t = 1)]
+    pub tokens_per_chunk: u32,
+    /// Divide every delay by this factor.
+    #[arg(long, default_value_t = 1.0)]
+    pub time_scale: f64,
+    /// Server threads.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Seed of the simulator's draws.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
+
+/// Parses a duration such as `60s`, `5m`, `1h30m`, `250ms` or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let s = s.trim();
+    if let Ok(secs) = s.parse::<f64>() {
+        return if secs >= 0.0 && secs.is_finite() {
+            Ok(std::time::Duration::from_secs_f64(secs))
+        } else {
+            Err(format!("`{s}` is not a duration"))
+        };
+    }
+    let mut total = 0.0;
+    let mut num = String::new();
+    let mut chars = s.chars().peekable();
+    let mut any = false;
+    while let Some(c) = chars.next() {
+        if c.is_ascii_digit() || c == '.' {
+            num.push(c);
+            continue;
+        }
+        let mut unit = c.to_string();
+        while let Some(&n) = chars.peek() {
+            if n.is_ascii_alphabetic() {
+                unit.push(n);
+                chars.next();
+            } else {
+                break;
+            }
+        }
+        let v: f64 = num
+            .parse()
+            .map_err(|_| format!("`{s}` is not a duration (examples: 60s, 5m, 1h30m, 500ms)"))?;
+        num.clear();
+        let factor = match unit.as_str() {
+            "ms" => 1e-3,
+            "s" | "sec" | "secs" => 1.0,
+            "m" | "min" | "mins" => 60.0,
+            "h" | "hr" | "hrs" => 3600.0,
+            _ => {
+                return Err(format!(
+                    "unknown unit `{unit}` in `{s}` (use ms, s, m or h)"
+                ))
+            }
+        };
+        total += v * factor;
+        any = true;
+    }
+    if !num.is_empty() || !any {
+        return Err(format!(
+            "`{s}` is not a duration (examples: 60s, 5m, 1h30m, 500ms)"
+        ));
+    }
+    Ok(std::time::Duration::from_secs_f64(total))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("60s"), Ok(Duration::from_secs(60)));
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("2.5"), Ok(Duration::from_millis(2500)));
+        assert!(parse_duration("10x").is_err());
+        assert!(parse_duration("s").is_err());
+        assert!(parse_duration("10").is_ok());
+    }
+
+    #[test]
+    fn cli_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,38 @@
+//! Command-line interface: flags in, validated configuration out, pipeline run.
+//!
+//! `args` holds the clap definitions (the manual: `servebench run --help`), `run` turns them
+//! into a `RunConfig` and runs the pipeline, `sim` serves the simulator.
+
+pub mod args;
+pub mod run;
+pub mod sim;
+
+use args::{Cli, Command};
+use clap::Parser;
+use std::process::ExitCode;
+
+/// Exit statuses (documented in the README).
+pub mod exit {
+    /// Success.
+    pub const OK: u8 = 0;
+    /// The run completed but `--slo` thresholds were not met.
+    pub const SLO_FAILED: u8 = 1;
+    /// Bad configuration, or the server could not be reached.
+    pub const USAGE: u8 = 2;
+}
+
+/// Parses the command line and runs it.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(args) => run::run(*args),
+        Command::Sim(args) => sim::serve(args),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(exit::USAGE)
+        }
+    }
+}

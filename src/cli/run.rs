@@ -1,0 +1,301 @@
+//! `servebench run`: flags → `RunConfig` → engine → metrics → report.
+
+use super::args::{parse_duration, ArrivalArg, EndpointArg, RunArgs};
+use super::exit;
+use crate::config::{
+    Arrival, BaseUrl, Endpoint, Limits, LoadPattern, RequestOptions, RunConfig, Secret, Target,
+    Warmup,
+};
+use crate::engine;
+use crate::metrics::slo::SloSpec;
+use crate::metrics::summarize;
+use crate::report::{json::run_json, terminal, RunReport, TokenizerInfo};
+use crate::sim::{SimConfig, SimServer};
+use crate::store::{default_run_dir, write_run_json};
+use crate::tokenizer;
+use crate::workload::WorkloadSpec;
+use anyhow::{bail, Context, Result};
+use std::time::Duration;
+
+/// The configuration, plus what only the CLI needs.
+pub struct Resolved {
+    pub config: RunConfig,
+    pub ready_timeout: Duration,
+    pub tokenizer_name: String,
+}
+
+/// Validates flags into a configuration. `url` is the target (the simulator's when built in).
+pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
+    let url = BaseUrl::parse(url)?;
+    let api_key = match &args.api_key_file {
+        Some(path) => Some(Secret::new(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("reading the API key file {}", path.display()))?
+                .trim()
+                .to_owned(),
+        )),
+        None => std::env::var(&args.api_key_env)
+            .ok()
+            .filter(|k| !k.is_empty())
+            .map(Secret::new),
+    };
+    let mut headers = Vec::new();
+    for h in &args.headers {
+        let Some((k, v)) = h.split_once(':') else {
+            bail!("--header `{h}` is not of the form 'Name: value'");
+        };
+        headers.push((k.trim().to_owned(), v.trim().to_owned()));
+    }
+    let workload = match (&args.workload, args.input_tokens, args.output_tokens) {
+        (Some(name), _, _) => WorkloadSpec::by_name(name).with_context(|| {
+            format!(
+                "unknown workload `{name}`: available are {}",
+                WorkloadSpec::NAMES.join(", ")
+            )
+        })?,
+        (None, None, None) => WorkloadSpec::SyntheticUniform,
+        (None, i, o) => WorkloadSpec::Fixed {
+            input_tokens: i.unwrap_or(256),
+            output_tokens: o.unwrap_or(128),
+        },
+    };
+    if let WorkloadSpec::Fixed {
+        output_tokens: 0, ..
+    } = workload
+    {
+        bail!("--output-tokens must be at least 1");
+    }
+    let load = match (args.concurrency, args.rate) {
+        (_, Some(rate)) => {
+            if !(rate > 0.0 && rate.is_finite()) {
+                bail!("--rate must be a positive number of requests per second");
+            }
+            let arrival = match args.arrival {
+                ArrivalArg::Poisson => Arrival::Poisson,
+                ArrivalArg::Constant => Arrival::Constant,
+                ArrivalArg::Gamma => {
+                    if args.burstiness.is_nan() || args.burstiness <= 0.0 {
+                        bail!("--burstiness must be positive (1 = Poisson-like)");
+                    }
+                    Arrival::Gamma {
+                        cv: args.burstiness,
+                    }
+                }
+            };
+            LoadPattern::Open {
+                rate_per_s: rate,
+                arrival,
+            }
+        }
+        (Some(0), None) => bail!("--concurrency must be at least 1"),
+        (c, None) => LoadPattern::Closed {
+            concurrency: c.unwrap_or(32),
+        },
+    };
+    let duration = args
+        .duration
+        .as_deref()
+        .map(parse_duration)
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
+    let limits = Limits {
+        requests: args
+            .requests
+            .or(if duration.is_none() { Some(1000) } else { None }),
+        duration,
+    };
+    let warmup =
+        match args.warmup.as_str() {
+            "auto" => Warmup::Auto,
+            "none" | "0" => Warmup::None,
+            n => Warmup::Requests(n.parse().with_context(|| {
+                format!("--warmup `{n}`: use auto, none, or a number of requests")
+            })?),
+        };
+    let slo = args
+        .slo
+        .as_deref()
+        .map(|s| SloSpec::parse(s, args.slo_target))
+        .transpose()?;
+    if !(0.0..=1.0).contains(&args.slo_target) {
+        bail!("--slo-target must be between 0 and 1 (0.99 = 99 % of requests)");
+    }
+    let mut extra_body = Vec::new();
+    if let Some(extra) = &args.extra_body {
+        let v: serde_json::Value =
+            serde_json::from_str(extra).context("--extra-body is not valid JSON")?;
+        let serde_json::Value::Object(map) = v else {
+            bail!("--extra-body must be a JSON object, e.g. '{{\"top_k\": 1}}'");
+        };
+        extra_body.extend(map);
+    }
+    let out_dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| default_run_dir(crate::clock::RunClock::start().unix_us(0)));
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    let config = RunConfig {
+        target: Target {
+            url,
+            model: args.model.clone().unwrap_or_default(),
+            endpoint: match args.endpoint {
+                EndpointArg::Chat => Endpoint::Chat,
+                EndpointArg::Completions => Endpoint::Completions,
+            },
+            headers,
+            api_key,
+            builtin_simulator: builtin,
+        },
+        request: RequestOptions {
+            ignore_eos: args.ignore_eos,
+            prefix_cache: !args.no_prefix_cache,
+            usage_per_chunk: args.usage_per_chunk,
+            temperature: Some(args.temperature),
+            extra_body,
+        },
+        workload,
+        load,
+        limits,
+        warmup,
+        seed: args.seed,
+        slo,
+        request_timeout: parse_duration(&args.timeout).map_err(anyhow::Error::msg)?,
+        grace: parse_duration(&args.grace).map_err(anyhow::Error::msg)?,
+        client_threads: args.client_threads.unwrap_or(cores).max(1),
+        out_dir,
+        quiet: args.quiet,
+    };
+    Ok(Resolved {
+        config,
+        ready_timeout: parse_duration(&args.ready_timeout).map_err(anyhow::Error::msg)?,
+        tokenizer_name: args.tokenizer.clone(),
+    })
+}
+
+fn describe_load(c: &RunConfig) -> String {
+    let limits = match (c.limits.requests, c.limits.duration) {
+        (Some(n), Some(d)) => format!("{n} requests or {:.0} s, whichever first", d.as_secs_f64()),
+        (Some(n), None) => format!("{n} requests"),
+        (None, Some(d)) => format!("{:.0} s", d.as_secs_f64()),
+        (None, None) => "until stopped".into(),
+    };
+    match c.load {
+        LoadPattern::Closed { concurrency } => {
+            format!("closed loop, concurrency {concurrency}; {limits}")
+        }
+        LoadPattern::Open {
+            rate_per_s,
+            arrival,
+        } => {
+            let a = match arrival {
+                Arrival::Poisson => "Poisson".to_owned(),
+                Arrival::Constant => "constant".to_owned(),
+                Arrival::Gamma { cv } => format!("gamma (CV {cv})"),
+            };
+            format!("open loop, {rate_per_s} req/s {a} arrivals; {limits}")
+        }
+    }
+}
+
+/// Runs the whole pipeline; returns the exit status.
+pub fn run(args: RunArgs) -> Result<u8> {
+    // The built-in simulator, when no URL is given, on its own thread and port.
+    let sim = match &args.url {
+        Some(_) => None,
+        None => {
+            let cfg = SimConfig {
+                ttft_ms: args.sim_ttft_ms,
+                itl_ms: args.sim_itl_ms,
+                seed: args.seed,
+                ..SimConfig::default()
+            };
+            let server = SimServer::spawn(cfg, 0).context("starting the built-in simulator")?;
+            eprintln!(
+                "No --url given: benchmarking the built-in simulator at {} (TTFT {} ms, ITL {} ms). Pass --url to test a real server.",
+                server.base_url(),
+                args.sim_ttft_ms,
+                args.sim_itl_ms
+            );
+            Some(server)
+        }
+    };
+    let url = args
+        .url
+        .clone()
+        .unwrap_or_else(|| sim.as_ref().map(|s| s.base_url()).unwrap_or_default());
+    let mut resolved = resolve(&args, &url, sim.is_some())?;
+    let tok = tokenizer::load(&resolved.tokenizer_name)?;
+
+    // Readiness and model discovery, on a small runtime of its own.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let models = match rt.block_on(engine::wait_until_ready(
+        &resolved.config,
+        resolved.ready_timeout,
+    )) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(exit::USAGE);
+        }
+    };
+    drop(rt);
+    if resolved.config.target.model.is_empty() {
+        resolved.config.target.model = models.first().cloned().unwrap_or_else(|| "default".into());
+    }
+    let config = resolved.config;
+    eprintln!(
+        "Running {} against {} (model {}); records stream to {}",
+        describe_load(&config),
+        config.target.url,
+        config.target.model,
+        config.out_dir.join("requests.jsonl").display()
+    );
+
+    let output = match engine::run(&config, tok.clone()) {
+        Ok(o) => o,
+        Err(
+            e @ (engine::EngineError::Refused(_)
+            | engine::EngineError::Unreachable { .. }
+            | engine::EngineError::NotReady { .. }),
+        ) => {
+            eprintln!("error: {e}");
+            return Ok(exit::USAGE);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let summary = summarize(&output.records, config.slo.as_ref());
+    let report = RunReport {
+        started_unix_us: output.started_unix_us,
+        finished_unix_us: output.finished_unix_us,
+        interrupted: output.interrupted,
+        target_url: config.target.url.to_string(),
+        model: config.target.model.clone(),
+        endpoint: format!("{:?}", config.target.endpoint).to_lowercase(),
+        builtin_simulator: config.target.builtin_simulator,
+        workload: config.workload.describe(),
+        load: describe_load(&config),
+        seed: config.seed,
+        tokenizer: TokenizerInfo {
+            name: tok.name().to_owned(),
+            source: tok.source().to_owned(),
+            vocab_size: tok.vocab_size(),
+            counting_option: "B".into(),
+            special_tokens: "input: prompt text only (no BOS/EOS, no chat-template tokens; the server's usage.prompt_tokens, when present, counts them and is preferred for throughput); output: server usage.completion_tokens when present, else the tokenizer on the whole text".into(),
+        },
+        warmup: output.warmup.clone(),
+        summary,
+        generator: output.generator.clone(),
+    };
+    write_run_json(&config.out_dir, &run_json(&report, &config))?;
+    print!("{}", terminal::render(&report));
+    println!("\nRun folder: {}", config.out_dir.display());
+    drop(sim);
+    Ok(match &report.summary.goodput {
+        Some(g) if !g.passed => exit::SLO_FAILED,
+        _ => exit::OK,
+    })
+}

@@ -1,0 +1,376 @@
+//! One request/response exchange, timed on the run's clock.
+//!
+//! The whole exchange runs in the request's own task: connection from the pool, one write,
+//! then a read loop that timestamps each read before anything is parsed, so every SSE event
+//! completed by a read gets the arrival time of the bytes that completed it (draft B.1.1).
+//! Whatever happens, the record keeps what was received; failures become `Outcome`s.
+
+use super::http::{BodyDecoder, HttpError};
+use super::openai::{parse_chunk, parse_timings};
+use super::pool::Pool;
+use super::sse::SseParser;
+use crate::clock::{Nanos, RunClock};
+use crate::config::Target;
+use crate::record::{Chunk, FailureKind, Outcome, Phase, RequestRecord};
+
+/// A request ready to send: its bytes were built off the hot path.
+#[derive(Debug, Clone)]
+pub struct PreparedRequest {
+    pub id: u64,
+    pub class: Option<String>,
+    pub input_tokens: u32,
+    pub max_tokens: u32,
+    /// The complete HTTP request (head and body).
+    pub http_bytes: Vec<u8>,
+}
+
+/// Builds the bytes of a `POST` to the target's endpoint.
+pub fn http_request(target: &Target, body: &[u8]) -> Vec<u8> {
+    use std::fmt::Write;
+    let mut head = String::with_capacity(256);
+    let _ = write!(
+        head,
+        "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nUser-Agent: servebench/{}\r\nContent-Length: {}\r\n",
+        target.url.path(target.endpoint.path()),
+        target.url.host_header(),
+        env!("CARGO_PKG_VERSION"),
+        body.len()
+    );
+    if let Some(key) = &target.api_key {
+        let _ = write!(head, "Authorization: Bearer {}\r\n", key.expose());
+    }
+    for (k, v) in &target.headers {
+        let _ = write!(head, "{k}: {v}\r\n");
+    }
+    head.push_str("\r\n");
+    let mut bytes = head.into_bytes();
+    bytes.extend_from_slice(body);
+    bytes
+}
+
+/// A request being measured: the record plus what is needed to settle token counts later.
+#[derive(Debug, Default)]
+pub struct Exchange {
+    pub record: RequestRecord,
+    /// Answer text, concatenated (for tokenizer-based counts).
+    pub content_text: String,
+    /// Reasoning text, concatenated.
+    pub reasoning_text: String,
+    /// Cumulative `completion_tokens` streamed with each content chunk, when the server
+    /// streams usage per chunk.
+    pub cumulative_usage: Vec<Option<u32>>,
+    /// Bytes of leading whitespace not yet given to a content chunk.
+    pending_blank_bytes: u32,
+    saw_done: bool,
+    refused: bool,
+}
+
+impl Exchange {
+    pub fn new(req: &PreparedRequest, phase: Phase, scheduled_at: Option<Nanos>) -> Self {
+        Self {
+            record: RequestRecord {
+                id: req.id,
+                phase,
+                class: req.class.clone(),
+                scheduled_at,
+                input_tokens: req.input_tokens,
+                max_tokens: req.max_tokens,
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    /// Marks the exchange as ended by `outcome` unless it already has an ending.
+    pub fn fail_if_unfinished(&mut self, kind: FailureKind, detail: &str, at: Nanos) {
+        if self.record.finished_at == 0 {
+            self.record.finished_at = at;
+            self.record.outcome = Outcome::failed(kind, detail);
+        }
+    }
+
+    /// Handles one SSE data payload that arrived at `at`. `Err` ends the exchange.
+    fn on_event(&mut self, data: &[u8], at: Nanos) -> Result<(), Outcome> {
+        if data == b"[DONE]" {
+            self.saw_done = true;
+            return Ok(());
+        }
+        let chunk = parse_chunk(data).map_err(|e| Outcome::failed(FailureKind::Protocol, e))?;
+        if self.record.response_id.is_none() {
+            if let Some(id) = &chunk.id {
+                self.record.response_id = Some(id.to_string());
+            }
+        }
+        if let Some(err) = chunk.error {
+            return Err(Outcome::failed(
+                FailureKind::Protocol,
+                format!("server sent an error event: {}", err.get()),
+            ));
+        }
+        let mut cumulative = None;
+        if let Some(usage) = chunk.usage {
+            if let Ok(v) = serde_json::from_str::<serde_json::Value>(usage.get()) {
+                cumulative = v
+                    .get("completion_tokens")
+                    .and_then(|c| c.as_u64())
+                    .map(|c| c as u32);
+                self.record.usage = Some(v);
+            }
+        }
+        if let Some(t) = chunk.timings.and_then(parse_timings) {
+            self.record.server_timing = Some(t);
+        }
+        if let Some(reason) = &chunk.finish_reason {
+            if reason == "content_filter" {
+                self.refused = true;
+            }
+            self.record.finish_reason = Some(reason.to_string());
+        }
+        if chunk.refusal.as_deref().is_some_and(|r| !r.is_empty()) {
+            self.refused = true;
+        }
+        if let Some(text) = chunk.reasoning.as_deref().filter(|t| !t.is_empty()) {
+            self.reasoning_text.push_str(text);
+            self.record.reasoning_chunks.push(Chunk {
+                at,
+                tokens: 0,
+                bytes: text.len() as u32,
+            });
+        }
+        if let Some(text) = chunk.content.as_deref().filter(|t| !t.is_empty()) {
+            self.content_text.push_str(text);
+            if self.record.chunks.is_empty() && text.trim().is_empty() {
+                // Draft 5.1.3.1: whitespace-only output is not the first token. Its bytes
+                // (and tokens) go with the first real content chunk.
+                self.pending_blank_bytes += text.len() as u32;
+            } else {
+                self.record.chunks.push(Chunk {
+                    at,
+                    tokens: 0,
+                    bytes: text.len() as u32 + std::mem::take(&mut self.pending_blank_bytes),
+                });
+                self.cumulative_usage.push(cumulative);
+            }
+        }
+        Ok(())
+    }
+
+    /// The outcome of a stream that ended normally at `at`.
+    fn finish_stream(&mut self, at: Nanos) {
+        self.record.finished_at = at;
+        self.record.outcome = if self.refused {
+            Outcome::failed(
+                FailureKind::Refused,
+                "the server refused the content (content_filter or refusal)",
+            )
+        } else if self.saw_done || self.record.finish_reason.is_some() {
+            Outcome::Ok
+        } else {
+            Outcome::failed(
+                FailureKind::StreamCut,
+                format!(
+                    "stream ended without [DONE] or finish_reason after {} content chunks",
+                    self.record.chunks.len()
+                ),
+            )
+        };
+    }
+}
+
+/// What the read loop saw at the end of the body.
+enum BodyEnd {
+    Complete,
+    Eof,
+}
+
+/// Runs one exchange against `pool`, filling `ex`. Never panics on bad input: every failure
+/// ends up in `ex.record.outcome`. Safe to drop mid-way (timeout, cancel): the caller then
+/// marks the outcome with `fail_if_unfinished`, and everything received so far is kept.
+pub async fn execute(
+    ex: &mut Exchange,
+    pool: &Pool,
+    clock: &RunClock,
+    req: &PreparedRequest,
+    url_for_errors: &str,
+) {
+    ex.record.queued_at = clock.now();
+    let mut retried = false;
+    loop {
+        let acquired = if retried {
+            pool.open().await.map(|c| (c, false))
+        } else {
+            pool.acquire().await
+        };
+        let (mut conn, reused) = match acquired {
+            Ok(c) => c,
+            Err(e) => {
+                ex.record.finished_at = clock.now();
+                ex.record.connect_ns = ex.record.finished_at - ex.record.queued_at;
+                ex.record.outcome =
+                    Outcome::failed(FailureKind::Connect, connect_advice(&e, url_for_errors));
+                return;
+            }
+        };
+        ex.record.reused_connection = reused;
+        ex.record.sent_at = clock.now();
+        ex.record.connect_ns = ex.record.sent_at - ex.record.queued_at;
+        let head = match conn.write_request(&req.http_bytes).await {
+            Ok(()) => conn.read_head().await,
+            Err(e) => Err(HttpError::Io(e)),
+        };
+        let head = match head {
+            Ok((head, first_byte)) => {
+                ex.record.first_byte_at = Some(clock.offset_of(first_byte));
+                head
+            }
+            Err(e) => {
+                // A kept-alive connection the server had already closed: retry once on a
+                // fresh connection (nothing of this request reached the server).
+                let stale = matches!(&e, HttpError::ClosedBeforeResponse)
+                    || matches!(&e, HttpError::Io(io) if matches!(io.kind(), std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe));
+                if reused && !retried && stale {
+                    retried = true;
+                    continue;
+                }
+                ex.record.finished_at = clock.now();
+                ex.record.outcome = match e {
+                    HttpError::Invalid(d) => Outcome::failed(FailureKind::Protocol, d),
+                    other => {
+                        Outcome::failed(FailureKind::StreamCut, format!("no response: {other}"))
+                    }
+                };
+                return;
+            }
+        };
+        ex.record.http_status = Some(head.status);
+        let mut decoder = BodyDecoder::new(head.body);
+
+        if head.status != 200 {
+            // Keep the error body (bounded) as the failure detail: servers explain themselves there.
+            let mut body = Vec::new();
+            let end = read_body(
+                &mut conn,
+                &mut decoder,
+                |bytes, _| {
+                    if body.len() < 4096 {
+                        body.extend_from_slice(&bytes[..bytes.len().min(4096 - body.len())]);
+                    }
+                    Ok(())
+                },
+                clock,
+            )
+            .await;
+            ex.record.finished_at = clock.now();
+            let mut detail = format!(
+                "HTTP {}: {}",
+                head.status,
+                String::from_utf8_lossy(&body).trim()
+            );
+            if let Some(ra) = &head.retry_after {
+                detail.push_str(&format!(" (Retry-After: {ra})"));
+            }
+            ex.record.outcome = Outcome::failed(FailureKind::HttpStatus, detail);
+            if matches!(end, Ok(BodyEnd::Complete)) && head.keep_alive {
+                pool.release(conn);
+            }
+            return;
+        }
+
+        let mut sse = SseParser::new();
+        let mut failure: Option<Outcome> = None;
+        let end = read_body(
+            &mut conn,
+            &mut decoder,
+            |bytes, at| {
+                sse.feed(bytes, |event| match ex.on_event(event.data, at) {
+                    Ok(()) => true,
+                    Err(o) => {
+                        failure = Some(o);
+                        false
+                    }
+                });
+                match failure.take() {
+                    Some(o) => Err(o),
+                    None => Ok(()),
+                }
+            },
+            clock,
+        )
+        .await;
+        let now = clock.now();
+        match end {
+            Ok(BodyEnd::Complete) => {
+                ex.finish_stream(now);
+                if head.keep_alive {
+                    pool.release(conn);
+                }
+            }
+            Ok(BodyEnd::Eof) => {
+                if decoder.ends_at_close() && !sse.has_pending() {
+                    ex.finish_stream(now);
+                } else {
+                    ex.record.finished_at = now;
+                    ex.record.outcome = Outcome::failed(
+                        FailureKind::StreamCut,
+                        format!(
+                            "connection closed mid-stream after {} content chunks",
+                            ex.record.chunks.len()
+                        ),
+                    );
+                }
+            }
+            Err(outcome) => {
+                ex.record.finished_at = now;
+                ex.record.outcome = outcome;
+            }
+        }
+        return;
+    }
+}
+
+/// Reads the body to its end, passing decoded bytes and their arrival time to `on_data`.
+async fn read_body(
+    conn: &mut super::http::Conn,
+    decoder: &mut BodyDecoder,
+    mut on_data: impl FnMut(&[u8], Nanos) -> Result<(), Outcome>,
+    clock: &RunClock,
+) -> Result<BodyEnd, Outcome> {
+    // Bytes that came with the head arrived with the last read of the head.
+    let mut at = clock.offset_of(conn.last_read());
+    loop {
+        if !conn.buffered().is_empty() {
+            let mut result = Ok(());
+            let consumed = decoder
+                .decode(conn.buffered(), |bytes| {
+                    if result.is_ok() {
+                        result = on_data(bytes, at);
+                    }
+                })
+                .map_err(|e| Outcome::failed(FailureKind::Protocol, e.to_string()))?;
+            conn.consume(consumed);
+            result?;
+        }
+        if decoder.is_done() {
+            return Ok(BodyEnd::Complete);
+        }
+        let n = conn.fill().await.map_err(|e| {
+            Outcome::failed(
+                FailureKind::StreamCut,
+                format!("read failed mid-stream: {e}"),
+            )
+        })?;
+        at = clock.offset_of(conn.last_read());
+        if n == 0 {
+            return Ok(BodyEnd::Eof);
+        }
+    }
+}
+
+fn connect_advice(e: &HttpError, url: &str) -> String {
+    match e {
+        HttpError::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
+            format!("connection refused at {url}: is the server running?")
+        }
+        other => format!("could not connect to {url}: {other}"),
+    }
+}

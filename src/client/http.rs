@@ -1,0 +1,487 @@
+//! A minimal HTTP/1.1 client connection, written for the measuring hot path.
+//!
+//! Why not hyper: hyper's client reads the socket in a connection task and hands body frames
+//! to the request through a channel, so each chunk pays a task hop before the benchmark can
+//! timestamp it, and the arrival time drifts with scheduler load. Here the request's own task
+//! reads the socket, takes the timestamp the moment `read` returns, and decodes chunked
+//! transfer encoding in place, with no per-chunk allocation. Only what OpenAI-compatible
+//! servers send is supported: responses with `Content-Length`, `Transfer-Encoding: chunked`,
+//! or a body delimited by connection close; no 1xx, no pipelining, no redirects.
+
+use crate::config::BaseUrl;
+use std::io;
+use std::sync::Arc;
+use thiserror::Error;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+use tokio_rustls::TlsConnector;
+
+/// Errors on one connection.
+#[derive(Debug, Error)]
+pub enum HttpError {
+    #[error("{0}")]
+    Io(#[from] io::Error),
+    #[error("connection closed before a response")]
+    ClosedBeforeResponse,
+    #[error("invalid HTTP response: {0}")]
+    Invalid(String),
+}
+
+/// A TCP or TLS stream.
+pub enum Stream {
+    Plain(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+impl Stream {
+    async fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.read(buf).await,
+            Stream::Tls(s) => s.read(buf).await,
+        }
+    }
+
+    async fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        match self {
+            Stream::Plain(s) => s.write_all(buf).await,
+            Stream::Tls(s) => {
+                s.write_all(buf).await?;
+                s.flush().await
+            }
+        }
+    }
+}
+
+/// Opens connections to one server.
+#[derive(Clone)]
+pub struct Connector {
+    url: BaseUrl,
+    tls: Option<(TlsConnector, rustls::pki_types::ServerName<'static>)>,
+}
+
+impl Connector {
+    pub fn new(url: &BaseUrl) -> Result<Self, HttpError> {
+        let tls = if url.tls {
+            let mut roots = rustls::RootCertStore::empty();
+            roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+            let provider = Arc::new(rustls::crypto::ring::default_provider());
+            let config = rustls::ClientConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .map_err(|e| HttpError::Invalid(e.to_string()))?
+                .with_root_certificates(roots)
+                .with_no_client_auth();
+            let name = rustls::pki_types::ServerName::try_from(url.socket_host().to_owned())
+                .map_err(|e| HttpError::Invalid(format!("bad TLS server name: {e}")))?;
+            Some((TlsConnector::from(Arc::new(config)), name))
+        } else {
+            None
+        };
+        Ok(Self {
+            url: url.clone(),
+            tls,
+        })
+    }
+
+    /// Opens a new connection (TCP_NODELAY set; TLS handshake done).
+    pub async fn connect(&self) -> Result<Conn, HttpError> {
+        let tcp = TcpStream::connect((self.url.socket_host(), self.url.port)).await?;
+        tcp.set_nodelay(true)?;
+        let stream = match &self.tls {
+            None => Stream::Plain(tcp),
+            Some((connector, name)) => {
+                Stream::Tls(Box::new(connector.connect(name.clone(), tcp).await?))
+            }
+        };
+        Ok(Conn::new(stream))
+    }
+}
+
+/// The parts of a response head the client acts on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResponseHead {
+    pub status: u16,
+    pub body: BodyFraming,
+    /// The server allows reusing the connection.
+    pub keep_alive: bool,
+    pub retry_after: Option<String>,
+    pub content_type: Option<String>,
+}
+
+/// How the end of the body is found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyFraming {
+    Length(u64),
+    Chunked,
+    UntilClose,
+}
+
+const READ_SIZE: usize = 16 * 1024;
+const MAX_HEAD: usize = 64 * 1024;
+
+/// One open connection with its read buffer.
+pub struct Conn {
+    stream: Stream,
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    /// When the last read returned (taken right after `read`, before any parsing).
+    last_read: std::time::Instant,
+    /// Requests completed on this connection.
+    pub uses: u64,
+}
+
+impl Conn {
+    fn new(stream: Stream) -> Self {
+        Self {
+            stream,
+            buf: vec![0; READ_SIZE],
+            start: 0,
+            end: 0,
+            last_read: std::time::Instant::now(),
+            uses: 0,
+        }
+    }
+
+    /// Writes a whole request (head and body in one buffer, one syscall when it fits).
+    pub async fn write_request(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.start = 0;
+        self.end = 0;
+        self.stream.write_all(bytes).await
+    }
+
+    /// Reads more bytes into the buffer; returns how many (0 at end of stream).
+    pub async fn fill(&mut self) -> io::Result<usize> {
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        } else if self.end == self.buf.len() {
+            if self.start > 0 {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.end -= self.start;
+                self.start = 0;
+            } else {
+                let len = self.buf.len();
+                self.buf.resize(len * 2, 0);
+            }
+        }
+        let n = self.stream.read(&mut self.buf[self.end..]).await?;
+        self.last_read = std::time::Instant::now();
+        self.end += n;
+        Ok(n)
+    }
+
+    /// When the last read returned.
+    pub fn last_read(&self) -> std::time::Instant {
+        self.last_read
+    }
+
+    /// Unconsumed bytes.
+    pub fn buffered(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+
+    /// Marks `n` buffered bytes as consumed.
+    pub fn consume(&mut self, n: usize) {
+        self.start = (self.start + n).min(self.end);
+    }
+
+    /// Reads and parses the response head; returns it with the time of its first byte.
+    pub async fn read_head(&mut self) -> Result<(ResponseHead, std::time::Instant), HttpError> {
+        let mut first_byte = None;
+        loop {
+            if self.end > self.start {
+                if let Some((head, len)) = parse_head(self.buffered())? {
+                    self.consume(len);
+                    return Ok((head, first_byte.unwrap_or(self.last_read)));
+                }
+                if self.end - self.start > MAX_HEAD {
+                    return Err(HttpError::Invalid(
+                        "response head larger than 64 KiB".into(),
+                    ));
+                }
+            }
+            let n = self.fill().await?;
+            if n == 0 {
+                return Err(HttpError::ClosedBeforeResponse);
+            }
+            first_byte.get_or_insert(self.last_read);
+        }
+    }
+}
+
+/// Parses a response head; `None` when more bytes are needed.
+pub fn parse_head(bytes: &[u8]) -> Result<Option<(ResponseHead, usize)>, HttpError> {
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut resp = httparse::Response::new(&mut headers);
+    let len = match resp.parse(bytes) {
+        Ok(httparse::Status::Complete(len)) => len,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(e) => return Err(HttpError::Invalid(e.to_string())),
+    };
+    let status = resp.code.unwrap_or(0);
+    let http10 = resp.version == Some(0);
+    let mut content_length = None;
+    let mut chunked = false;
+    let mut keep_alive = !http10;
+    let mut retry_after = None;
+    let mut content_type = None;
+    for h in resp.headers.iter() {
+        let value = std::str::from_utf8(h.value).unwrap_or("").trim();
+        if h.name.eq_ignore_ascii_case("content-length") {
+            content_length = Some(
+                value
+                    .parse::<u64>()
+                    .map_err(|_| HttpError::Invalid(format!("bad content-length `{value}`")))?,
+            );
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            chunked = value
+                .to_ascii_lowercase()
+                .split(',')
+                .any(|t| t.trim() == "chunked");
+        } else if h.name.eq_ignore_ascii_case("connection") {
+            let v = value.to_ascii_lowercase();
+            if v.contains("close") {
+                keep_alive = false;
+            } else if v.contains("keep-alive") {
+                keep_alive = true;
+            }
+        } else if h.name.eq_ignore_ascii_case("retry-after") {
+            retry_after = Some(value.to_owned());
+        } else if h.name.eq_ignore_ascii_case("content-type") {
+            content_type = Some(value.to_owned());
+        }
+    }
+    let body = if chunked {
+        BodyFraming::Chunked
+    } else if let Some(n) = content_length {
+        BodyFraming::Length(n)
+    } else if status == 204 || status == 304 || (100..200).contains(&status) {
+        BodyFraming::Length(0)
+    } else {
+        keep_alive = false;
+        BodyFraming::UntilClose
+    };
+    Ok(Some((
+        ResponseHead {
+            status,
+            body,
+            keep_alive,
+            retry_after,
+            content_type,
+        },
+        len,
+    )))
+}
+
+/// Streaming decoder of a response body, whatever its framing.
+#[derive(Debug, Clone)]
+pub struct BodyDecoder {
+    state: State,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum State {
+    /// Expecting a chunk-size line.
+    Size,
+    /// Inside a chunk with this many bytes left.
+    Data(u64),
+    /// Expecting the CRLF after chunk data.
+    DataEnd,
+    /// Reading trailer lines after the last chunk.
+    Trailer,
+    /// `Content-Length` body with this many bytes left.
+    Length(u64),
+    UntilClose,
+    Done,
+}
+
+impl BodyDecoder {
+    pub fn new(framing: BodyFraming) -> Self {
+        let state = match framing {
+            BodyFraming::Chunked => State::Size,
+            BodyFraming::Length(0) => State::Done,
+            BodyFraming::Length(n) => State::Length(n),
+            BodyFraming::UntilClose => State::UntilClose,
+        };
+        Self { state }
+    }
+
+    /// The whole body has been read.
+    pub fn is_done(&self) -> bool {
+        self.state == State::Done
+    }
+
+    /// The body ends at connection close, so EOF is its normal end.
+    pub fn ends_at_close(&self) -> bool {
+        self.state == State::UntilClose
+    }
+
+    /// Decodes `input`, passing payload bytes to `on_data`; returns bytes consumed.
+    pub fn decode(
+        &mut self,
+        input: &[u8],
+        mut on_data: impl FnMut(&[u8]),
+    ) -> Result<usize, HttpError> {
+        let mut pos = 0;
+        while pos < input.len() {
+            match self.state {
+                State::Done => break,
+                State::UntilClose => {
+                    on_data(&input[pos..]);
+                    pos = input.len();
+                }
+                State::Length(left) => {
+                    let take = (left as usize).min(input.len() - pos);
+                    on_data(&input[pos..pos + take]);
+                    pos += take;
+                    let left = left - take as u64;
+                    self.state = if left == 0 {
+                        State::Done
+                    } else {
+                        State::Length(left)
+                    };
+                }
+                State::Data(left) => {
+                    let take = (left as usize).min(input.len() - pos);
+                    on_data(&input[pos..pos + take]);
+                    pos += take;
+                    let left = left - take as u64;
+                    self.state = if left == 0 {
+                        State::DataEnd
+                    } else {
+                        State::Data(left)
+                    };
+                }
+                State::DataEnd => {
+                    let rest = &input[pos..];
+                    if rest.len() < 2 {
+                        if rest == b"\r" {
+                            break; // wait for the \n
+                        }
+                        if rest == b"\n" {
+                            pos += 1;
+                            self.state = State::Size;
+                            continue;
+                        }
+                        break;
+                    }
+                    if &rest[..2] == b"\r\n" {
+                        pos += 2;
+                    } else if rest[0] == b'\n' {
+                        pos += 1;
+                    } else {
+                        return Err(HttpError::Invalid("missing CRLF after chunk data".into()));
+                    }
+                    self.state = State::Size;
+                }
+                State::Size => {
+                    let rest = &input[pos..];
+                    let Some(nl) = memchr::memchr(b'\n', rest) else {
+                        if rest.len() > 1024 {
+                            return Err(HttpError::Invalid("chunk-size line too long".into()));
+                        }
+                        break;
+                    };
+                    let line = &rest[..nl];
+                    let line = line.strip_suffix(b"\r").unwrap_or(line);
+                    let hex = line.split(|&b| b == b';').next().unwrap_or(b"");
+                    let hex = std::str::from_utf8(hex).unwrap_or("").trim();
+                    let size = u64::from_str_radix(hex, 16)
+                        .map_err(|_| HttpError::Invalid(format!("bad chunk size `{hex}`")))?;
+                    pos += nl + 1;
+                    self.state = if size == 0 {
+                        State::Trailer
+                    } else {
+                        State::Data(size)
+                    };
+                }
+                State::Trailer => {
+                    let rest = &input[pos..];
+                    let Some(nl) = memchr::memchr(b'\n', rest) else {
+                        break;
+                    };
+                    let line = &rest[..nl];
+                    pos += nl + 1;
+                    if line.is_empty() || line == b"\r" {
+                        self.state = State::Done;
+                    }
+                }
+            }
+        }
+        Ok(pos)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode_all(framing: BodyFraming, parts: &[&[u8]]) -> (Vec<u8>, bool) {
+        let mut d = BodyDecoder::new(framing);
+        let mut out = Vec::new();
+        let mut pending: Vec<u8> = Vec::new();
+        for p in parts {
+            pending.extend_from_slice(p);
+            let n = d.decode(&pending, |b| out.extend_from_slice(b)).unwrap();
+            pending.drain(..n);
+        }
+        (out, d.is_done())
+    }
+
+    #[test]
+    fn head_framing_and_keep_alive() {
+        let (h, len) = parse_head(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\nxx")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (h.status, h.body, h.keep_alive, len),
+            (200, BodyFraming::Chunked, true, 80)
+        );
+        let (h, _) = parse_head(b"HTTP/1.1 429 Too Many\r\nRetry-After: 2\r\nContent-Length: 5\r\nConnection: close\r\n\r\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (h.status, h.body, h.keep_alive),
+            (429, BodyFraming::Length(5), false)
+        );
+        assert_eq!(h.retry_after.as_deref(), Some("2"));
+        let (h, _) = parse_head(b"HTTP/1.0 200 OK\r\n\r\n").unwrap().unwrap();
+        assert_eq!((h.body, h.keep_alive), (BodyFraming::UntilClose, false));
+        assert!(parse_head(b"HTTP/1.1 200 OK\r\nContent-Le")
+            .unwrap()
+            .is_none());
+        assert!(parse_head(b"garbage\r\n\r\n").is_err());
+    }
+
+    #[test]
+    fn chunked_body_split_anywhere() {
+        let body = b"5\r\nhello\r\n7;ext=1\r\n, world\r\n0\r\nX-Trailer: 1\r\n\r\n";
+        let (whole, done) = decode_all(BodyFraming::Chunked, &[body]);
+        assert_eq!((whole.as_slice(), done), (&b"hello, world"[..], true));
+        for cut in 0..body.len() {
+            for cut2 in cut..body.len() {
+                let (out, done) = decode_all(
+                    BodyFraming::Chunked,
+                    &[&body[..cut], &body[cut..cut2], &body[cut2..]],
+                );
+                assert_eq!(out, whole, "cuts {cut} {cut2}");
+                assert!(done);
+            }
+        }
+    }
+
+    #[test]
+    fn length_body_stops_at_length() {
+        let mut d = BodyDecoder::new(BodyFraming::Length(3));
+        let mut out = Vec::new();
+        let n = d.decode(b"abcdef", |b| out.extend_from_slice(b)).unwrap();
+        assert_eq!((n, out.as_slice(), d.is_done()), (3, &b"abc"[..], true));
+    }
+
+    #[test]
+    fn bad_chunk_size_is_an_error() {
+        let mut d = BodyDecoder::new(BodyFraming::Chunked);
+        assert!(d.decode(b"zz\r\n", |_| {}).is_err());
+    }
+}

@@ -1,0 +1,280 @@
+//! Settles how many output tokens a response had, and how many each chunk carried.
+//!
+//! Order of trust (declared per record): the server's own counts first (`usage`, or usage
+//! streamed with every chunk), then the reference tokenizer run once over the concatenated
+//! text, never per chunk (per-chunk tokenizing overcounts at chunk boundaries). When the
+//! tokenizer's split and the server's total disagree, the tokenizer only decides the shape
+//! (which chunks carried more) and the server's total is apportioned to it.
+
+use super::exchange::Exchange;
+use crate::record::{ChunkTokenSource, TokenSource};
+use crate::tokenizer::Tokenizer;
+
+/// Fills `tokens` of every chunk and the record's `output_tokens`.
+pub fn settle(ex: &mut Exchange, tokenizer: &dyn Tokenizer) {
+    let rec = &mut ex.record;
+    // Reasoning chunks: counted by the tokenizer, shape only.
+    let reasoning_counts = split_by_tokens(
+        tokenizer,
+        &ex.reasoning_text,
+        &rec.reasoning_chunks
+            .iter()
+            .map(|c| c.bytes)
+            .collect::<Vec<_>>(),
+    );
+    for (c, n) in rec.reasoning_chunks.iter_mut().zip(&reasoning_counts) {
+        c.tokens = *n;
+    }
+    let reasoning_total: u64 = rec
+        .usage
+        .as_ref()
+        .and_then(|u| {
+            u.get("completion_tokens_details")?
+                .get("reasoning_tokens")?
+                .as_u64()
+        })
+        .unwrap_or_else(|| reasoning_counts.iter().map(|&n| n as u64).sum());
+
+    let usage_total = rec.usage_completion_tokens();
+    let content_total: u64 = match usage_total {
+        Some(total) => {
+            rec.output_tokens_source = TokenSource::ServerUsage;
+            total.saturating_sub(reasoning_total)
+        }
+        None if !ex.content_text.is_empty() => {
+            rec.output_tokens_source = TokenSource::Tokenizer;
+            tokenizer.count(&ex.content_text) as u64
+        }
+        None => {
+            rec.output_tokens_source = TokenSource::None;
+            0
+        }
+    };
+    rec.output_tokens = content_total.min(u32::MAX as u64) as u32;
+    let n_chunks = rec.chunks.len();
+    if n_chunks == 0 {
+        return;
+    }
+
+    // 1. Cumulative usage streamed with every content chunk (and no reasoning to untangle).
+    if rec.reasoning_chunks.is_empty() && ex.cumulative_usage.iter().all(Option::is_some) {
+        let mut prev = 0u32;
+        let mut ok = true;
+        let mut counts = Vec::with_capacity(n_chunks);
+        for c in &ex.cumulative_usage {
+            let c = c.unwrap_or(0);
+            if c < prev {
+                ok = false;
+                break;
+            }
+            counts.push(c - prev);
+            prev = c;
+        }
+        if ok && counts.iter().map(|&n| n as u64).sum::<u64>() <= content_total.max(prev as u64) {
+            for (chunk, n) in rec.chunks.iter_mut().zip(counts) {
+                chunk.tokens = n;
+            }
+            rec.chunk_tokens_source = ChunkTokenSource::StreamedUsage;
+            return;
+        }
+    }
+    // 2. One chunk per token: the common case for llama.cpp and vLLM without speculation.
+    if content_total == n_chunks as u64 {
+        for chunk in &mut rec.chunks {
+            chunk.tokens = 1;
+        }
+        rec.chunk_tokens_source = ChunkTokenSource::OnePerChunk;
+        return;
+    }
+    // 3. Tokenizer over the whole text, apportioned to the known total.
+    let byte_lens: Vec<u32> = rec.chunks.iter().map(|c| c.bytes).collect();
+    let shape = split_by_tokens(tokenizer, &ex.content_text, &byte_lens);
+    let counts = if usage_total.is_some() {
+        apportion(&shape, content_total)
+    } else {
+        shape
+    };
+    if usage_total.is_none() {
+        rec.output_tokens = counts.iter().sum();
+    }
+    for (chunk, n) in rec.chunks.iter_mut().zip(counts) {
+        chunk.tokens = n;
+    }
+    rec.chunk_tokens_source = ChunkTokenSource::Tokenizer;
+}
+
+/// Tokens per chunk: each token of `text` goes to the chunk that holds its last byte.
+/// `chunk_bytes` are the chunks' byte lengths, in order; bytes of `text` before the first
+/// chunk's range (none in practice) go to the first chunk.
+pub fn split_by_tokens(tokenizer: &dyn Tokenizer, text: &str, chunk_bytes: &[u32]) -> Vec<u32> {
+    let mut counts = vec![0u32; chunk_bytes.len()];
+    if chunk_bytes.is_empty() || text.is_empty() {
+        return counts;
+    }
+    // End offset (exclusive) of each chunk within `text`, aligned to the text's end.
+    let total: u64 = chunk_bytes.iter().map(|&b| b as u64).sum();
+    let lead = (text.len() as u64).saturating_sub(total);
+    let mut ends = Vec::with_capacity(chunk_bytes.len());
+    let mut acc = lead;
+    for &b in chunk_bytes {
+        acc += b as u64;
+        ends.push(acc);
+    }
+    let mut chunk = 0usize;
+    let mut pos = 0u64;
+    for len in tokenizer.token_byte_lengths(text) {
+        pos += len as u64;
+        let last_byte = pos.saturating_sub(1);
+        while chunk + 1 < ends.len() && last_byte >= ends[chunk] {
+            chunk += 1;
+        }
+        counts[chunk] += 1;
+    }
+    counts
+}
+
+/// Scales `shape` to sum to `total` (largest-remainder rounding; ties go to earlier chunks).
+/// An all-zero shape is spread evenly.
+pub fn apportion(shape: &[u32], total: u64) -> Vec<u32> {
+    if shape.is_empty() {
+        return Vec::new();
+    }
+    let sum: u64 = shape.iter().map(|&n| n as u64).sum();
+    let weights: Vec<u64> = if sum == 0 {
+        vec![1; shape.len()]
+    } else {
+        shape.iter().map(|&n| n as u64).collect()
+    };
+    let wsum: u64 = weights.iter().sum();
+    let mut out: Vec<u32> = Vec::with_capacity(shape.len());
+    let mut rema: Vec<(u64, usize)> = Vec::with_capacity(shape.len());
+    let mut given = 0u64;
+    for (i, &w) in weights.iter().enumerate() {
+        let exact = w as u128 * total as u128;
+        let q = (exact / wsum as u128) as u64;
+        out.push(q as u32);
+        given += q;
+        rema.push(((exact % wsum as u128) as u64, i));
+    }
+    rema.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    for &(_, i) in rema.iter().take((total - given) as usize) {
+        out[i] += 1;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{Chunk, RequestRecord};
+    use crate::tokenizer::TiktokenTokenizer;
+    use serde_json::json;
+
+    fn exchange(texts: &[&str], usage: Option<serde_json::Value>) -> Exchange {
+        let mut ex = Exchange::default();
+        for (i, t) in texts.iter().enumerate() {
+            ex.content_text.push_str(t);
+            ex.record.chunks.push(Chunk {
+                at: i as u64,
+                tokens: 0,
+                bytes: t.len() as u32,
+            });
+            ex.cumulative_usage.push(None);
+        }
+        ex.record.usage = usage;
+        ex
+    }
+
+    #[test]
+    fn one_token_per_chunk_when_usage_matches() {
+        let tok = TiktokenTokenizer::cl100k();
+        let mut ex = exchange(
+            &["Hello", " world", "!"],
+            Some(json!({"completion_tokens": 3})),
+        );
+        settle(&mut ex, &tok);
+        assert_eq!(ex.record.output_tokens, 3);
+        assert_eq!(ex.record.chunk_tokens_source, ChunkTokenSource::OnePerChunk);
+        assert!(ex.record.chunks.iter().all(|c| c.tokens == 1));
+    }
+
+    #[test]
+    fn multi_token_chunks_follow_the_tokenizer_and_the_server_total() {
+        let tok = TiktokenTokenizer::cl100k();
+        // " hello world" is 2 cl100k tokens, "!" is 1.
+        let mut ex = exchange(
+            &[" hello world", "!"],
+            Some(json!({"completion_tokens": 3})),
+        );
+        settle(&mut ex, &tok);
+        assert_eq!(
+            ex.record
+                .chunks
+                .iter()
+                .map(|c| c.tokens)
+                .collect::<Vec<_>>(),
+            vec![2, 1]
+        );
+        assert_eq!(ex.record.chunk_tokens_source, ChunkTokenSource::Tokenizer);
+        // The server says 6: the same shape, scaled.
+        let mut ex = exchange(
+            &[" hello world", "!"],
+            Some(json!({"completion_tokens": 6})),
+        );
+        settle(&mut ex, &tok);
+        assert_eq!(
+            ex.record
+                .chunks
+                .iter()
+                .map(|c| c.tokens)
+                .collect::<Vec<_>>(),
+            vec![4, 2]
+        );
+        assert_eq!(ex.record.output_tokens, 6);
+    }
+
+    #[test]
+    fn no_usage_counts_with_the_tokenizer() {
+        let tok = TiktokenTokenizer::cl100k();
+        let mut ex = exchange(&[" hello world", "!"], None);
+        settle(&mut ex, &tok);
+        assert_eq!(ex.record.output_tokens, 3);
+        assert_eq!(ex.record.output_tokens_source, TokenSource::Tokenizer);
+    }
+
+    #[test]
+    fn streamed_cumulative_usage_is_exact() {
+        let tok = TiktokenTokenizer::cl100k();
+        let mut ex = exchange(&["a", "b", "c"], Some(json!({"completion_tokens": 6})));
+        ex.cumulative_usage = vec![Some(1), Some(4), Some(6)];
+        settle(&mut ex, &tok);
+        assert_eq!(
+            ex.record
+                .chunks
+                .iter()
+                .map(|c| c.tokens)
+                .collect::<Vec<_>>(),
+            vec![1, 3, 2]
+        );
+        assert_eq!(
+            ex.record.chunk_tokens_source,
+            ChunkTokenSource::StreamedUsage
+        );
+    }
+
+    #[test]
+    fn a_token_split_across_chunks_goes_to_the_chunk_with_its_last_byte() {
+        let tok = TiktokenTokenizer::cl100k();
+        // "hello" arrives as "hel" + "lo": one token, in the second chunk.
+        assert_eq!(split_by_tokens(&tok, "hello", &[3, 2]), vec![0, 1]);
+    }
+
+    #[test]
+    fn apportion_keeps_the_total() {
+        assert_eq!(apportion(&[1, 1, 1], 4), vec![2, 1, 1]);
+        assert_eq!(apportion(&[0, 0], 3), vec![2, 1]);
+        assert_eq!(apportion(&[5, 0, 5], 5), vec![3, 0, 2]);
+        assert_eq!(apportion(&[3, 1], 0), vec![0, 0]);
+        let _ = RequestRecord::default();
+    }
+}

@@ -1,0 +1,359 @@
+//! The validated configuration of a run.
+//!
+//! The CLI (`cli/`) parses strings into these types once; nothing downstream sees a string
+//! that means a mode. Everything here serialises into `run.json`, with secrets redacted.
+
+use crate::metrics::slo::SloSpec;
+use crate::workload::WorkloadSpec;
+use serde::{Serialize, Serializer};
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+use thiserror::Error;
+
+/// Which OpenAI-compatible API to drive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Endpoint {
+    /// `POST {base}/chat/completions`
+    Chat,
+    /// `POST {base}/completions`
+    Completions,
+}
+
+impl Endpoint {
+    pub fn path(self) -> &'static str {
+        match self {
+            Endpoint::Chat => "/chat/completions",
+            Endpoint::Completions => "/completions",
+        }
+    }
+}
+
+/// A value that must never be printed or written.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(s: impl Into<String>) -> Self {
+        Secret(s.into())
+    }
+    /// The secret itself, for the one place that sends it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("\"<redacted>\"")
+    }
+}
+
+impl Serialize for Secret {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str("<redacted>")
+    }
+}
+
+/// A parsed base URL such as `http://127.0.0.1:8000/v1` (the base path is kept).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BaseUrl {
+    pub tls: bool,
+    pub host: String,
+    pub port: u16,
+    /// Path prefix without a trailing slash (`/v1`, `/openai/v1`, or empty).
+    pub base_path: String,
+}
+
+#[derive(Debug, Error, PartialEq)]
+pub enum UrlError {
+    #[error("`{0}` is not an http:// or https:// URL (example: http://127.0.0.1:8000/v1)")]
+    Scheme(String),
+    #[error("`{0}` has no host (example: http://127.0.0.1:8000/v1)")]
+    Host(String),
+    #[error("`{0}` has an invalid port")]
+    Port(String),
+}
+
+impl BaseUrl {
+    pub fn parse(s: &str) -> Result<Self, UrlError> {
+        let (tls, rest) = if let Some(r) = s.strip_prefix("http://") {
+            (false, r)
+        } else if let Some(r) = s.strip_prefix("https://") {
+            (true, r)
+        } else {
+            return Err(UrlError::Scheme(s.into()));
+        };
+        let (authority, path) = match rest.find(['/', '?']) {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, ""),
+        };
+        let path = path.split('?').next().unwrap_or("").trim_end_matches('/');
+        let authority = authority.rsplit('@').next().unwrap_or(authority);
+        let (host, port) = if let Some(h) = authority.strip_prefix('[') {
+            // IPv6 literal: [::1]:8000
+            let end = h.find(']').ok_or_else(|| UrlError::Host(s.into()))?;
+            let port = &h[end + 1..];
+            (format!("[{}]", &h[..end]), port.strip_prefix(':'))
+        } else {
+            match authority.rsplit_once(':') {
+                Some((h, p)) => (h.to_owned(), Some(p)),
+                None => (authority.to_owned(), None),
+            }
+        };
+        if host.is_empty() || host == "[]" {
+            return Err(UrlError::Host(s.into()));
+        }
+        let port = match port {
+            Some(p) => p.parse().map_err(|_| UrlError::Port(s.into()))?,
+            None => {
+                if tls {
+                    443
+                } else {
+                    80
+                }
+            }
+        };
+        Ok(BaseUrl {
+            tls,
+            host,
+            port,
+            base_path: path.to_owned(),
+        })
+    }
+
+    /// `host:port` for connecting (brackets removed from IPv6 literals).
+    pub fn socket_host(&self) -> &str {
+        self.host.trim_start_matches('[').trim_end_matches(']')
+    }
+
+    /// The `Host` header value.
+    pub fn host_header(&self) -> String {
+        let default_port = if self.tls { 443 } else { 80 };
+        if self.port == default_port {
+            self.host.clone()
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+
+    /// The request path for an API path such as `/chat/completions`.
+    pub fn path(&self, api_path: &str) -> String {
+        format!("{}{}", self.base_path, api_path)
+    }
+
+    /// The server root (base path removed), for `/health`, `/metrics`, `/tokenize`.
+    pub fn root(&self) -> String {
+        format!(
+            "{}://{}",
+            if self.tls { "https" } else { "http" },
+            self.host_header()
+        )
+    }
+}
+
+impl fmt::Display for BaseUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}{}", self.root(), self.base_path)
+    }
+}
+
+impl Serialize for BaseUrl {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+/// The server under test.
+#[derive(Debug, Clone, Serialize)]
+pub struct Target {
+    pub url: BaseUrl,
+    pub model: String,
+    pub endpoint: Endpoint,
+    /// Extra headers; values of credential-like headers are redacted in outputs.
+    #[serde(serialize_with = "redacted_headers")]
+    pub headers: Vec<(String, String)>,
+    /// Sent as `Authorization: Bearer`; never written anywhere.
+    pub api_key: Option<Secret>,
+    /// Whether this is the built-in simulator started by servebench itself.
+    pub builtin_simulator: bool,
+}
+
+fn is_credential_header(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    n == "authorization"
+        || n.contains("key")
+        || n.contains("token")
+        || n.contains("secret")
+        || n.contains("cookie")
+}
+
+fn redacted_headers<S: Serializer>(headers: &[(String, String)], s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut m = s.serialize_map(Some(headers.len()))?;
+    for (k, v) in headers {
+        if is_credential_header(k) {
+            m.serialize_entry(k, "<redacted>")?;
+        } else {
+            m.serialize_entry(k, v)?;
+        }
+    }
+    m.end()
+}
+
+/// Options that shape every request body.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct RequestOptions {
+    /// Ask the server to ignore EOS so outputs reach `max_tokens`.
+    pub ignore_eos: bool,
+    /// `false` sends `cache_prompt: false` (llama.cpp) so no prompt reuse happens.
+    pub prefix_cache: bool,
+    /// Ask for cumulative usage in every chunk (vLLM `continuous_usage_stats`).
+    pub usage_per_chunk: bool,
+    pub temperature: Option<f64>,
+    /// Extra top-level JSON fields merged into every body.
+    pub extra_body: Vec<(String, serde_json::Value)>,
+}
+
+impl Default for RequestOptions {
+    fn default() -> Self {
+        Self {
+            ignore_eos: true,
+            prefix_cache: true,
+            usage_per_chunk: false,
+            temperature: Some(0.0),
+            extra_body: Vec::new(),
+        }
+    }
+}
+
+/// How inter-arrival times are drawn in open loop.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Arrival {
+    /// Exponential gaps (draft 4.2.3, required).
+    Poisson,
+    /// Equal gaps.
+    Constant,
+    /// Gamma gaps with coefficient of variation `cv` (1 = Poisson, > 1 burstier).
+    Gamma { cv: f64 },
+}
+
+/// How load is offered.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "model", rename_all = "snake_case")]
+pub enum LoadPattern {
+    /// A fixed number of requests in flight; a new one as soon as one completes.
+    Closed { concurrency: u32 },
+    /// Arrivals from a seeded schedule, independent of responses.
+    Open { rate_per_s: f64, arrival: Arrival },
+}
+
+/// When the measured run ends: the first limit reached.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Limits {
+    pub requests: Option<u64>,
+    #[serde(serialize_with = "opt_secs")]
+    pub duration: Option<Duration>,
+}
+
+fn opt_secs<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => s.serialize_f64(d.as_secs_f64()),
+        None => s.serialize_none(),
+    }
+}
+
+fn secs<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
+/// Warm-up before measuring (draft 4.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Warmup {
+    /// Cold start: nothing before measuring; reports flag it.
+    None,
+    /// Exactly this many requests at the run's load, then drain.
+    Requests(u64),
+    /// The draft's procedure: ≥ 100 requests and ≥ 10,000 output tokens, drain, then probe
+    /// until two consecutive probes differ by less than 10 %.
+    Auto,
+}
+
+/// Everything a run needs.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunConfig {
+    pub target: Target,
+    pub request: RequestOptions,
+    pub workload: WorkloadSpec,
+    pub load: LoadPattern,
+    pub limits: Limits,
+    pub warmup: Warmup,
+    pub seed: u64,
+    pub slo: Option<SloSpec>,
+    /// Per-request time limit.
+    #[serde(serialize_with = "secs")]
+    pub request_timeout: Duration,
+    /// After Ctrl-C or the duration limit: how long in-flight requests may finish.
+    #[serde(serialize_with = "secs")]
+    pub grace: Duration,
+    /// Worker threads of the client runtime.
+    pub client_threads: usize,
+    /// Run folder.
+    pub out_dir: PathBuf,
+    /// Draw no progress line.
+    pub quiet: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_url_keeps_base_path() {
+        let u = BaseUrl::parse("http://127.0.0.1:8000/v1/").unwrap();
+        assert_eq!(
+            (u.tls, u.host.as_str(), u.port, u.base_path.as_str()),
+            (false, "127.0.0.1", 8000, "/v1")
+        );
+        assert_eq!(u.path("/chat/completions"), "/v1/chat/completions");
+        let u = BaseUrl::parse("https://api.example.com/openai/v1").unwrap();
+        assert_eq!((u.port, u.base_path.as_str()), (443, "/openai/v1"));
+        assert_eq!(u.host_header(), "api.example.com");
+        assert_eq!(u.to_string(), "https://api.example.com/openai/v1");
+        let u = BaseUrl::parse("http://[::1]:9000").unwrap();
+        assert_eq!(
+            (u.socket_host(), u.port, u.base_path.as_str()),
+            ("::1", 9000, "")
+        );
+        assert!(matches!(
+            BaseUrl::parse("127.0.0.1:8000"),
+            Err(UrlError::Scheme(_))
+        ));
+        assert!(matches!(
+            BaseUrl::parse("http://h:x/v1"),
+            Err(UrlError::Port(_))
+        ));
+    }
+
+    #[test]
+    fn secrets_and_credential_headers_are_redacted() {
+        let t = Target {
+            url: BaseUrl::parse("http://h/v1").unwrap(),
+            model: "m".into(),
+            endpoint: Endpoint::Chat,
+            headers: vec![
+                ("X-Api-Key".into(), "sk-123".into()),
+                ("X-Team".into(), "a".into()),
+            ],
+            api_key: Some(Secret::new("sk-abc")),
+            builtin_simulator: false,
+        };
+        let s = serde_json::to_string(&t).unwrap();
+        assert!(!s.contains("sk-"), "{s}");
+        assert!(s.contains("\"X-Team\":\"a\""));
+        assert!(!format!("{t:?}").contains("sk-abc"));
+    }
+}

@@ -1,0 +1,76 @@
+//! Builds requests ahead of time on its own thread, so sending never waits on prompt
+//! generation, tokenization or JSON encoding.
+
+use super::cpu::ThreadCpu;
+use crate::client::exchange::http_request;
+use crate::client::openai::{request_body, Prompt};
+use crate::client::PreparedRequest;
+use crate::config::{RequestOptions, Target};
+use crate::tokenizer::SharedTokenizer;
+use crate::workload::{Generator, WorkloadSpec};
+use std::sync::Arc;
+use tokio::sync::{mpsc, Mutex};
+
+/// The receiving end: requests in workload order.
+#[derive(Clone)]
+pub struct Feed {
+    rx: Arc<Mutex<mpsc::Receiver<PreparedRequest>>>,
+}
+
+impl Feed {
+    /// The next request (async; for closed-loop workers).
+    pub async fn next(&self) -> Option<PreparedRequest> {
+        self.rx.lock().await.recv().await
+    }
+
+    /// The next request, blocking (for the open-loop dispatcher thread).
+    pub fn next_blocking(&self) -> Option<PreparedRequest> {
+        self.rx.blocking_lock().blocking_recv()
+    }
+}
+
+/// Starts generating requests; stops when the feed is dropped.
+pub fn start(
+    workload: &WorkloadSpec,
+    seed: u64,
+    target: &Target,
+    opts: &RequestOptions,
+    tokenizer: SharedTokenizer,
+    cpu: ThreadCpu,
+) -> std::io::Result<Feed> {
+    let (tx, rx) = mpsc::channel::<PreparedRequest>(512);
+    let workload = workload.clone();
+    let target = target.clone();
+    let opts = opts.clone();
+    std::thread::Builder::new()
+        .name("feeder".into())
+        .spawn(move || {
+            cpu.register_current();
+            let mut gen = Generator::new(&workload, seed, tokenizer.as_ref());
+            loop {
+                let spec = gen.next_request(tokenizer.as_ref());
+                let body = request_body(
+                    target.endpoint,
+                    &target.model,
+                    &Prompt {
+                        messages: &spec.messages,
+                        max_tokens: spec.max_tokens,
+                    },
+                    &opts,
+                );
+                let prepared = PreparedRequest {
+                    id: spec.index,
+                    class: spec.class,
+                    input_tokens: spec.input_tokens,
+                    max_tokens: spec.max_tokens,
+                    http_bytes: http_request(&target, &body),
+                };
+                if tx.blocking_send(prepared).is_err() {
+                    return;
+                }
+            }
+        })?;
+    Ok(Feed {
+        rx: Arc::new(Mutex::new(rx)),
+    })
+}

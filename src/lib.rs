@@ -1,0 +1,20 @@
+//! servebench: benchmark LLM serving systems the way their users feel them.
+//!
+//! The crate is a pipeline of stages, one folder each (see `docs/architecture.md`):
+//! `workload` (what to send) → `schedule` (when) → `client` + `engine` (send, read, time) →
+//! `record` (what happened) → `metrics` (what it means) → `report` (how it reads), with
+//! `sim` as the built-in target and test fixture, and `store` writing run folders.
+
+pub mod cli;
+pub mod client;
+pub mod clock;
+pub mod config;
+pub mod engine;
+pub mod metrics;
+pub mod record;
+pub mod report;
+pub mod schedule;
+pub mod sim;
+pub mod store;
+pub mod tokenizer;
+pub mod workload;

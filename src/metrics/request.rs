@@ -1,0 +1,208 @@
+//! Per-request measurements (DESIGN section 3), derived from one record.
+
+use super::distribution::{percentile_sorted, std_dev};
+use crate::clock::Nanos;
+use crate::record::RequestRecord;
+use serde::Serialize;
+
+/// How inter-token latency samples are formed from chunk arrivals (draft 4.6.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum ItlOption {
+    /// Gaps between content events ("time between chunks").
+    A,
+    /// A chunk of n tokens at time T: its first token gets the gap, the other n−1 get 0.
+    B,
+    /// Server-reported per-token times.
+    C,
+}
+
+impl ItlOption {
+    pub fn describe(self) -> &'static str {
+        match self {
+            ItlOption::A => "A: time between chunks (multi-token chunks counted once)",
+            ItlOption::B => "B: chunk arrival time given to each of its tokens (direct when chunks carry one token)",
+            ItlOption::C => "C: server-reported per-token times",
+        }
+    }
+}
+
+fn ms(ns: Nanos) -> f64 {
+    ns as f64 / 1e6
+}
+
+/// What one successful request measured. Times in ms unless named otherwise.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RequestMetrics {
+    /// First content event − sent.
+    pub ttft_ms: f64,
+    /// Last content event − sent.
+    pub e2e_ms: f64,
+    /// (E2E − TTFT) / (N − 1), for N ≥ 2.
+    pub tpot_ms: Option<f64>,
+    /// ITL samples by the chosen option.
+    pub itl_ms: Vec<f64>,
+    /// Standard deviation of `itl_ms` (needs ≥ 2 samples).
+    pub jitter_ms: Option<f64>,
+    /// Largest ITL sample.
+    pub max_pause_ms: Option<f64>,
+    /// E2E / N.
+    pub normalized_ms_per_token: Option<f64>,
+    /// (N − 1) / (t_last − t_first), tokens/s.
+    pub decode_tokens_per_s: Option<f64>,
+    /// First response byte − sent.
+    pub ttfb_ms: Option<f64>,
+    /// First reasoning event − sent.
+    pub time_to_first_reasoning_ms: Option<f64>,
+    /// Open loop: first content event − scheduled (no coordinated omission).
+    pub ttft_from_schedule_ms: Option<f64>,
+    /// Open loop: last content event − scheduled.
+    pub e2e_from_schedule_ms: Option<f64>,
+    pub output_tokens: u32,
+}
+
+/// Measurements of a request that completed with at least one content event.
+pub fn measure(r: &RequestRecord, itl: ItlOption) -> Option<RequestMetrics> {
+    if !r.outcome.is_ok() {
+        return None;
+    }
+    let first = r.first_token_at()?;
+    let last = r.last_token_at()?;
+    let n = r.output_tokens;
+    let ttft_ms = ms(first.saturating_sub(r.sent_at));
+    let e2e_ms = ms(last.saturating_sub(r.sent_at));
+    let tpot_ms = (n >= 2).then(|| (e2e_ms - ttft_ms) / (n - 1) as f64);
+    let itl_ms = itl_samples(r, itl);
+    let jitter_ms = (itl_ms.len() >= 2).then(|| std_dev(&itl_ms));
+    let max_pause_ms = itl_ms
+        .iter()
+        .copied()
+        .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+    let span = last.saturating_sub(first);
+    Some(RequestMetrics {
+        ttft_ms,
+        e2e_ms,
+        tpot_ms,
+        jitter_ms,
+        max_pause_ms,
+        itl_ms,
+        normalized_ms_per_token: (n >= 1).then(|| e2e_ms / n as f64),
+        decode_tokens_per_s: (n >= 2 && span > 0).then(|| (n - 1) as f64 / (span as f64 / 1e9)),
+        ttfb_ms: r.first_byte_at.map(|t| ms(t.saturating_sub(r.sent_at))),
+        time_to_first_reasoning_ms: r
+            .first_reasoning_at()
+            .map(|t| ms(t.saturating_sub(r.sent_at))),
+        ttft_from_schedule_ms: r.scheduled_at.map(|s| ms(first.saturating_sub(s))),
+        e2e_from_schedule_ms: r.scheduled_at.map(|s| ms(last.saturating_sub(s))),
+        output_tokens: n,
+    })
+}
+
+/// ITL samples of one request. The gap to the first token is never a sample.
+pub fn itl_samples(r: &RequestRecord, option: ItlOption) -> Vec<f64> {
+    match option {
+        ItlOption::A => r.chunks.windows(2).map(|w| ms(w[1].at - w[0].at)).collect(),
+        ItlOption::B => {
+            let mut out = Vec::with_capacity(r.output_tokens as usize);
+            let mut prev: Option<Nanos> = None;
+            for c in r.chunks.iter().filter(|c| c.tokens > 0) {
+                if let Some(p) = prev {
+                    out.push(ms(c.at.saturating_sub(p)));
+                }
+                // The chunk's other tokens arrived together with its first.
+                out.extend(std::iter::repeat_n(0.0, c.tokens as usize - 1));
+                prev = Some(c.at);
+            }
+            out
+        }
+        ItlOption::C => match r
+            .server_timing
+            .as_ref()
+            .and_then(|t| t.token_times_ms.as_ref())
+        {
+            Some(times) => times.windows(2).map(|w| w[1] - w[0]).collect(),
+            None => Vec::new(),
+        },
+    }
+}
+
+/// The request's own P99 ITL (for the `itl_p99_ms` SLO).
+pub fn own_itl_p99(m: &RequestMetrics) -> Option<f64> {
+    if m.itl_ms.is_empty() {
+        return None;
+    }
+    let mut v = m.itl_ms.clone();
+    v.sort_unstable_by(f64::total_cmp);
+    Some(percentile_sorted(&v, 99.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{Chunk, FailureKind, Outcome};
+
+    const MS: u64 = 1_000_000;
+
+    fn rec(chunks: &[(u64, u32)]) -> RequestRecord {
+        RequestRecord {
+            sent_at: 100 * MS,
+            first_byte_at: Some(150 * MS),
+            chunks: chunks
+                .iter()
+                .map(|&(at, tokens)| Chunk {
+                    at: at * MS,
+                    tokens,
+                    bytes: 1,
+                })
+                .collect(),
+            output_tokens: chunks.iter().map(|c| c.1).sum(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn hand_computed_request() {
+        // Sent at 100 ms; tokens at 300, 320, 340 (2 tokens), 400.
+        let r = rec(&[(300, 1), (320, 1), (340, 2), (400, 1)]);
+        let m = measure(&r, ItlOption::B).unwrap();
+        assert_eq!(m.ttft_ms, 200.0);
+        assert_eq!(m.e2e_ms, 300.0);
+        assert_eq!(m.tpot_ms, Some(25.0)); // (300 - 200) / (5 - 1)
+        assert_eq!(m.itl_ms, vec![20.0, 20.0, 0.0, 60.0]);
+        assert_eq!(m.max_pause_ms, Some(60.0));
+        assert_eq!(m.ttfb_ms, Some(50.0));
+        assert_eq!(m.decode_tokens_per_s, Some(40.0)); // 4 tokens over 100 ms
+        assert_eq!(m.normalized_ms_per_token, Some(60.0));
+        let jitter = m.jitter_ms.unwrap();
+        assert!((jitter - 475f64.sqrt()).abs() < 1e-9, "{jitter}");
+        // Option A: one sample per chunk gap.
+        assert_eq!(itl_samples(&r, ItlOption::A), vec![20.0, 20.0, 60.0]);
+    }
+
+    #[test]
+    fn first_chunk_with_several_tokens_gives_zero_gaps_not_the_ttft() {
+        let r = rec(&[(300, 3), (310, 1)]);
+        assert_eq!(itl_samples(&r, ItlOption::B), vec![0.0, 0.0, 10.0]);
+    }
+
+    #[test]
+    fn failed_and_empty_requests_have_no_latency() {
+        let mut r = rec(&[(300, 1)]);
+        r.outcome = Outcome::failed(FailureKind::StreamCut, "x");
+        assert!(measure(&r, ItlOption::B).is_none());
+        assert!(measure(&rec(&[]), ItlOption::B).is_none());
+        let one = measure(&rec(&[(300, 1)]), ItlOption::B).unwrap();
+        assert_eq!(
+            (one.tpot_ms, one.jitter_ms, one.max_pause_ms),
+            (None, None, None)
+        );
+    }
+
+    #[test]
+    fn open_loop_latency_from_schedule() {
+        let mut r = rec(&[(300, 1), (350, 1)]);
+        r.scheduled_at = Some(90 * MS);
+        let m = measure(&r, ItlOption::B).unwrap();
+        assert_eq!(m.ttft_from_schedule_ms, Some(210.0));
+        assert_eq!(m.e2e_from_schedule_ms, Some(260.0));
+    }
+}

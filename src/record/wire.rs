@@ -1,0 +1,178 @@
+//! The on-disk form of a record: one JSON object per line of `requests.jsonl`.
+//!
+//! Times are Unix-epoch microseconds (draft 4.7.4 allows epoch time; microseconds keep the
+//! 1 µs resolution of 4.2.1). Kept apart from the domain record so the file format can be
+//! versioned on its own (`run.json` carries `schema_version`).
+
+use super::{
+    Chunk, ChunkTokenSource, FailureKind, Outcome, Phase, RequestRecord, ServerTiming, TokenSource,
+};
+use crate::clock::{Nanos, RunClock};
+use serde::{Deserialize, Serialize};
+
+/// The outcome as written: `"ok"` or `{"kind": ..., "detail": ...}`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum WireOutcome {
+    Ok(OkTag),
+    Failed { kind: FailureKind, detail: String },
+}
+
+/// The literal string `"ok"`.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "snake_case")]
+pub enum OkTag {
+    Ok,
+}
+
+/// One line of `requests.jsonl`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct WireRecord {
+    pub id: u64,
+    pub phase: Phase,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<String>,
+    pub response_id: Option<String>,
+    pub scheduled_at_us: Option<u64>,
+    pub queued_at_us: u64,
+    /// Pool wait plus TCP/TLS set-up, ms.
+    pub connect_ms: f64,
+    pub reused_connection: bool,
+    pub sent_at_us: u64,
+    pub first_byte_at_us: Option<u64>,
+    pub first_token_at_us: Option<u64>,
+    /// Content events: `[arrival_us, tokens]`.
+    pub chunks: Vec<(u64, u32)>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasoning_chunks: Vec<(u64, u32)>,
+    pub finished_at_us: u64,
+    pub outcome: WireOutcome,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<u16>,
+    pub input_tokens: u32,
+    pub output_tokens: u32,
+    pub output_tokens_source: TokenSource,
+    pub chunk_tokens_source: ChunkTokenSource,
+    pub max_tokens: u32,
+    pub finish_reason: Option<String>,
+    pub usage: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_timing: Option<ServerTiming>,
+}
+
+impl WireRecord {
+    /// The wire form of a record on `clock`.
+    pub fn from_record(r: &RequestRecord, clock: &RunClock) -> Self {
+        let us = |t: Nanos| clock.unix_us(t);
+        let chunks = |cs: &[Chunk]| cs.iter().map(|c| (us(c.at), c.tokens)).collect();
+        WireRecord {
+            id: r.id,
+            phase: r.phase,
+            class: r.class.clone(),
+            response_id: r.response_id.clone(),
+            scheduled_at_us: r.scheduled_at.map(us),
+            queued_at_us: us(r.queued_at),
+            connect_ms: r.connect_ns as f64 / 1e6,
+            reused_connection: r.reused_connection,
+            sent_at_us: us(r.sent_at),
+            first_byte_at_us: r.first_byte_at.map(us),
+            first_token_at_us: r.first_token_at().map(us),
+            chunks: chunks(&r.chunks),
+            reasoning_chunks: chunks(&r.reasoning_chunks),
+            finished_at_us: us(r.finished_at),
+            outcome: match &r.outcome {
+                Outcome::Ok => WireOutcome::Ok(OkTag::Ok),
+                Outcome::Failed { kind, detail } => WireOutcome::Failed {
+                    kind: *kind,
+                    detail: detail.clone(),
+                },
+            },
+            http_status: r.http_status,
+            input_tokens: r.input_tokens,
+            output_tokens: r.output_tokens,
+            output_tokens_source: r.output_tokens_source,
+            chunk_tokens_source: r.chunk_tokens_source,
+            max_tokens: r.max_tokens,
+            finish_reason: r.finish_reason.clone(),
+            usage: r.usage.clone(),
+            server_timing: r.server_timing.clone(),
+        }
+    }
+
+    /// Back to a domain record, with times as offsets from `anchor_unix_us`.
+    pub fn into_record(self, anchor_unix_us: u64) -> RequestRecord {
+        let ns = |us: u64| us.saturating_sub(anchor_unix_us) * 1_000;
+        let chunks = |cs: Vec<(u64, u32)>| {
+            cs.into_iter()
+                .map(|(at, tokens)| Chunk {
+                    at: ns(at),
+                    tokens,
+                    bytes: 0,
+                })
+                .collect()
+        };
+        RequestRecord {
+            id: self.id,
+            phase: self.phase,
+            class: self.class,
+            response_id: self.response_id,
+            scheduled_at: self.scheduled_at_us.map(ns),
+            queued_at: ns(self.queued_at_us),
+            connect_ns: (self.connect_ms * 1e6) as u64,
+            reused_connection: self.reused_connection,
+            sent_at: ns(self.sent_at_us),
+            first_byte_at: self.first_byte_at_us.map(ns),
+            chunks: chunks(self.chunks),
+            reasoning_chunks: chunks(self.reasoning_chunks),
+            finished_at: ns(self.finished_at_us),
+            outcome: match self.outcome {
+                WireOutcome::Ok(_) => Outcome::Ok,
+                WireOutcome::Failed { kind, detail } => Outcome::Failed { kind, detail },
+            },
+            input_tokens: self.input_tokens,
+            max_tokens: self.max_tokens,
+            output_tokens: self.output_tokens,
+            output_tokens_source: self.output_tokens_source,
+            chunk_tokens_source: self.chunk_tokens_source,
+            usage: self.usage,
+            server_timing: self.server_timing,
+            finish_reason: self.finish_reason,
+            http_status: self.http_status,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    #[test]
+    fn outcome_is_ok_string_or_object() {
+        let clock = RunClock::with_anchor(Instant::now(), 1_000_000_000);
+        let mut r = RequestRecord {
+            chunks: vec![Chunk {
+                at: 2_000,
+                tokens: 1,
+                bytes: 3,
+            }],
+            ..Default::default()
+        };
+        let line = serde_json::to_string(&WireRecord::from_record(&r, &clock)).unwrap();
+        assert!(line.contains(r#""outcome":"ok""#), "{line}");
+        assert!(line.contains(r#""chunks":[[1000002,1]]"#), "{line}");
+        assert!(line.contains(r#""first_token_at_us":1000002"#), "{line}");
+        r.outcome = Outcome::failed(FailureKind::StreamCut, "eof after 3 chunks");
+        let wire = WireRecord::from_record(&r, &clock);
+        let line = serde_json::to_string(&wire).unwrap();
+        assert!(
+            line.contains(r#""outcome":{"kind":"stream_cut","detail":"eof after 3 chunks"}"#),
+            "{line}"
+        );
+        let back: WireRecord = serde_json::from_str(&line).unwrap();
+        assert_eq!(back, wire);
+        let rec = back.into_record(1_000_000);
+        assert_eq!(rec.outcome.failure_kind(), Some(FailureKind::StreamCut));
+        assert_eq!(rec.chunks[0].at, 2_000);
+    }
+}

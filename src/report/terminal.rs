@@ -1,0 +1,309 @@
+//! Terminal tables in the layout of the draft's examples (Tables 1–6).
+
+use super::RunReport;
+use crate::metrics::Distribution;
+use comfy_table::presets::UTF8_FULL_CONDENSED;
+use comfy_table::{Cell, CellAlignment, Table};
+use std::fmt::Write;
+
+fn table(header: &[&str]) -> Table {
+    let mut t = Table::new();
+    t.load_style(UTF8_FULL_CONDENSED);
+    t.set_header(header.iter().map(Cell::new));
+    t
+}
+
+fn right(t: &mut Table) {
+    for i in 1..t.column_count() {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+}
+
+/// A duration in ms, with a precision that suits its size.
+pub fn fmt_ms(v: f64) -> String {
+    if !v.is_finite() {
+        "-".into()
+    } else if v >= 10_000.0 {
+        format!("{:.2} s", v / 1000.0)
+    } else if v >= 100.0 {
+        format!("{v:.0} ms")
+    } else if v >= 1.0 {
+        format!("{v:.1} ms")
+    } else {
+        format!("{v:.3} ms")
+    }
+}
+
+fn opt_ms(d: Option<Distribution>, f: impl Fn(&Distribution) -> f64) -> String {
+    d.map(|d| fmt_ms(f(&d))).unwrap_or_else(|| "-".into())
+}
+
+/// Renders the whole end-of-run report.
+pub fn render(r: &RunReport) -> String {
+    let s = &r.summary;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\n=== servebench: {} ===",
+        if r.interrupted {
+            "run interrupted (partial results)"
+        } else {
+            "run complete"
+        }
+    );
+    let _ = writeln!(
+        out,
+        "Target: {}{}  model {}  ({})",
+        r.target_url,
+        if r.builtin_simulator {
+            " (built-in simulator)"
+        } else {
+            ""
+        },
+        r.model,
+        r.endpoint
+    );
+    let _ = writeln!(out, "Workload: {}  seed {}", r.workload, r.seed);
+    let _ = writeln!(out, "Load: {}", r.load);
+    let _ = writeln!(
+        out,
+        "Requests: {} measured ({} completed, {} failed) over {:.1} s; warm-up: {}",
+        s.requests.total,
+        s.requests.completed,
+        s.requests.failed,
+        s.window.duration_s,
+        r.warmup.policy
+    );
+    let _ = writeln!(
+        out,
+        "Tokens: {} ({}, option {}); ITL option {}",
+        r.tokenizer.name, r.tokenizer.source, r.tokenizer.counting_option, s.itl_method.description
+    );
+
+    // Table 1: TTFT.
+    let mut t = table(&["Metric", "Value"]);
+    t.add_row(vec![
+        "Requests".to_string(),
+        s.requests.completed.to_string(),
+    ]);
+    for (name, f) in PCTS {
+        t.add_row(vec![format!("TTFT {name}"), opt_ms(s.ttft_ms, f)]);
+    }
+    right(&mut t);
+    let _ = writeln!(out, "\nTime to first token (draft Table 1)\n{t}");
+
+    if !s.ttft_by_input_tokens.is_empty() {
+        let mut t = table(&["Input tokens", "n", "P50", "P95", "P99"]);
+        for b in &s.ttft_by_input_tokens {
+            t.add_row(vec![
+                b.label.clone(),
+                b.n.to_string(),
+                fmt_ms(b.p50_ms),
+                fmt_ms(b.p95_ms),
+                fmt_ms(b.p99_ms),
+            ]);
+        }
+        right(&mut t);
+        let _ = writeln!(out, "\nTTFT by input length (draft Table 2)\n{t}");
+    }
+
+    // Table 6: ITL, plus per-request jitter and pauses (5.4.4.2).
+    let mut t = table(&["Metric", "Value"]);
+    t.add_row(vec![
+        "ITL samples".to_string(),
+        s.itl_ms
+            .map(|d| d.n.to_string())
+            .unwrap_or_else(|| "0".into()),
+    ]);
+    for (name, f) in PCTS.iter().take(5) {
+        t.add_row(vec![format!("ITL {name}"), opt_ms(s.itl_ms, f)]);
+    }
+    t.add_row(vec!["ITL Mean".to_string(), opt_ms(s.itl_ms, |d| d.mean)]);
+    t.add_row(vec!["ITL Std Dev".to_string(), opt_ms(s.itl_ms, |d| d.std)]);
+    t.add_row(vec![
+        "P99/P50 Ratio".to_string(),
+        s.itl_tail_ratio
+            .map(|v| format!("{v:.2}"))
+            .unwrap_or_else(|| "-".into()),
+    ]);
+    right(&mut t);
+    let _ = writeln!(out, "\nInter-token latency (draft Table 6)\n{t}");
+    let mut t = table(&["Per request", "P50", "P95", "P99"]);
+    for (name, d) in [
+        ("Jitter (ITL std)", s.jitter_ms),
+        ("Max pause", s.max_pause_ms),
+    ] {
+        t.add_row(vec![
+            name.to_string(),
+            opt_ms(d, |d| d.p50),
+            opt_ms(d, |d| d.p95),
+            opt_ms(d, |d| d.p99),
+        ]);
+    }
+    right(&mut t);
+    let _ = writeln!(out, "{t}");
+
+    // Table 3: throughput.
+    let mut t = table(&["Metric", "Value"]);
+    t.add_row(vec![
+        "Output throughput".into(),
+        format!("{:.1} tok/s", s.output_tokens_per_s),
+    ]);
+    t.add_row(vec![
+        "Request throughput".into(),
+        format!("{:.2} req/s", s.requests_per_s),
+    ]);
+    t.add_row(vec![
+        "Input throughput".into(),
+        format!("{:.1} tok/s", s.input_tokens_per_s),
+    ]);
+    t.add_row(vec![
+        "Steady-state output".into(),
+        format!(
+            "{:.1} tok/s (first {:.1} s excluded)",
+            s.steady_state.output_tokens_per_s, s.steady_state.excluded_s
+        ),
+    ]);
+    t.add_row(vec![
+        "Success rate".into(),
+        format!("{:.2} %", s.success_rate * 100.0),
+    ]);
+    right(&mut t);
+    let _ = writeln!(out, "\nThroughput (draft Table 3)\n{t}");
+
+    // Table 4: latency.
+    let mut t = table(&["Metric", "P50", "P95", "P99"]);
+    for (name, d) in [
+        ("TTFT", s.ttft_ms),
+        ("TPOT", s.tpot_ms),
+        ("End-to-End", s.e2e_ms),
+    ] {
+        t.add_row(vec![
+            name.to_string(),
+            opt_ms(d, |d| d.p50),
+            opt_ms(d, |d| d.p95),
+            opt_ms(d, |d| d.p99),
+        ]);
+    }
+    if s.ttft_from_schedule_ms.is_some() {
+        t.add_row(vec![
+            "TTFT from schedule".to_string(),
+            opt_ms(s.ttft_from_schedule_ms, |d| d.p50),
+            opt_ms(s.ttft_from_schedule_ms, |d| d.p95),
+            opt_ms(s.ttft_from_schedule_ms, |d| d.p99),
+        ]);
+    }
+    right(&mut t);
+    let _ = writeln!(out, "\nLatency (draft Table 4)\n{t}");
+
+    if let Some(sv) = &s.server {
+        let mut t = table(&["Client vs server", "P50", "P95", "P99"]);
+        for (name, d) in [
+            ("Client TTFT", s.ttft_ms),
+            ("Server prompt time", sv.prompt_ms),
+            ("TTFT - prompt (queue + transport)", sv.ttft_minus_prompt_ms),
+            ("Client TPOT", s.tpot_ms),
+            ("Server time per token", sv.server_tpot_ms),
+        ] {
+            t.add_row(vec![
+                name.to_string(),
+                opt_ms(d, |d| d.p50),
+                opt_ms(d, |d| d.p95),
+                opt_ms(d, |d| d.p99),
+            ]);
+        }
+        if let Some(d) = sv.decode_rate_ratio {
+            t.add_row(vec![
+                "Decode rate client/server".to_string(),
+                format!("{:.3}", d.p50),
+                format!("{:.3}", d.p95),
+                format!("{:.3}", d.p99),
+            ]);
+        }
+        right(&mut t);
+        let _ = writeln!(out, "\nServer-reported timings (llama.cpp `timings`)\n{t}");
+    }
+
+    if let Some(g) = &s.goodput {
+        let _ = writeln!(
+            out,
+            "\nGoodput ({}): {:.2} req/s, {:.1} tok/s; SLO attainment {:.2} % (target {:.1} %) → {}",
+            g.spec,
+            g.goodput_requests_per_s,
+            g.goodput_tokens_per_s,
+            g.attainment * 100.0,
+            g.target_attainment * 100.0,
+            if g.passed { "PASS" } else { "FAIL" }
+        );
+        for (name, a) in &g.attainment_by_threshold {
+            let _ = writeln!(out, "  {name}: {:.2} % of requests", a * 100.0);
+        }
+    }
+
+    let g = &r.generator;
+    let lag = g
+        .send_lag_ms
+        .map(|d| {
+            format!(
+                "send lag P50 {} P99 {} max {}; ",
+                fmt_ms(d.p50),
+                fmt_ms(d.p99),
+                fmt_ms(d.max)
+            )
+        })
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "\nGenerator: {}{:.2} of {:.0} cores, {} per chunk, {} connections → {}",
+        lag,
+        g.cpu_cores_used,
+        g.cpu_cores_available,
+        g.cpu_us_per_chunk
+            .map(|v| format!("{v:.1} µs"))
+            .unwrap_or_else(|| "-".into()),
+        g.connections_opened,
+        if g.kept_up {
+            "kept up"
+        } else {
+            "DID NOT KEEP UP: results may reflect the generator, not the server"
+        }
+    );
+    for n in &g.notes {
+        let _ = writeln!(out, "  ! {n}");
+    }
+    if !s.warnings.is_empty() {
+        let _ = writeln!(out, "\nWarnings:");
+        for w in &s.warnings {
+            let _ = writeln!(out, "  - {w}");
+        }
+    }
+    out
+}
+
+type Pick = fn(&Distribution) -> f64;
+const PCTS: [(&str, Pick); 8] = [
+    ("P50", |d| d.p50),
+    ("P90", |d| d.p90),
+    ("P95", |d| d.p95),
+    ("P99", |d| d.p99),
+    ("P99.9", |d| d.p999),
+    ("Mean", |d| d.mean),
+    ("Min", |d| d.min),
+    ("Max", |d| d.max),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ms_formatting() {
+        assert_eq!(fmt_ms(0.1234), "0.123 ms");
+        assert_eq!(fmt_ms(12.34), "12.3 ms");
+        assert_eq!(fmt_ms(523.7), "524 ms");
+        assert_eq!(fmt_ms(12_345.0), "12.35 s");
+        assert_eq!(fmt_ms(f64::NAN), "-");
+    }
+}

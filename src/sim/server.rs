@@ -1,0 +1,266 @@
+//! The simulator's HTTP/1.1 server.
+//!
+//! Hand-written for the same reason as the client's: each stream's task writes its chunks
+//! straight to its socket and timestamps the write, so the ground truth is the moment the
+//! bytes left the server, with no channel or buffering layer in between. It serves keep-alive
+//! connections with `Content-Length` request bodies and chunked streaming responses.
+
+use super::config::SimConfig;
+use super::responder::{self, Responder};
+use super::truth::TruthLog;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+
+/// A running simulator. Shuts down when dropped.
+pub struct SimServer {
+    addr: SocketAddr,
+    shutdown: watch::Sender<bool>,
+    truth: TruthLog,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl SimServer {
+    /// Starts the simulator on its own runtime thread, bound to `127.0.0.1:port` (0 = any
+    /// free port). Running on its own thread keeps its CPU apart from the client's.
+    pub fn spawn(config: SimConfig, port: u16) -> io::Result<Self> {
+        Self::spawn_on(config, SocketAddr::from(([127, 0, 0, 1], port)), 1)
+    }
+
+    /// Starts on any address with `threads` runtime threads.
+    pub fn spawn_on(config: SimConfig, addr: SocketAddr, threads: usize) -> io::Result<Self> {
+        let std_listener = std::net::TcpListener::bind(addr)?;
+        std_listener.set_nonblocking(true)?;
+        let addr = std_listener.local_addr()?;
+        let (shutdown, mut rx) = watch::channel(false);
+        let truth = TruthLog::new(1_000_000);
+        let responder = Arc::new(Responder::new(config, truth.clone()));
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads.max(1))
+            .thread_name("sim")
+            .enable_all()
+            .build()?;
+        let thread = std::thread::Builder::new()
+            .name("sim-main".into())
+            .spawn(move || {
+                runtime.block_on(async move {
+                    let listener = match TcpListener::from_std(std_listener) {
+                        Ok(l) => l,
+                        Err(_) => return,
+                    };
+                    loop {
+                        tokio::select! {
+                            accepted = listener.accept() => {
+                                if let Ok((stream, _)) = accepted {
+                                    let _ = stream.set_nodelay(true);
+                                    let r = responder.clone();
+                                    let mut stop = rx.clone();
+                                    tokio::spawn(async move {
+                                        tokio::select! {
+                                            _ = serve_connection(stream, r) => {}
+                                            _ = stop.changed() => {}
+                                        }
+                                    });
+                                }
+                            }
+                            _ = rx.changed() => break,
+                        }
+                    }
+                });
+                runtime.shutdown_background();
+            })?;
+        Ok(Self {
+            addr,
+            shutdown,
+            truth,
+            thread: Some(thread),
+        })
+    }
+
+    /// `http://127.0.0.1:PORT/v1`
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Ground truth of the responses so far.
+    pub fn truth(&self) -> &TruthLog {
+        &self.truth
+    }
+
+    /// Stops the server and waits for its thread.
+    pub fn shutdown(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        let _ = self.shutdown.send(true);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for SimServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A parsed request.
+pub struct Request {
+    pub method: String,
+    pub path: String,
+    pub body: Vec<u8>,
+    pub keep_alive: bool,
+}
+
+/// Where a handler writes its response.
+pub struct ResponseWriter<'a> {
+    stream: &'a mut TcpStream,
+    scratch: Vec<u8>,
+}
+
+impl ResponseWriter<'_> {
+    /// A complete response with a body.
+    pub async fn full(
+        &mut self,
+        status: u16,
+        content_type: &str,
+        body: &[u8],
+        extra_headers: &str,
+    ) -> io::Result<()> {
+        self.scratch.clear();
+        self.scratch.extend_from_slice(
+            format!(
+                "HTTP/1.1 {status} {}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n{extra_headers}\r\n",
+                reason(status),
+                body.len()
+            )
+            .as_bytes(),
+        );
+        self.scratch.extend_from_slice(body);
+        self.stream.write_all(&self.scratch).await
+    }
+
+    /// Starts a chunked event stream.
+    pub async fn start_stream(&mut self) -> io::Result<()> {
+        self.stream
+            .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n")
+            .await
+    }
+
+    /// Writes one HTTP chunk carrying `payload` (one write syscall).
+    pub async fn chunk(&mut self, payload: &[u8]) -> io::Result<()> {
+        use std::io::Write;
+        self.scratch.clear();
+        let _ = write!(self.scratch, "{:x}\r\n", payload.len());
+        self.scratch.extend_from_slice(payload);
+        self.scratch.extend_from_slice(b"\r\n");
+        self.stream.write_all(&self.scratch).await
+    }
+
+    /// Ends the chunked stream.
+    pub async fn end_stream(&mut self) -> io::Result<()> {
+        self.stream.write_all(b"0\r\n\r\n").await
+    }
+
+    /// Closes the connection abruptly (fault injection: a cut stream).
+    pub async fn cut(&mut self) -> io::Result<()> {
+        self.stream.shutdown().await
+    }
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        400 => "Bad Request",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        503 => "Service Unavailable",
+        _ => "Status",
+    }
+}
+
+async fn serve_connection(mut stream: TcpStream, responder: Arc<Responder>) -> io::Result<()> {
+    let mut buf = Vec::with_capacity(16 * 1024);
+    loop {
+        let Some(req) = read_request(&mut stream, &mut buf).await? else {
+            return Ok(());
+        };
+        let keep_alive = req.keep_alive;
+        let mut w = ResponseWriter {
+            stream: &mut stream,
+            scratch: Vec::with_capacity(1024),
+        };
+        let keep = responder::handle(&responder, req, &mut w).await?;
+        if !keep_alive || !keep {
+            return Ok(());
+        }
+    }
+}
+
+/// Reads one request; `None` when the client closed the connection between requests.
+async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> io::Result<Option<Request>> {
+    let mut tmp = [0u8; 16 * 1024];
+    loop {
+        let mut headers = [httparse::EMPTY_HEADER; 64];
+        let mut req = httparse::Request::new(&mut headers);
+        match req.parse(buf) {
+            Ok(httparse::Status::Complete(head_len)) => {
+                let mut content_length = 0usize;
+                let mut keep_alive = req.version == Some(1);
+                for h in req.headers.iter() {
+                    if h.name.eq_ignore_ascii_case("content-length") {
+                        content_length = std::str::from_utf8(h.value)
+                            .ok()
+                            .and_then(|v| v.trim().parse().ok())
+                            .unwrap_or(0);
+                    } else if h.name.eq_ignore_ascii_case("connection") {
+                        let v = String::from_utf8_lossy(h.value).to_ascii_lowercase();
+                        keep_alive =
+                            !v.contains("close") && (keep_alive || v.contains("keep-alive"));
+                    }
+                }
+                let method = req.method.unwrap_or("").to_owned();
+                let path = req.path.unwrap_or("").to_owned();
+                while buf.len() < head_len + content_length {
+                    let n = stream.read(&mut tmp).await?;
+                    if n == 0 {
+                        return Ok(None);
+                    }
+                    buf.extend_from_slice(&tmp[..n]);
+                }
+                let body = buf[head_len..head_len + content_length].to_vec();
+                buf.drain(..head_len + content_length);
+                return Ok(Some(Request {
+                    method,
+                    path,
+                    body,
+                    keep_alive,
+                }));
+            }
+            Ok(httparse::Status::Partial) => {}
+            Err(_) => {
+                let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").await;
+                return Ok(None);
+            }
+        }
+        if buf.len() > 1 << 20 {
+            return Ok(None);
+        }
+        let n = stream.read(&mut tmp).await?;
+        if n == 0 {
+            return Ok(None);
+        }
+        buf.extend_from_slice(&tmp[..n]);
+    }
+}

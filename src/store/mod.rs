@@ -1,0 +1,7 @@
+//! Run folders: `requests.jsonl` streamed while running, `run.json` at the end.
+
+pub mod run_dir;
+pub mod writer;
+
+pub use run_dir::{default_run_dir, read_requests, write_run_json};
+pub use writer::RecordWriter;
