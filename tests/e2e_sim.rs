@@ -1,0 +1,198 @@
+//! End to end against the simulator on port 0: what the client records agrees with what the
+//! server really did.
+
+use crate::common::{config, run, temp_dir};
+use servebench::record::{Phase, TokenSource};
+use servebench::sim::{SimConfig, SimServer};
+use std::collections::HashMap;
+
+#[test]
+fn closed_loop_records_every_chunk_the_server_wrote() {
+    let sim = SimServer::spawn(
+        SimConfig {
+            ttft_ms: 20.0,
+            itl_ms: 2.0,
+            ..SimConfig::default()
+        },
+        0,
+    )
+    .unwrap();
+    let out_dir = temp_dir("closed");
+    let cfg = config(
+        &sim.base_url(),
+        &[
+            "--concurrency",
+            "4",
+            "--requests",
+            "40",
+            "--warmup",
+            "5",
+            "--input-tokens",
+            "64",
+            "--output-tokens",
+            "16",
+        ],
+        &out_dir,
+    );
+    let (out, summary) = run(&cfg);
+
+    // Every request is accounted for: 5 warm-up + 40 measured, all ok.
+    assert_eq!(out.records.len(), 45);
+    assert_eq!(
+        out.records
+            .iter()
+            .filter(|r| r.phase == Phase::Warmup)
+            .count(),
+        5
+    );
+    assert_eq!(summary.requests.total, 40);
+    assert_eq!(summary.requests.completed, 40);
+    assert_eq!(summary.total_output_tokens, 40 * 16);
+
+    // The client's view matches the server's ground truth, chunk for chunk.
+    let truth: HashMap<String, _> = sim
+        .truth()
+        .take()
+        .into_iter()
+        .map(|t| (t.response_id.clone(), t))
+        .collect();
+    for r in &out.records {
+        let id = r.response_id.as_ref().expect("the server's id is recorded");
+        let t = &truth[id];
+        assert_eq!(r.output_tokens, t.completion_tokens);
+        assert_eq!(r.output_tokens_source, TokenSource::ServerUsage);
+        assert_eq!(
+            r.chunks.len(),
+            t.chunk_writes.len(),
+            "one record chunk per server write"
+        );
+        assert_eq!(r.input_tokens, 64);
+        for (c, (written, tokens)) in r.chunks.iter().zip(&t.chunk_writes) {
+            assert_eq!(c.tokens, *tokens);
+            // Causality: a chunk cannot be read before it was written.
+            assert!(
+                c.at >= out.clock.offset_of(*written),
+                "arrival before write"
+            );
+        }
+        // TTFT covers the server's first-token delay, and sending precedes the server's receipt.
+        assert!(r.sent_at <= out.clock.offset_of(t.received));
+        assert!(r.first_token_at().unwrap() - r.sent_at >= 20_000_000);
+    }
+    let ttft = summary.ttft_ms.unwrap();
+    assert!(ttft.min >= 20.0, "TTFT below the simulated 20 ms: {ttft:?}");
+    assert_eq!(summary.itl_ms.unwrap().n, 40 * 15);
+
+    // The run folder has one JSON line per request.
+    let lines = std::fs::read_to_string(out_dir.join("requests.jsonl")).unwrap();
+    assert_eq!(lines.lines().count(), 45);
+    let first: serde_json::Value = serde_json::from_str(lines.lines().next().unwrap()).unwrap();
+    for key in [
+        "id",
+        "response_id",
+        "scheduled_at_us",
+        "sent_at_us",
+        "first_token_at_us",
+        "chunks",
+        "finished_at_us",
+        "outcome",
+        "input_tokens",
+        "output_tokens",
+        "usage",
+    ] {
+        assert!(first.get(key).is_some(), "requests.jsonl lacks `{key}`");
+    }
+}
+
+#[test]
+fn open_loop_follows_the_seeded_plan() {
+    let sim = SimServer::spawn(
+        SimConfig {
+            ttft_ms: 5.0,
+            itl_ms: 1.0,
+            ..SimConfig::default()
+        },
+        0,
+    )
+    .unwrap();
+    let out_dir = temp_dir("open");
+    let cfg = config(
+        &sim.base_url(),
+        &[
+            "--rate",
+            "200",
+            "--requests",
+            "100",
+            "--warmup",
+            "none",
+            "--input-tokens",
+            "32",
+            "--output-tokens",
+            "4",
+        ],
+        &out_dir,
+    );
+    let (out, summary) = run(&cfg);
+    assert_eq!(summary.requests.completed, 100);
+    let mut scheduled: Vec<u64> = out
+        .records
+        .iter()
+        .map(|r| r.scheduled_at.expect("open loop records the plan"))
+        .collect();
+    scheduled.sort_unstable();
+    // Same seed, same plan: the offsets between arrivals are those of the schedule module.
+    let plan: Vec<u64> = servebench::schedule::ArrivalPlan::new(
+        200.0,
+        servebench::config::Arrival::Poisson,
+        43 ^ (Phase::Measure as u64).wrapping_mul(0x9E37_79B9),
+    )
+    .take(100)
+    .collect();
+    let base = scheduled[0];
+    for (s, p) in scheduled.iter().zip(&plan) {
+        assert_eq!(s - base, p - plan[0]);
+    }
+    for r in &out.records {
+        assert!(r.sent_at >= r.scheduled_at.unwrap(), "never sent early");
+    }
+    assert!(out.generator.send_lag_ms.is_some());
+    assert!(summary.ttft_from_schedule_ms.is_some());
+}
+
+#[test]
+fn same_seed_same_token_counts() {
+    let sim = SimServer::spawn(
+        SimConfig {
+            ttft_ms: 1.0,
+            itl_ms: 0.5,
+            ..SimConfig::default()
+        },
+        0,
+    )
+    .unwrap();
+    let counts = |name: &str| {
+        let cfg = config(
+            &sim.base_url(),
+            &[
+                "--concurrency",
+                "2",
+                "--requests",
+                "10",
+                "--warmup",
+                "none",
+                "--workload",
+                "synthetic-skewed",
+            ],
+            &temp_dir(name),
+        );
+        let (out, _) = run(&cfg);
+        let mut v: Vec<(u64, u32, u32)> = out
+            .records
+            .iter()
+            .map(|r| (r.id, r.input_tokens, r.max_tokens))
+            .collect();
+        v.sort_unstable();
+        v
+    };
+    assert_eq!(counts("seed-a"), counts("seed-b"));
+}
