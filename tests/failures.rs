@@ -251,3 +251,28 @@ fn builtin_simulator_run_and_slo_exit_status() {
     );
     assert!(String::from_utf8_lossy(&fail.stdout).contains("FAIL"));
 }
+
+#[test]
+fn a_server_that_stays_503_is_reported_not_ready() {
+    let url = scripted_server(
+        b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+    );
+    let out = servebench(&[
+        "run",
+        "--url",
+        &url,
+        "--ready-timeout",
+        "1s",
+        "--requests",
+        "1",
+        "--quiet",
+        "--out",
+        temp_dir("503").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("not ready") && err.contains("loading"),
+        "{err}"
+    );
+}

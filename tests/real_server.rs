@@ -1,1 +1,249 @@
-//! Placeholder; filled below.
+//! Against a real engine: llama.cpp's `llama-server` with Gemma 3 270M on CPU.
+//!
+//! Runs when the server can be had: `SERVEBENCH_REAL_SERVER_URL` names a running one, or
+//! `scripts/real-server.sh` has the server built (CI installs it first and sets
+//! `SERVEBENCH_REAL_SERVER=1`). Otherwise the test says why it skips and passes. One test
+//! runs the scenarios in order, since the last one kills the server.
+
+use crate::common::{config, run, temp_dir};
+use servebench::record::{FailureKind, Outcome, Phase};
+use std::path::PathBuf;
+use std::process::Command;
+
+fn script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/real-server.sh")
+}
+
+/// The base URL of a running server, starting one when it is installed.
+fn server() -> Option<String> {
+    if let Ok(url) = std::env::var("SERVEBENCH_REAL_SERVER_URL") {
+        return Some(url);
+    }
+    let installed = Command::new(script())
+        .arg("paths")
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("server=").map(PathBuf::from))
+        })
+        .is_some_and(|p| p.exists());
+    if !installed && std::env::var("SERVEBENCH_REAL_SERVER").is_err() {
+        eprintln!("SKIPPED real-server tests: llama-server is not installed (run scripts/real-server.sh install, or set SERVEBENCH_REAL_SERVER_URL)");
+        return None;
+    }
+    let out = Command::new(script())
+        .arg("start")
+        .output()
+        .expect("running scripts/real-server.sh");
+    assert!(
+        out.status.success(),
+        "scripts/real-server.sh start failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    Some(
+        stdout
+            .lines()
+            .last()
+            .expect("the script prints the URL last")
+            .trim()
+            .to_owned(),
+    )
+}
+
+fn pid_file() -> PathBuf {
+    let cache = std::env::var("SERVEBENCH_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".cache"));
+    cache.join("run/llama-server.pid")
+}
+
+#[test]
+fn llama_cpp_server_end_to_end() {
+    let Some(url) = server() else { return };
+    let base = [
+        "--warmup",
+        "none",
+        "--input-tokens",
+        "48",
+        "--output-tokens",
+        "48",
+        "--timeout",
+        "120s",
+    ];
+
+    // 1. Closed loop, one stream: counts match usage, TTFT covers the server's prompt time,
+    //    the decode rate agrees with the server's own figure.
+    let mut args = base.to_vec();
+    args.extend(["--concurrency", "1", "--requests", "4"]);
+    let (out, s) = run(&config(&url, &args, &temp_dir("real-c1")));
+    assert_eq!(
+        s.requests.completed,
+        4,
+        "{:?}",
+        out.records.iter().map(|r| &r.outcome).collect::<Vec<_>>()
+    );
+    let mut ratios = Vec::new();
+    for r in &out.records {
+        let usage = r
+            .usage_completion_tokens()
+            .expect("llama.cpp sends a usage chunk");
+        assert_eq!(r.output_tokens as u64, usage);
+        assert_eq!(r.chunks.iter().map(|c| c.tokens as u64).sum::<u64>(), usage);
+        let t = r
+            .server_timing
+            .as_ref()
+            .expect("llama.cpp timings are recorded");
+        let ttft_ms = (r.first_token_at().unwrap() - r.sent_at) as f64 / 1e6;
+        assert!(
+            ttft_ms >= t.prompt_ms.unwrap(),
+            "TTFT {ttft_ms} ms < server prompt {} ms",
+            t.prompt_ms.unwrap()
+        );
+        let client_rate = (r.output_tokens - 1) as f64
+            / ((r.last_token_at().unwrap() - r.first_token_at().unwrap()) as f64 / 1e9);
+        ratios.push(client_rate / t.predicted_per_second.unwrap());
+    }
+    ratios.sort_by(f64::total_cmp);
+    let median = ratios[ratios.len() / 2];
+    assert!(
+        (0.9..=1.1).contains(&median),
+        "client/server decode rate ratio {median} (all {ratios:?})"
+    );
+    assert!(
+        s.server.is_some(),
+        "the summary compares client and server timings"
+    );
+
+    // 2. Closed loop, four streams, completions endpoint.
+    let mut args = base.to_vec();
+    args.extend([
+        "--concurrency",
+        "4",
+        "--requests",
+        "8",
+        "--endpoint",
+        "completions",
+    ]);
+    let (out, s) = run(&config(&url, &args, &temp_dir("real-c4")));
+    assert_eq!(s.requests.completed, 8);
+    for r in &out.records {
+        assert_eq!(r.output_tokens as u64, r.usage_completion_tokens().unwrap());
+    }
+
+    // 3. Open loop, Poisson.
+    let mut args = base.to_vec();
+    args.extend(["--rate", "2", "--requests", "6", "--no-prefix-cache"]);
+    let (out, s) = run(&config(&url, &args, &temp_dir("real-open")));
+    assert_eq!(s.requests.total, 6);
+    assert_eq!(s.requests.completed, 6);
+    assert!(out.records.iter().all(|r| r.scheduled_at.is_some()));
+    assert!(
+        out.records
+            .iter()
+            .all(|r| r.server_timing.as_ref().and_then(|t| t.cache_n) == Some(0)),
+        "cache_prompt: false is honoured"
+    );
+
+    // 4. A prompt longer than the slot's context: HTTP 400 with the server's message kept.
+    let (out, s) = run(&config(
+        &url,
+        &[
+            "--warmup",
+            "none",
+            "--input-tokens",
+            "6000",
+            "--output-tokens",
+            "8",
+            "--concurrency",
+            "1",
+            "--requests",
+            "1",
+        ],
+        &temp_dir("real-long"),
+    ));
+    assert_eq!(s.requests.failed_by_kind.get("http_status"), Some(&1));
+    match &out.records[0].outcome {
+        Outcome::Failed {
+            kind: FailureKind::HttpStatus,
+            detail,
+        } => assert!(detail.contains("context"), "{detail}"),
+        other => panic!("expected an HTTP 400, got {other:?}"),
+    }
+
+    // 5. The server is killed mid-run: cut streams are recorded as such, every request is
+    //    accounted for, and the summary is still produced.
+    if std::env::var("SERVEBENCH_REAL_SERVER_URL").is_ok() {
+        return; // not our server to kill
+    }
+    let dir = temp_dir("real-kill");
+    let cfg = config(
+        &url,
+        &[
+            "--warmup",
+            "none",
+            "--input-tokens",
+            "32",
+            "--output-tokens",
+            "400",
+            "--concurrency",
+            "2",
+            "--requests",
+            "6",
+            "--timeout",
+            "60s",
+        ],
+        &dir,
+    );
+    let pid = std::fs::read_to_string(pid_file())
+        .expect("the script writes a pid file")
+        .trim()
+        .to_owned();
+    let before = decode_calls(&url);
+    let runner = std::thread::spawn(move || run(&cfg));
+    // Kill once this run's tokens are flowing (the server's decode counter has moved on).
+    while decode_calls(&url) < before + 20.0 {
+        std::thread::yield_now();
+    }
+    let _ = Command::new("kill").args(["-9", &pid]).status();
+    let (out, s) = runner.join().unwrap();
+    assert_eq!(s.requests.total, 6, "every request is accounted for");
+    assert!(
+        s.requests
+            .failed_by_kind
+            .get("stream_cut")
+            .copied()
+            .unwrap_or(0)
+            >= 1,
+        "{:?}",
+        s.requests.failed_by_kind
+    );
+    assert!(out.records.iter().all(|r| r.phase == Phase::Measure));
+    let _ = Command::new(script()).arg("stop").status();
+}
+
+/// llama.cpp's `n_decode_total` counter (decode calls since the server started).
+fn decode_calls(base_url: &str) -> f64 {
+    let url = servebench::config::BaseUrl::parse(base_url).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let text = rt
+        .block_on(servebench::client::simple::call(
+            &url,
+            None,
+            "GET",
+            "/metrics",
+            None,
+            std::time::Duration::from_secs(5),
+        ))
+        .map(|r| String::from_utf8_lossy(&r.body).into_owned())
+        .unwrap_or_default();
+    text.lines()
+        .find(|l| l.starts_with("llamacpp:n_decode_total"))
+        .and_then(|l| l.split_whitespace().last()?.parse().ok())
+        .unwrap_or(0.0)
+}

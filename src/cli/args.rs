@@ -16,6 +16,31 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Serve the built-in simulated LLM server (OpenAI-compatible, SSE) until Ctrl-C.
     Sim(SimArgs),
+    /// Measure servebench itself against the simulator's ground truth (accuracy, CPU per
+    /// chunk, open-loop fidelity). A benchmark: numbers depend on the machine.
+    Selfbench(SelfbenchArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SelfbenchArgs {
+    /// Concurrent streams for the accuracy runs (TTFT 100 ms, ITL 20 ms).
+    #[arg(long, value_delimiter = ',', default_values_t = vec![64, 1024])]
+    pub accuracy_streams: Vec<u32>,
+    /// Concurrent streams of 1 token/ms for the throughput run.
+    #[arg(long, value_delimiter = ',', default_values_t = vec![256])]
+    pub throughput_streams: Vec<u32>,
+    /// Output tokens per request in the accuracy and throughput runs.
+    #[arg(long, default_value_t = 100)]
+    pub output_tokens: u32,
+    /// Open-loop Poisson rate, req/s (0 skips).
+    #[arg(long, default_value_t = 1000.0)]
+    pub open_loop_rate: f64,
+    /// Length of the open-loop run, s.
+    #[arg(long, default_value_t = 10.0)]
+    pub open_loop_seconds: f64,
+    /// Client worker threads (the simulator uses one thread of its own).
+    #[arg(long, default_value_t = 1)]
+    pub client_threads: usize,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]

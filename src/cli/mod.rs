@@ -5,6 +5,7 @@
 
 pub mod args;
 pub mod run;
+pub mod selfbench;
 pub mod sim;
 
 use args::{Cli, Command};
@@ -27,6 +28,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run::run(*args),
         Command::Sim(args) => sim::serve(args),
+        Command::Selfbench(args) => selfbench::selfbench(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

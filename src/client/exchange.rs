@@ -374,3 +374,115 @@ fn connect_advice(e: &HttpError, url: &str) -> String {
         other => format!("could not connect to {url}: {other}"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::sse::SseParser;
+    use crate::client::token_counts::settle;
+    use crate::tokenizer::TiktokenTokenizer;
+
+    /// Replays a recorded transcript as if it arrived in one read per event.
+    fn replay(name: &str) -> Exchange {
+        let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+        let bytes = std::fs::read(&path).unwrap();
+        let mut ex = Exchange::default();
+        let mut sse = SseParser::new();
+        let mut at = 0;
+        sse.feed(&bytes, |e| {
+            at += 1_000_000;
+            ex.on_event(e.data, at).unwrap();
+            true
+        });
+        ex.finish_stream(at);
+        settle(&mut ex, &TiktokenTokenizer::cl100k());
+        ex
+    }
+
+    #[test]
+    fn llama_cpp_chat_transcript() {
+        let ex = replay("llama.cpp/sse_chat.txt");
+        let r = &ex.record;
+        assert!(r.outcome.is_ok());
+        assert_eq!(
+            r.response_id.as_deref(),
+            Some("chatcmpl-jkjVw1WhB1K7a6RzEIS0xAqCJ9cqpaRv")
+        );
+        // The role-only first chunk is not a token: the first content chunk is the 2nd event.
+        assert_eq!(r.first_token_at(), Some(2_000_000));
+        assert_eq!(r.usage_completion_tokens(), Some(64));
+        assert_eq!(r.output_tokens, 64);
+        assert_eq!(r.chunks.iter().map(|c| c.tokens).sum::<u32>(), 64);
+        assert_eq!(r.finish_reason.as_deref(), Some("length"));
+        let t = r.server_timing.as_ref().unwrap();
+        assert_eq!(
+            (t.prompt_n, t.predicted_n, t.cache_n),
+            (Some(29), Some(64), Some(0))
+        );
+    }
+
+    #[test]
+    fn llama_cpp_completions_and_multibyte_transcripts() {
+        for name in [
+            "llama.cpp/sse_comp_true.txt",
+            "llama.cpp/sse_comp_false.txt",
+            "llama.cpp/sse_emoji.txt",
+            "llama.cpp/sse_ja.txt",
+        ] {
+            let ex = replay(name);
+            let r = &ex.record;
+            assert!(r.outcome.is_ok(), "{name}");
+            let usage = r.usage_completion_tokens().unwrap() as u32;
+            assert_eq!(r.output_tokens, usage, "{name}");
+            // Tokens held back mid-character arrive merged: chunks may be fewer than tokens,
+            // but the per-chunk counts always add up to the server's total.
+            assert!(r.chunks.len() as u32 <= usage, "{name}");
+            assert_eq!(
+                r.chunks.iter().map(|c| c.tokens).sum::<u32>(),
+                usage,
+                "{name}"
+            );
+            assert!(r.server_timing.is_some(), "{name}");
+        }
+    }
+
+    #[test]
+    fn missing_done_and_finish_reason_is_a_cut() {
+        let mut ex = Exchange::default();
+        ex.on_event(br#"{"choices":[{"delta":{"content":"a"}}]}"#, 5)
+            .unwrap();
+        ex.finish_stream(6);
+        assert_eq!(
+            ex.record.outcome.failure_kind(),
+            Some(FailureKind::StreamCut)
+        );
+    }
+
+    #[test]
+    fn refusal_and_error_events() {
+        let mut ex = Exchange::default();
+        ex.on_event(
+            br#"{"choices":[{"delta":{"content":"no"},"finish_reason":"content_filter"}]}"#,
+            5,
+        )
+        .unwrap();
+        ex.finish_stream(6);
+        assert_eq!(ex.record.outcome.failure_kind(), Some(FailureKind::Refused));
+        let mut ex = Exchange::default();
+        let err = ex
+            .on_event(br#"{"error":{"message":"overloaded"}}"#, 5)
+            .unwrap_err();
+        assert_eq!(err.failure_kind(), Some(FailureKind::Protocol));
+    }
+
+    #[test]
+    fn leading_whitespace_is_not_the_first_token() {
+        let mut ex = Exchange::default();
+        ex.on_event(br#"{"choices":[{"delta":{"content":"\n"}}]}"#, 5)
+            .unwrap();
+        ex.on_event(br#"{"choices":[{"delta":{"content":"Hi"}}]}"#, 9)
+            .unwrap();
+        assert_eq!(ex.record.first_token_at(), Some(9));
+        assert_eq!(ex.record.chunks[0].bytes, 3);
+    }
+}

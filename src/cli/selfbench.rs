@@ -1,0 +1,247 @@
+//! `servebench selfbench`: how accurate and how cheap is the client itself?
+//!
+//! Runs the client against the simulator, whose ground truth says when each chunk was
+//! written, and reports: arrival − write per chunk, server receipt − `sent_at`, client CPU
+//! per chunk, reported vs sent throughput, and open-loop schedule fidelity. A benchmark, not
+//! a test: the numbers depend on the machine. Compare ratios within one run.
+
+use super::args::{Cli, Command, SelfbenchArgs};
+use super::run::resolve;
+use crate::engine;
+use crate::metrics::{summarize, Distribution};
+use crate::sim::{SimConfig, SimServer};
+use anyhow::{Context, Result};
+use clap::Parser;
+use std::collections::HashMap;
+
+fn config_for(
+    url: &str,
+    extra: &[String],
+    out: &std::path::Path,
+    threads: usize,
+) -> Result<crate::config::RunConfig> {
+    let mut argv: Vec<String> = [
+        "servebench",
+        "run",
+        "--url",
+        url,
+        "--quiet",
+        "--warmup",
+        "none",
+        "--model",
+        "sim",
+        "--out",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    argv.push(out.display().to_string());
+    argv.push("--client-threads".into());
+    argv.push(threads.to_string());
+    argv.extend(extra.iter().cloned());
+    let cli = Cli::try_parse_from(argv)?;
+    let Command::Run(args) = cli.command else {
+        unreachable!()
+    };
+    Ok(resolve(&args, url, false)?.config)
+}
+
+fn line(name: &str, d: Option<Distribution>, unit: &str) {
+    match d {
+        Some(d) => println!(
+            "  {name:<34} n={:<8} p50={:>9.1} p99={:>9.1} p99.9={:>9.1} max={:>9.1} {unit}",
+            d.n, d.p50, d.p99, d.p999, d.max
+        ),
+        None => println!("  {name:<34} (no samples)"),
+    }
+}
+
+/// Accuracy at `streams` concurrent streams: TTFT 100 ms, ITL 20 ms (server writes logged).
+fn accuracy(streams: u32, args: &SelfbenchArgs) -> Result<()> {
+    let sim = SimServer::spawn(
+        SimConfig {
+            ttft_ms: 100.0,
+            prefill_ms_per_token: 0.0,
+            itl_ms: 20.0,
+            ..SimConfig::default()
+        },
+        0,
+    )?;
+    let dir = std::env::temp_dir().join(format!("servebench-selfbench-acc-{streams}"));
+    let extra: Vec<String> = [
+        "--concurrency",
+        &streams.to_string(),
+        "--requests",
+        &(streams * 2).to_string(),
+        "--input-tokens",
+        "16",
+        "--output-tokens",
+        &args.output_tokens.to_string(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let cfg = config_for(&sim.base_url(), &extra, &dir, args.client_threads)?;
+    let out = engine::run(&cfg, crate::tokenizer::reference())?;
+    let truth: HashMap<String, _> = sim
+        .truth()
+        .take()
+        .into_iter()
+        .map(|t| (t.response_id.clone(), t))
+        .collect();
+    let (mut lag_us, mut send_us) = (Vec::new(), Vec::new());
+    for r in &out.records {
+        let Some(t) = r.response_id.as_ref().and_then(|id| truth.get(id)) else {
+            continue;
+        };
+        send_us.push((out.clock.offset_of(t.received) as f64 - r.sent_at as f64) / 1e3);
+        for (c, (w, _)) in r.chunks.iter().zip(&t.chunk_writes) {
+            lag_us.push((c.at as f64 - out.clock.offset_of(*w) as f64) / 1e3);
+        }
+    }
+    println!(
+        "accuracy, {streams} streams (TTFT 100 ms, ITL 20 ms, {} tokens each):",
+        args.output_tokens
+    );
+    line(
+        "chunk arrival - server write",
+        Distribution::of(&mut lag_us),
+        "µs",
+    );
+    line(
+        "server receipt - sent_at",
+        Distribution::of(&mut send_us),
+        "µs",
+    );
+    println!(
+        "  generator: {:.2} cores, {:.1} µs CPU per chunk, kept_up={}",
+        out.generator.cpu_cores_used,
+        out.generator.cpu_us_per_chunk.unwrap_or(0.0),
+        out.generator.kept_up
+    );
+    Ok(())
+}
+
+/// Throughput: `streams` streams of one token per ms against a one-thread server.
+fn throughput(streams: u32, args: &SelfbenchArgs) -> Result<()> {
+    let sim = SimServer::spawn(
+        SimConfig {
+            ttft_ms: 0.0,
+            prefill_ms_per_token: 0.0,
+            itl_ms: 1.0,
+            ..SimConfig::default()
+        },
+        0,
+    )?;
+    let dir = std::env::temp_dir().join(format!("servebench-selfbench-tput-{streams}"));
+    let extra: Vec<String> = [
+        "--concurrency",
+        &streams.to_string(),
+        "--requests",
+        &(streams * 2).to_string(),
+        "--input-tokens",
+        "16",
+        "--output-tokens",
+        &args.output_tokens.to_string(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let cfg = config_for(&sim.base_url(), &extra, &dir, args.client_threads)?;
+    let out = engine::run(&cfg, crate::tokenizer::reference())?;
+    let summary = summarize(&out.records, None);
+    let truth = sim.truth().take();
+    let tokens: u64 = truth
+        .iter()
+        .map(|t| t.chunk_writes.iter().map(|w| w.1 as u64).sum::<u64>())
+        .sum();
+    let first = truth.iter().map(|t| t.received).min().context("no truth")?;
+    let last = truth
+        .iter()
+        .filter_map(|t| t.chunk_writes.last().map(|w| w.0))
+        .max()
+        .context("no truth")?;
+    let sent_rate = tokens as f64 / (last - first).as_secs_f64();
+    println!("throughput, {streams} streams of 1 token/ms, one-thread server:");
+    println!(
+        "  server wrote {:.0} chunks/s; servebench reported {:.0} tok/s ({:+.2} %); client {:.1} µs CPU per chunk on {:.2} cores; kept_up={}",
+        sent_rate,
+        summary.output_tokens_per_s,
+        (summary.output_tokens_per_s / sent_rate - 1.0) * 100.0,
+        out.generator.cpu_us_per_chunk.unwrap_or(0.0),
+        out.generator.cpu_cores_used,
+        out.generator.kept_up
+    );
+    Ok(())
+}
+
+/// Open loop: Poisson arrivals at `rate` req/s.
+fn open_loop(rate: f64, args: &SelfbenchArgs) -> Result<()> {
+    let sim = SimServer::spawn(
+        SimConfig {
+            ttft_ms: 2.0,
+            prefill_ms_per_token: 0.0,
+            itl_ms: 1.0,
+            ..SimConfig::default()
+        },
+        0,
+    )?;
+    let n = (rate * args.open_loop_seconds).round() as u64;
+    let dir = std::env::temp_dir().join("servebench-selfbench-open");
+    let extra: Vec<String> = [
+        "--rate",
+        &rate.to_string(),
+        "--requests",
+        &n.to_string(),
+        "--input-tokens",
+        "16",
+        "--output-tokens",
+        "4",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let cfg = config_for(&sim.base_url(), &extra, &dir, args.client_threads)?;
+    let out = engine::run(&cfg, crate::tokenizer::reference())?;
+    let mut sent: Vec<u64> = out.records.iter().map(|r| r.sent_at).collect();
+    sent.sort_unstable();
+    let gaps: Vec<f64> = sent
+        .windows(2)
+        .map(|w| (w[1] - w[0]) as f64 / 1e9)
+        .collect();
+    let mean = gaps.iter().sum::<f64>() / gaps.len().max(1) as f64;
+    let sd =
+        (gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len().max(1) as f64).sqrt();
+    let achieved = (sent.len() - 1) as f64 / ((sent[sent.len() - 1] - sent[0]) as f64 / 1e9);
+    println!("open loop, Poisson {rate} req/s, {n} requests:");
+    println!(
+        "  achieved {achieved:.1} req/s ({:+.2} %), inter-arrival CV {:.3}",
+        (achieved / rate - 1.0) * 100.0,
+        sd / mean
+    );
+    line(
+        "send lag (sent_at - scheduled)",
+        out.generator.send_lag_ms.map(|d| Distribution {
+            p50: d.p50 * 1e3,
+            p99: d.p99 * 1e3,
+            p999: d.p999 * 1e3,
+            max: d.max * 1e3,
+            ..d
+        }),
+        "µs",
+    );
+    Ok(())
+}
+
+pub fn selfbench(args: SelfbenchArgs) -> Result<u8> {
+    for &s in &args.accuracy_streams {
+        accuracy(s, &args)?;
+    }
+    for &s in &args.throughput_streams {
+        throughput(s, &args)?;
+    }
+    if args.open_loop_rate > 0.0 {
+        open_loop(args.open_loop_rate, &args)?;
+    }
+    Ok(super::exit::OK)
+}
