@@ -276,3 +276,60 @@ fn a_server_that_stays_503_is_reported_not_ready() {
         "{err}"
     );
 }
+
+#[test]
+fn ctrl_c_keeps_what_was_measured() {
+    let dir = temp_dir("sigint");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_servebench"))
+        .args([
+            "run",
+            "--requests",
+            "100000",
+            "--concurrency",
+            "4",
+            "--warmup",
+            "none",
+            "--input-tokens",
+            "16",
+            "--output-tokens",
+            "64",
+            "--sim-ttft-ms",
+            "1",
+            "--sim-itl-ms",
+            "2",
+            "--grace",
+            "5s",
+            "--quiet",
+            "--out",
+        ])
+        .arg(&dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until some requests have been written, then interrupt.
+    let jsonl = dir.join("requests.jsonl");
+    while std::fs::read_to_string(&jsonl)
+        .map(|s| s.lines().count())
+        .unwrap_or(0)
+        < 8
+    {
+        std::thread::yield_now();
+    }
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    assert_eq!(run["interrupted"], true);
+    let written = std::fs::read_to_string(&jsonl).unwrap().lines().count() as u64;
+    assert_eq!(
+        run["summary"]["requests"]["total"].as_u64().unwrap(),
+        written,
+        "every record is in the summary"
+    );
+    assert!(written < 100_000);
+}

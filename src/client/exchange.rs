@@ -59,8 +59,6 @@ pub struct Exchange {
     /// Cumulative `completion_tokens` streamed with each content chunk, when the server
     /// streams usage per chunk.
     pub cumulative_usage: Vec<Option<u32>>,
-    /// Bytes of leading whitespace not yet given to a content chunk.
-    pending_blank_bytes: u32,
     saw_done: bool,
     refused: bool,
 }
@@ -139,18 +137,17 @@ impl Exchange {
         }
         if let Some(text) = chunk.content.as_deref().filter(|t| !t.is_empty()) {
             self.content_text.push_str(text);
-            if self.record.chunks.is_empty() && text.trim().is_empty() {
-                // Draft 5.1.3.1: whitespace-only output is not the first token. Its bytes
-                // (and tokens) go with the first real content chunk.
-                self.pending_blank_bytes += text.len() as u32;
-            } else {
-                self.record.chunks.push(Chunk {
-                    at,
-                    tokens: 0,
-                    bytes: text.len() as u32 + std::mem::take(&mut self.pending_blank_bytes),
-                });
-                self.cumulative_usage.push(cumulative);
+            // Draft 5.1.3.1: whitespace-only output is not the first token, but it is output:
+            // it stays a chunk (its tokens count), and the first token is the first non-blank one.
+            if self.record.first_content.is_none() && !text.trim().is_empty() {
+                self.record.first_content = Some(self.record.chunks.len());
             }
+            self.record.chunks.push(Chunk {
+                at,
+                tokens: 0,
+                bytes: text.len() as u32,
+            });
+            self.cumulative_usage.push(cumulative);
         }
         Ok(())
     }
@@ -399,6 +396,63 @@ mod tests {
         ex
     }
 
+    /// Replays a recorded HTTP response (head + de-chunked body, as `curl -i` saves it).
+    fn replay_http(name: &str) -> (crate::client::http::ResponseHead, Exchange) {
+        let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+        let bytes = std::fs::read(&path).unwrap();
+        let (head, len) = crate::client::http::parse_head(&bytes).unwrap().unwrap();
+        let mut ex = Exchange::default();
+        let mut sse = SseParser::new();
+        let mut at = 0;
+        sse.feed(&bytes[len..], |e| {
+            at += 1_000_000;
+            ex.on_event(e.data, at).unwrap();
+            true
+        });
+        ex.finish_stream(at);
+        settle(&mut ex, &TiktokenTokenizer::cl100k());
+        (head, ex)
+    }
+
+    #[test]
+    fn fresh_llama_cpp_transcripts() {
+        let (head, ex) = replay_http("llama.cpp-11434/chat_stream_usage.http");
+        assert_eq!(head.status, 200);
+        assert!(ex.record.outcome.is_ok());
+        assert_eq!(ex.record.output_tokens, 24);
+        assert_eq!(
+            ex.record.output_tokens_source,
+            crate::record::TokenSource::ServerUsage
+        );
+        assert!(ex
+            .record
+            .server_timing
+            .as_ref()
+            .unwrap()
+            .prompt_ms
+            .is_some());
+        let (_, ex) = replay_http("llama.cpp-11434/completions_stream_usage.http");
+        assert_eq!(ex.record.output_tokens, 24);
+        assert_eq!(ex.record.chunks.iter().map(|c| c.tokens).sum::<u32>(), 24);
+        // Without include_usage llama.cpp sends no usage: N comes from the tokenizer.
+        let (_, ex) = replay_http("llama.cpp-11434/chat_stream_no_usage.http");
+        assert!(ex.record.usage.is_none());
+        assert_eq!(
+            ex.record.output_tokens_source,
+            crate::record::TokenSource::Tokenizer
+        );
+        let bytes = std::fs::read(format!(
+            "{}/tests/fixtures/llama.cpp-11434/error_context_exceeded.http",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap();
+        let (head, len) = crate::client::http::parse_head(&bytes).unwrap().unwrap();
+        assert_eq!((head.status, head.keep_alive), (400, false));
+        assert!(
+            String::from_utf8_lossy(&bytes[len..]).contains("exceeds the available context size")
+        );
+    }
+
     #[test]
     fn llama_cpp_chat_transcript() {
         let ex = replay("llama.cpp/sse_chat.txt");
@@ -483,6 +537,9 @@ mod tests {
         ex.on_event(br#"{"choices":[{"delta":{"content":"Hi"}}]}"#, 9)
             .unwrap();
         assert_eq!(ex.record.first_token_at(), Some(9));
-        assert_eq!(ex.record.chunks[0].bytes, 3);
+        assert_eq!(
+            (ex.record.chunks.len(), ex.record.first_content),
+            (2, Some(1))
+        );
     }
 }

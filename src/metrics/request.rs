@@ -67,7 +67,13 @@ pub fn measure(r: &RequestRecord, itl: ItlOption) -> Option<RequestMetrics> {
     }
     let first = r.first_token_at()?;
     let last = r.last_token_at()?;
-    let n = r.output_tokens;
+    let n_all = r.output_tokens;
+    // Tokens from the first (non-blank) token on: leading whitespace is outside TTFT's span.
+    let n = if r.first_content == Some(0) {
+        n_all
+    } else {
+        r.token_chunks().iter().map(|c| c.tokens).sum()
+    };
     let ttft_ms = ms(first.saturating_sub(r.sent_at));
     let e2e_ms = ms(last.saturating_sub(r.sent_at));
     let tpot_ms = (n >= 2).then(|| (e2e_ms - ttft_ms) / (n - 1) as f64);
@@ -85,7 +91,7 @@ pub fn measure(r: &RequestRecord, itl: ItlOption) -> Option<RequestMetrics> {
         jitter_ms,
         max_pause_ms,
         itl_ms,
-        normalized_ms_per_token: (n >= 1).then(|| e2e_ms / n as f64),
+        normalized_ms_per_token: (n_all >= 1).then(|| e2e_ms / n_all as f64),
         decode_tokens_per_s: (n >= 2 && span > 0).then(|| (n - 1) as f64 / (span as f64 / 1e9)),
         ttfb_ms: r.first_byte_at.map(|t| ms(t.saturating_sub(r.sent_at))),
         time_to_first_reasoning_ms: r
@@ -93,18 +99,22 @@ pub fn measure(r: &RequestRecord, itl: ItlOption) -> Option<RequestMetrics> {
             .map(|t| ms(t.saturating_sub(r.sent_at))),
         ttft_from_schedule_ms: r.scheduled_at.map(|s| ms(first.saturating_sub(s))),
         e2e_from_schedule_ms: r.scheduled_at.map(|s| ms(last.saturating_sub(s))),
-        output_tokens: n,
+        output_tokens: n_all,
     })
 }
 
 /// ITL samples of one request. The gap to the first token is never a sample.
 pub fn itl_samples(r: &RequestRecord, option: ItlOption) -> Vec<f64> {
     match option {
-        ItlOption::A => r.chunks.windows(2).map(|w| ms(w[1].at - w[0].at)).collect(),
+        ItlOption::A => r
+            .token_chunks()
+            .windows(2)
+            .map(|w| ms(w[1].at - w[0].at))
+            .collect(),
         ItlOption::B => {
             let mut out = Vec::with_capacity(r.output_tokens as usize);
             let mut prev: Option<Nanos> = None;
-            for c in r.chunks.iter().filter(|c| c.tokens > 0) {
+            for c in r.token_chunks().iter().filter(|c| c.tokens > 0) {
                 if let Some(p) = prev {
                     out.push(ms(c.at.saturating_sub(p)));
                 }
@@ -155,6 +165,7 @@ mod tests {
                 })
                 .collect(),
             output_tokens: chunks.iter().map(|c| c.1).sum(),
+            first_content: (!chunks.is_empty()).then_some(0),
             ..Default::default()
         }
     }

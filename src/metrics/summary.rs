@@ -533,6 +533,7 @@ mod tests {
             max_tokens: token_ms.len() as u32,
             input_tokens: 100,
             http_status: Some(200),
+            first_content: (!token_ms.is_empty()).then_some(0),
             ..Default::default()
         }
     }

@@ -113,8 +113,11 @@ pub struct RequestRecord {
     pub sent_at: Nanos,
     /// First response byte (status line).
     pub first_byte_at: Option<Nanos>,
-    /// Content events, in arrival order.
+    /// Content events (non-empty text), in arrival order.
     pub chunks: Vec<Chunk>,
+    /// Index in `chunks` of the first one with non-blank text: the first token (draft
+    /// 5.1.3.1 excludes whitespace-only output). `None` when the answer was all blank.
+    pub first_content: Option<usize>,
     /// Reasoning events (`reasoning_content` / `reasoning` deltas), in arrival order.
     pub reasoning_chunks: Vec<Chunk>,
     /// When the response ended (or failed).
@@ -137,9 +140,17 @@ pub struct RequestRecord {
 }
 
 impl RequestRecord {
-    /// Time of the first content event.
+    /// Time of the first content event with non-blank text.
     pub fn first_token_at(&self) -> Option<Nanos> {
-        self.chunks.first().map(|c| c.at)
+        self.chunks.get(self.first_content?).map(|c| c.at)
+    }
+
+    /// Chunks from the first token on (leading whitespace-only chunks dropped).
+    pub fn token_chunks(&self) -> &[Chunk] {
+        match self.first_content {
+            Some(i) => &self.chunks[i..],
+            None => &[],
+        }
     }
 
     /// Time of the last content event.

@@ -43,6 +43,10 @@ pub struct WireRecord {
     pub first_token_at_us: Option<u64>,
     /// Content events: `[arrival_us, tokens]`.
     pub chunks: Vec<(u64, u32)>,
+    /// Whitespace-only chunks before the first token (draft 5.1.3.1); 0 when absent. `null`
+    /// when the whole answer was blank.
+    #[serde(default = "zero", skip_serializing_if = "is_zero")]
+    pub leading_blank_chunks: Option<u32>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reasoning_chunks: Vec<(u64, u32)>,
     pub finished_at_us: u64,
@@ -78,6 +82,11 @@ impl WireRecord {
             first_byte_at_us: r.first_byte_at.map(us),
             first_token_at_us: r.first_token_at().map(us),
             chunks: chunks(&r.chunks),
+            leading_blank_chunks: match r.first_content {
+                Some(i) => Some(i as u32),
+                None if r.chunks.is_empty() => Some(0),
+                None => None,
+            },
             reasoning_chunks: chunks(&r.reasoning_chunks),
             finished_at_us: us(r.finished_at),
             outcome: match &r.outcome {
@@ -122,6 +131,10 @@ impl WireRecord {
             reused_connection: self.reused_connection,
             sent_at: ns(self.sent_at_us),
             first_byte_at: self.first_byte_at_us.map(ns),
+            first_content: match self.leading_blank_chunks {
+                Some(i) if (i as usize) < self.chunks.len() => Some(i as usize),
+                _ => None,
+            },
             chunks: chunks(self.chunks),
             reasoning_chunks: chunks(self.reasoning_chunks),
             finished_at: ns(self.finished_at_us),
@@ -142,6 +155,14 @@ impl WireRecord {
     }
 }
 
+fn zero() -> Option<u32> {
+    Some(0)
+}
+
+fn is_zero(v: &Option<u32>) -> bool {
+    *v == Some(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,6 +177,7 @@ mod tests {
                 tokens: 1,
                 bytes: 3,
             }],
+            first_content: Some(0),
             ..Default::default()
         };
         let line = serde_json::to_string(&WireRecord::from_record(&r, &clock)).unwrap();
