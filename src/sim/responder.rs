@@ -176,7 +176,7 @@ async fn completion(
     w: &mut ResponseWriter<'_>,
     chat: bool,
 ) -> io::Result<bool> {
-    let received = Instant::now();
+    let received = req.received;
     let parsed: CompletionRequest = match serde_json::from_slice(&req.body) {
         Ok(p) => p,
         Err(e) => {

@@ -115,6 +115,8 @@ impl Drop for SimServer {
 
 /// A parsed request.
 pub struct Request {
+    /// When the read that completed the request returned (before any parsing).
+    pub received: std::time::Instant,
     pub method: String,
     pub path: String,
     pub body: Vec<u8>,
@@ -211,6 +213,7 @@ async fn serve_connection(mut stream: TcpStream, responder: Arc<Responder>) -> i
 /// Reads one request; `None` when the client closed the connection between requests.
 async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> io::Result<Option<Request>> {
     let mut tmp = [0u8; 16 * 1024];
+    let mut last_read = std::time::Instant::now();
     loop {
         let mut headers = [httparse::EMPTY_HEADER; 64];
         let mut req = httparse::Request::new(&mut headers);
@@ -234,6 +237,7 @@ async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> io::Result<O
                 let path = req.path.unwrap_or("").to_owned();
                 while buf.len() < head_len + content_length {
                     let n = stream.read(&mut tmp).await?;
+                    last_read = std::time::Instant::now();
                     if n == 0 {
                         return Ok(None);
                     }
@@ -242,6 +246,7 @@ async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> io::Result<O
                 let body = buf[head_len..head_len + content_length].to_vec();
                 buf.drain(..head_len + content_length);
                 return Ok(Some(Request {
+                    received: last_read,
                     method,
                     path,
                     body,
@@ -258,6 +263,7 @@ async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> io::Result<O
             return Ok(None);
         }
         let n = stream.read(&mut tmp).await?;
+        last_read = std::time::Instant::now();
         if n == 0 {
             return Ok(None);
         }
