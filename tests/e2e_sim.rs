@@ -8,15 +8,7 @@ use std::collections::HashMap;
 
 #[test]
 fn closed_loop_records_every_chunk_the_server_wrote() {
-    let sim = SimServer::spawn(
-        SimConfig {
-            ttft_ms: 20.0,
-            itl_ms: 2.0,
-            ..SimConfig::default()
-        },
-        0,
-    )
-    .unwrap();
+    let sim = SimServer::spawn(SimConfig::fixed(20.0, 2.0), 0).unwrap();
     let out_dir = temp_dir("closed");
     let cfg = config(
         &sim.base_url(),
@@ -106,15 +98,7 @@ fn closed_loop_records_every_chunk_the_server_wrote() {
 
 #[test]
 fn open_loop_follows_the_seeded_plan() {
-    let sim = SimServer::spawn(
-        SimConfig {
-            ttft_ms: 5.0,
-            itl_ms: 1.0,
-            ..SimConfig::default()
-        },
-        0,
-    )
-    .unwrap();
+    let sim = SimServer::spawn(SimConfig::fixed(5.0, 1.0), 0).unwrap();
     let out_dir = temp_dir("open");
     let cfg = config(
         &sim.base_url(),
@@ -161,15 +145,7 @@ fn open_loop_follows_the_seeded_plan() {
 
 #[test]
 fn same_seed_same_token_counts() {
-    let sim = SimServer::spawn(
-        SimConfig {
-            ttft_ms: 1.0,
-            itl_ms: 0.5,
-            ..SimConfig::default()
-        },
-        0,
-    )
-    .unwrap();
+    let sim = SimServer::spawn(SimConfig::fixed(1.0, 0.5), 0).unwrap();
     let counts = |name: &str| {
         let cfg = config(
             &sim.base_url(),

@@ -4,3 +4,4 @@ mod common;
 mod e2e_sim;
 mod failures;
 mod real_server;
+mod sim_engine;

@@ -92,7 +92,8 @@ pub struct RunArgs {
     #[arg(long, default_value = "cl100k_base")]
     pub tokenizer: String,
 
-    /// Closed loop: keep N requests in flight (default 32 when no --rate is given).
+    /// Closed loop: keep N requests in flight (default when no --rate is given: 32, or 64
+    /// against the built-in simulator).
     #[arg(long, conflicts_with = "rate")]
     pub concurrency: Option<u32>,
     /// Open loop: arrivals per second, from a seeded schedule independent of responses.
@@ -162,12 +163,18 @@ pub struct RunArgs {
     #[arg(long, short)]
     pub quiet: bool,
 
-    /// Built-in simulator only: time to first token, ms.
-    #[arg(long, default_value_t = 40.0)]
-    pub sim_ttft_ms: f64,
-    /// Built-in simulator only: time between tokens, ms.
-    #[arg(long, default_value_t = 5.0)]
-    pub sim_itl_ms: f64,
+    /// Built-in simulator only: engine preset (h100-llama3-8b, a100-llama3-70b-tp4, cpu-tiny, fast).
+    #[arg(long, default_value = "h100-llama3-8b")]
+    pub sim_preset: String,
+    /// Built-in simulator only: TOML file of engine parameters (see docs/sim.md).
+    #[arg(long)]
+    pub sim_config: Option<PathBuf>,
+    /// Built-in simulator only: fixed time to first token, ms (fixed timing instead of the engine model).
+    #[arg(long)]
+    pub sim_ttft_ms: Option<f64>,
+    /// Built-in simulator only: fixed time between tokens, ms (fixed timing instead of the engine model).
+    #[arg(long)]
+    pub sim_itl_ms: Option<f64>,
 }
 
 #[derive(Debug, Args)]
@@ -181,27 +188,61 @@ pub struct SimArgs {
     /// Allow binding a non-loopback address.
     #[arg(long)]
     pub allow_remote: bool,
-    /// Time to first token, ms.
-    #[arg(long, default_value_t = 40.0)]
-    pub ttft_ms: f64,
-    /// Time between tokens, ms.
-    #[arg(long, default_value_t = 5.0)]
-    pub itl_ms: f64,
-    /// Uniform jitter on each gap, ± ms.
+    /// Engine preset: h100-llama3-8b, a100-llama3-70b-tp4, cpu-tiny, fast (docs/sim.md).
+    #[arg(long, default_value = "h100-llama3-8b")]
+    pub preset: String,
+    /// TOML file of engine parameters; `preset = "..."` inside picks the base.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Fixed timing instead of the engine model: time to first token, ms.
+    #[arg(long)]
+    pub ttft_ms: Option<f64>,
+    /// Fixed timing instead of the engine model: time between tokens, ms.
+    #[arg(long)]
+    pub itl_ms: Option<f64>,
+    /// Fixed timing: uniform jitter on each gap, ± ms.
     #[arg(long, default_value_t = 0.0)]
     pub itl_jitter_ms: f64,
-    /// Tokens per streamed chunk.
+    /// Fixed timing: tokens per streamed chunk.
     #[arg(long, default_value_t = 1)]
     pub tokens_per_chunk: u32,
-    /// Divide every delay by this factor.
-    #[arg(long, default_value_t = 1.0)]
-    pub time_scale: f64,
+    /// Divide every delay by this factor (10 = ten times faster).
+    #[arg(long)]
+    pub time_scale: Option<f64>,
+    /// Write the ground truth of every request as JSON lines to this file.
+    #[arg(long)]
+    pub truth_log: Option<PathBuf>,
     /// Server threads.
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
     /// Seed of the simulator's draws.
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+/// The simulator configuration named by a preset, a TOML file and fixed-timing flags.
+pub fn sim_config(
+    preset: &str,
+    file: Option<&std::path::Path>,
+    ttft_ms: Option<f64>,
+    itl_ms: Option<f64>,
+) -> anyhow::Result<crate::sim::SimConfig> {
+    use anyhow::Context;
+    let mut cfg = match file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            crate::sim::SimConfig::from_toml(&text, &path.display().to_string())?
+        }
+        None => crate::sim::SimConfig::preset(preset)?,
+    };
+    if ttft_ms.is_some() || itl_ms.is_some() {
+        let mut fixed = cfg.fixed.clone().unwrap_or_default();
+        fixed.ttft_ms = ttft_ms.unwrap_or(fixed.ttft_ms);
+        fixed.itl_ms = itl_ms.unwrap_or(fixed.itl_ms);
+        cfg.fixed = Some(fixed);
+    }
+    Ok(cfg)
 }
 
 /// Parses a duration such as `60s`, `5m`, `1h30m`, `250ms` or a bare number of seconds.

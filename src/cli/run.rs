@@ -10,7 +10,7 @@ use crate::engine;
 use crate::metrics::slo::SloSpec;
 use crate::metrics::summarize;
 use crate::report::{json::run_json, terminal, RunReport, TokenizerInfo};
-use crate::sim::{SimConfig, SimServer};
+use crate::sim::SimServer;
 use crate::store::{default_run_dir, write_run_json};
 use crate::tokenizer;
 use crate::workload::WorkloadSpec;
@@ -88,8 +88,9 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
             }
         }
         (Some(0), None) => bail!("--concurrency must be at least 1"),
+        // The built-in simulator's demo uses 64 streams so the default run ends within a minute.
         (c, None) => LoadPattern::Closed {
-            concurrency: c.unwrap_or(32),
+            concurrency: c.unwrap_or(if builtin { 64 } else { 32 }),
         },
     };
     let duration = args
@@ -205,18 +206,27 @@ pub fn run(args: RunArgs) -> Result<u8> {
     let sim = match &args.url {
         Some(_) => None,
         None => {
-            let cfg = SimConfig {
-                ttft_ms: args.sim_ttft_ms,
-                itl_ms: args.sim_itl_ms,
-                seed: args.seed,
-                ..SimConfig::default()
+            let mut cfg = super::args::sim_config(
+                &args.sim_preset,
+                args.sim_config.as_deref(),
+                args.sim_ttft_ms,
+                args.sim_itl_ms,
+            )?;
+            cfg.seed = args.seed;
+            let what = match &cfg.fixed {
+                Some(f) => format!("fixed timing: TTFT {} ms, ITL {} ms", f.ttft_ms, f.itl_ms),
+                None => format!(
+                    "engine model, preset {}",
+                    args.sim_config
+                        .as_ref()
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_else(|| args.sim_preset.clone())
+                ),
             };
             let server = SimServer::spawn(cfg, 0).context("starting the built-in simulator")?;
             eprintln!(
-                "No --url given: benchmarking the built-in simulator at {} (TTFT {} ms, ITL {} ms). Pass --url to test a real server.",
+                "No --url given: benchmarking the built-in simulator at {} ({what}). Pass --url to test a real server.",
                 server.base_url(),
-                args.sim_ttft_ms,
-                args.sim_itl_ms
             );
             Some(server)
         }

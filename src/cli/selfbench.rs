@@ -58,15 +58,7 @@ fn line(name: &str, d: Option<Distribution>, unit: &str) {
 
 /// Accuracy at `streams` concurrent streams: TTFT 100 ms, ITL 20 ms (server writes logged).
 fn accuracy(streams: u32, args: &SelfbenchArgs) -> Result<()> {
-    let sim = SimServer::spawn(
-        SimConfig {
-            ttft_ms: 100.0,
-            prefill_ms_per_token: 0.0,
-            itl_ms: 20.0,
-            ..SimConfig::default()
-        },
-        0,
-    )?;
+    let sim = SimServer::spawn(SimConfig::fixed(100.0, 20.0), 0)?;
     let dir = std::env::temp_dir().join(format!("servebench-selfbench-acc-{streams}"));
     let extra: Vec<String> = [
         "--concurrency",
@@ -122,17 +114,15 @@ fn accuracy(streams: u32, args: &SelfbenchArgs) -> Result<()> {
     Ok(())
 }
 
-/// Throughput: `streams` streams of one token per ms against a one-thread server.
-fn throughput(streams: u32, args: &SelfbenchArgs) -> Result<()> {
-    let sim = SimServer::spawn(
-        SimConfig {
-            ttft_ms: 0.0,
-            prefill_ms_per_token: 0.0,
-            itl_ms: 1.0,
-            ..SimConfig::default()
-        },
-        0,
-    )?;
+/// Throughput: `streams` streams of one token per ms against a one-thread server, either with
+/// fixed timing or through the engine model (`fast` preset: 1 ms steps).
+fn throughput(streams: u32, args: &SelfbenchArgs, engine_model: bool) -> Result<()> {
+    let cfg = if engine_model {
+        SimConfig::preset("fast")?
+    } else {
+        SimConfig::fixed(0.0, 1.0)
+    };
+    let sim = SimServer::spawn(cfg, 0)?;
     let dir = std::env::temp_dir().join(format!("servebench-selfbench-tput-{streams}"));
     let extra: Vec<String> = [
         "--concurrency",
@@ -162,7 +152,14 @@ fn throughput(streams: u32, args: &SelfbenchArgs) -> Result<()> {
         .max()
         .context("no truth")?;
     let sent_rate = tokens as f64 / (last - first).as_secs_f64();
-    println!("throughput, {streams} streams of 1 token/ms, one-thread server:");
+    println!(
+        "throughput, {streams} streams of 1 token/ms, one-thread server ({}):",
+        if engine_model {
+            "engine model, preset fast"
+        } else {
+            "fixed timing"
+        }
+    );
     println!(
         "  server wrote {:.0} chunks/s; servebench reported {:.0} tok/s ({:+.2} %); client {:.1} µs CPU per chunk on {:.2} cores; kept_up={}",
         sent_rate,
@@ -177,15 +174,7 @@ fn throughput(streams: u32, args: &SelfbenchArgs) -> Result<()> {
 
 /// Open loop: Poisson arrivals at `rate` req/s.
 fn open_loop(rate: f64, args: &SelfbenchArgs) -> Result<()> {
-    let sim = SimServer::spawn(
-        SimConfig {
-            ttft_ms: 2.0,
-            prefill_ms_per_token: 0.0,
-            itl_ms: 1.0,
-            ..SimConfig::default()
-        },
-        0,
-    )?;
+    let sim = SimServer::spawn(SimConfig::fixed(2.0, 1.0), 0)?;
     let n = (rate * args.open_loop_seconds).round() as u64;
     let dir = std::env::temp_dir().join("servebench-selfbench-open");
     let extra: Vec<String> = [
@@ -243,7 +232,8 @@ pub fn selfbench(args: SelfbenchArgs) -> Result<u8> {
         accuracy(s, &args)?;
     }
     for &s in &args.throughput_streams {
-        throughput(s, &args)?;
+        throughput(s, &args, false)?;
+        throughput(s, &args, true)?;
     }
     if args.open_loop_rate > 0.0 {
         open_loop(args.open_loop_rate, &args)?;

@@ -1,8 +1,8 @@
 //! `servebench sim`: serve the simulator in the foreground.
 
-use super::args::SimArgs;
+use super::args::{sim_config, SimArgs};
 use super::exit;
-use crate::sim::{SimConfig, SimServer};
+use crate::sim::SimServer;
 use anyhow::{bail, Context, Result};
 use std::net::{IpAddr, SocketAddr};
 
@@ -14,17 +14,30 @@ pub fn serve(args: SimArgs) -> Result<u8> {
     if !ip.is_loopback() && !args.allow_remote {
         bail!("refusing to bind {ip}: the simulator is for local testing; pass --allow-remote to expose it");
     }
-    let config = SimConfig {
-        ttft_ms: args.ttft_ms,
-        itl_ms: args.itl_ms,
-        itl_jitter_ms: args.itl_jitter_ms,
-        tokens_per_chunk: args.tokens_per_chunk,
-        time_scale: args.time_scale,
-        seed: args.seed,
-        ..SimConfig::default()
-    };
+    let mut config = sim_config(
+        &args.preset,
+        args.config.as_deref(),
+        args.ttft_ms,
+        args.itl_ms,
+    )?;
+    if let Some(f) = config.fixed.as_mut() {
+        f.itl_jitter_ms = args.itl_jitter_ms;
+        f.tokens_per_chunk = args.tokens_per_chunk;
+    }
+    if let Some(t) = args.time_scale {
+        config.time_scale = t;
+    }
+    if let Some(s) = args.seed {
+        config.seed = s;
+    }
     let server = SimServer::spawn_on(config, SocketAddr::new(ip, args.port), args.threads)
         .with_context(|| format!("binding {ip}:{}", args.port))?;
+    if let Some(path) = &args.truth_log {
+        server
+            .truth()
+            .log_to(path)
+            .with_context(|| format!("opening {}", path.display()))?;
+    }
     println!("{}", server.base_url());
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

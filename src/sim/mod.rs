@@ -1,14 +1,16 @@
-//! The built-in simulated server: an OpenAI-compatible SSE endpoint with controllable timing.
+//! The built-in simulated serving engine: an OpenAI-compatible SSE server whose answers come
+//! from a real-time model of a continuous-batching engine (`engine`), or from fixed timings.
 //!
 //! It is the default target when no `--url` is given, and the fixture of the test suite:
-//! it records when it wrote every chunk (`truth`), so tests can check what the client
-//! measured against what really happened.
+//! it records what really happened to every request (`truth`: queue wait, token times,
+//! chunk writes, preemptions, cache hits), so tests can check what the client measured.
 
 pub mod config;
+pub mod engine;
 pub mod responder;
 pub mod server;
 pub mod truth;
 
-pub use config::SimConfig;
+pub use config::{FixedTiming, SimConfig, PRESETS};
 pub use server::SimServer;
 pub use truth::{TruthLog, TruthRecord};

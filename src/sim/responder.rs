@@ -1,15 +1,24 @@
 //! The OpenAI-compatible side of the simulator: routes, request parsing, streamed answers.
+//!
+//! Tokens come from the engine (`engine.rs`) or, in fixed-timing mode, from a per-request
+//! timer; either way they arrive as [`Event`]s and are written here, one HTTP chunk per
+//! event, with guardrail delay, output smoothing and fault injection applied on the way out.
 
-use super::config::SimConfig;
+use super::config::{FixedTiming, SimConfig};
+use super::engine::{self, block_hashes, Admission, EngineHandle, Event, Stats};
 use super::server::{Request, ResponseWriter};
 use super::truth::{TruthLog, TruthRecord};
 use crate::tokenizer::{TiktokenTokenizer, Tokenizer};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, LogNormal};
 use serde::Deserialize;
+use std::fmt::Write as _;
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
 
 /// Words the simulator "generates", one token each under cl100k.
 pub const SIM_WORDS: [&str; 16] = [
@@ -17,34 +26,36 @@ pub const SIM_WORDS: [&str; 16] = [
     " them", " as", " they", " arrive", " on", " time", " here",
 ];
 
-/// Shared state of the simulated server.
+/// Shared state of the simulated server. Build it inside the server's runtime.
 pub struct Responder {
     pub config: SimConfig,
     truth: TruthLog,
     tokenizer: TiktokenTokenizer,
     counter: AtomicU64,
-    running: AtomicU64,
-    prompt_tokens_total: AtomicU64,
-    generation_tokens_total: AtomicU64,
-    requests_total: AtomicU64,
+    engine: EngineHandle,
+    /// Requests answered with an injected error status.
+    errors: AtomicU64,
 }
 
 impl Responder {
     pub fn new(config: SimConfig, truth: TruthLog) -> Self {
+        let engine = engine::spawn(config.clone());
         Self {
             config,
             truth,
             tokenizer: TiktokenTokenizer::cl100k(),
             counter: AtomicU64::new(0),
-            running: AtomicU64::new(0),
-            prompt_tokens_total: AtomicU64::new(0),
-            generation_tokens_total: AtomicU64::new(0),
-            requests_total: AtomicU64::new(0),
+            engine,
+            errors: AtomicU64::new(0),
         }
     }
 
+    pub fn stats(&self) -> &Stats {
+        &self.engine.stats
+    }
+
     fn scaled(&self, ms: f64) -> Duration {
-        Duration::from_secs_f64((ms / self.config.time_scale.max(1e-6)).max(0.0) / 1e3)
+        Duration::from_secs_f64((ms / self.config.time_scale.max(1e-9)).max(0.0) / 1e3)
     }
 }
 
@@ -60,6 +71,10 @@ struct CompletionRequest {
     max_tokens: Option<u32>,
     #[serde(default)]
     max_completion_tokens: Option<u32>,
+    #[serde(default)]
+    min_tokens: Option<u32>,
+    #[serde(default)]
+    ignore_eos: bool,
     #[serde(default)]
     stream: bool,
     #[serde(default)]
@@ -138,7 +153,15 @@ pub async fn handle(r: &Responder, req: Request, w: &mut ResponseWriter<'_>) -> 
         }
         ("POST", "/v1/chat/completions") => return completion(r, &req, w, true).await,
         ("POST", "/v1/completions") => return completion(r, &req, w, false).await,
-        (_, "/v1/chat/completions" | "/v1/completions" | "/health" | "/v1/models" | "/metrics") => {
+        (
+            _,
+            "/v1/chat/completions"
+            | "/v1/completions"
+            | "/health"
+            | "/v1/models"
+            | "/metrics"
+            | "/tokenize",
+        ) => {
             w.full(
                 405,
                 "application/json",
@@ -160,14 +183,147 @@ pub async fn handle(r: &Responder, req: Request, w: &mut ResponseWriter<'_>) -> 
     Ok(true)
 }
 
+/// Prometheus text with vLLM's metric names, so scrapers and dashboards built for vLLM work.
 fn metrics_text(r: &Responder) -> String {
-    format!(
-        "# TYPE sim:num_requests_running gauge\nsim:num_requests_running {}\n# TYPE sim:prompt_tokens_total counter\nsim:prompt_tokens_total {}\n# TYPE sim:generation_tokens_total counter\nsim:generation_tokens_total {}\n# TYPE sim:request_success_total counter\nsim:request_success_total {}\n",
-        r.running.load(Ordering::Relaxed),
-        r.prompt_tokens_total.load(Ordering::Relaxed),
-        r.generation_tokens_total.load(Ordering::Relaxed),
-        r.requests_total.load(Ordering::Relaxed),
-    )
+    let s = r.stats();
+    let m = &r.config.model;
+    let total = s.kv_total_blocks.load(Ordering::Relaxed).max(1) as f64;
+    let mut out = String::new();
+    let mut gauge = |name: &str, kind: &str, v: f64| {
+        let _ = writeln!(
+            out,
+            "# TYPE vllm:{name} {kind}\nvllm:{name}{{model_name=\"{m}\"}} {v}"
+        );
+    };
+    gauge(
+        "num_requests_running",
+        "gauge",
+        s.running.load(Ordering::Relaxed) as f64,
+    );
+    gauge(
+        "num_requests_waiting",
+        "gauge",
+        s.waiting.load(Ordering::Relaxed) as f64,
+    );
+    gauge(
+        "kv_cache_usage_perc",
+        "gauge",
+        s.kv_used_blocks.load(Ordering::Relaxed) as f64 / total,
+    );
+    gauge(
+        "num_preemptions_total",
+        "counter",
+        s.preemptions.load(Ordering::Relaxed) as f64,
+    );
+    gauge(
+        "prefix_cache_queries_total",
+        "counter",
+        s.prefix_queries.load(Ordering::Relaxed) as f64,
+    );
+    gauge(
+        "prefix_cache_hits_total",
+        "counter",
+        s.prefix_hits.load(Ordering::Relaxed) as f64,
+    );
+    gauge(
+        "prompt_tokens_total",
+        "counter",
+        s.prompt_tokens.load(Ordering::Relaxed) as f64,
+    );
+    gauge(
+        "generation_tokens_total",
+        "counter",
+        s.generation_tokens.load(Ordering::Relaxed) as f64,
+    );
+    gauge(
+        "request_success_total",
+        "counter",
+        s.finished.load(Ordering::Relaxed) as f64,
+    );
+    gauge(
+        "request_failure_total",
+        "counter",
+        r.errors.load(Ordering::Relaxed) as f64,
+    );
+    out
+}
+
+/// Faults drawn for one request.
+#[derive(Default)]
+struct RequestFaults {
+    status: Option<u16>,
+    cut_at: Option<u32>,
+    stall_at: Option<u32>,
+    malformed_at: Option<u32>,
+}
+
+fn draw_faults(cfg: &SimConfig, rng: &mut ChaCha8Rng, n: u32) -> RequestFaults {
+    let f = &cfg.faults;
+    let mut out = RequestFaults::default();
+    // Draw every decision, in a fixed order, so one fault rate never shifts another's draws.
+    let (e, c, s, m) = (
+        rng.random::<f64>(),
+        rng.random::<f64>(),
+        rng.random::<f64>(),
+        rng.random::<f64>(),
+    );
+    let at = 1 + rng.random_range(0..n.max(1));
+    if e < f.error_rate {
+        let statuses = if f.error_statuses.is_empty() {
+            &[500, 503, 429][..]
+        } else {
+            &f.error_statuses[..]
+        };
+        out.status = Some(statuses[rng.random_range(0..statuses.len())]);
+    }
+    if c < f.cut_rate {
+        out.cut_at = Some(at.min(n.saturating_sub(1)).max(1));
+    }
+    if s < f.stall_rate {
+        out.stall_at = Some(at);
+    }
+    if m < f.malformed_rate {
+        out.malformed_at = Some(at);
+    }
+    out
+}
+
+/// Fixed-timing mode: a timer per request stands in for the engine.
+fn spawn_fixed(
+    timing: FixedTiming,
+    time_scale: f64,
+    received: Instant,
+    prompt_tokens: u32,
+    n: u32,
+    seed: u64,
+    tx: mpsc::UnboundedSender<Event>,
+) {
+    tokio::spawn(async move {
+        let scale = |ms: f64| Duration::from_secs_f64((ms / time_scale.max(1e-9)).max(0.0) / 1e3);
+        let _ = tx.send(Event::Scheduled {
+            at: received,
+            cached_tokens: 0,
+        });
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut next =
+            received + scale(timing.ttft_ms + timing.prefill_ms_per_token * prompt_tokens as f64);
+        let per = timing.tokens_per_chunk.max(1);
+        let mut sent = 0;
+        while sent < n {
+            tokio::time::sleep_until(next.into()).await;
+            let k = per.min(n - sent);
+            sent += k;
+            if tx.send(Event::Tokens { n: k, at: next }).is_err() {
+                return;
+            }
+            let mut gap = timing.itl_ms;
+            if timing.itl_jitter_ms > 0.0 {
+                gap += rng.random_range(-timing.itl_jitter_ms..=timing.itl_jitter_ms);
+            }
+            next += scale(gap.max(0.0)) * k;
+        }
+        let _ = tx.send(Event::Finished { at: next });
+    });
 }
 
 async fn completion(
@@ -203,147 +359,316 @@ async fn completion(
     } else {
         parsed.prompt.as_ref().map(text_of).unwrap_or_default()
     };
-    let prompt_tokens = r.tokenizer.count(&prompt) as u32;
-    let n = parsed
-        .max_completion_tokens
-        .or(parsed.max_tokens)
-        .unwrap_or(r.config.default_output_tokens)
-        .max(1);
+    let prompt_ids = r.tokenizer.encode(&prompt);
+    let prompt_tokens = prompt_ids.len() as u32;
     let seq = r.counter.fetch_add(1, Ordering::Relaxed);
+    let seed = r.config.seed ^ seq.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let cap = parsed.max_completion_tokens.or(parsed.max_tokens);
+    // Output length: exact with ignore_eos or min_tokens; otherwise the model's "EOS" comes
+    // from a seeded log-normal draw, capped by max_tokens.
+    let natural = {
+        let d = LogNormal::new(
+            r.config.output_median_tokens.max(1.0).ln(),
+            r.config.output_sigma.max(0.0),
+        )
+        .expect("valid log-normal");
+        (d.sample(&mut rng).round() as u32).max(1)
+    };
+    let n = match cap {
+        Some(c) if parsed.ignore_eos || parsed.min_tokens.unwrap_or(0) >= c => c.max(1),
+        Some(c) => natural.min(c).max(parsed.min_tokens.unwrap_or(1)).max(1),
+        None => natural,
+    };
+    let faults = draw_faults(&r.config, &mut rng, n);
     let id = format!("{}-sim-{seq}", if chat { "chatcmpl" } else { "cmpl" });
+    let mut truth = TruthRecord {
+        response_id: id.clone(),
+        received,
+        prompt_tokens,
+        completion_tokens: n,
+        ..Default::default()
+    };
+    if let Some(status) = faults.status {
+        r.errors.fetch_add(1, Ordering::Relaxed);
+        truth.status = status;
+        truth.completion_tokens = 0;
+        r.truth.push(truth);
+        let extra = if status == 429 {
+            "Retry-After: 1\r\n"
+        } else {
+            ""
+        };
+        let body = error_body("injected fault", "server_error", status);
+        w.full(status, "application/json", &body, extra).await?;
+        return Ok(true);
+    }
+    if r.config.input_guardrail_ms > 0.0 {
+        tokio::time::sleep(r.scaled(r.config.input_guardrail_ms)).await;
+    }
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let aborted = Arc::new(AtomicBool::new(false));
+    match &r.config.fixed {
+        Some(t) => spawn_fixed(
+            t.clone(),
+            r.config.time_scale,
+            received,
+            prompt_tokens,
+            n,
+            seed,
+            tx,
+        ),
+        None => {
+            r.engine.submit(Admission {
+                seq_no: seq,
+                arrived: received,
+                prompt_tokens,
+                block_hashes: block_hashes(&prompt_ids, r.config.block_size),
+                output_tokens: n,
+                rng_seed: seed,
+                events: tx,
+                aborted: aborted.clone(),
+            });
+        }
+    }
     let model = parsed
         .model
         .clone()
         .unwrap_or_else(|| r.config.model.clone());
-    let mut rng =
-        ChaCha8Rng::seed_from_u64(r.config.seed ^ seq.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-    r.running.fetch_add(1, Ordering::Relaxed);
-    r.prompt_tokens_total
-        .fetch_add(prompt_tokens as u64, Ordering::Relaxed);
-
-    let first_delay =
-        r.scaled(r.config.ttft_ms + r.config.prefill_ms_per_token * prompt_tokens as f64);
-    let mut next = received + first_delay;
-    let per_chunk = r.config.tokens_per_chunk.max(1);
-    let mut truth = TruthRecord {
-        response_id: id.clone(),
-        received,
-        chunk_writes: Vec::with_capacity((n / per_chunk + 1) as usize),
+    let stream = Stream {
+        id,
+        object: if chat {
+            "chat.completion.chunk"
+        } else {
+            "text_completion"
+        },
+        model,
+        created: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+        chat,
+        include_usage: parsed
+            .stream_options
+            .as_ref()
+            .is_some_and(|s| s.include_usage),
+        continuous: parsed
+            .stream_options
+            .as_ref()
+            .is_some_and(|s| s.continuous_usage_stats),
         prompt_tokens,
-        completion_tokens: n,
     };
-    let object = if chat {
-        "chat.completion.chunk"
-    } else {
-        "text_completion"
-    };
-    let created = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let include_usage = parsed
-        .stream_options
-        .as_ref()
-        .is_some_and(|s| s.include_usage);
-    let continuous = parsed
-        .stream_options
-        .as_ref()
-        .is_some_and(|s| s.continuous_usage_stats);
-    let mut token_times_ms: Vec<f64> = Vec::new();
-    let mut text = String::new();
+    let result = answer(
+        r,
+        &stream,
+        parsed.stream,
+        n,
+        &faults,
+        &mut rx,
+        &mut truth,
+        w,
+    )
+    .await;
+    if result.is_err() || truth.cut {
+        aborted.store(true, Ordering::Relaxed);
+    }
+    r.truth.push(truth);
+    result.map(|keep| keep && !aborted.load(Ordering::Relaxed))
+}
 
-    let result: io::Result<()> = async {
-        if parsed.stream {
-            w.start_stream().await?;
-            if chat {
-                let role = format!(
-                    "data: {{\"id\":\"{id}\",\"object\":\"{object}\",\"created\":{created},\"model\":\"{model}\",\"choices\":[{{\"index\":0,\"delta\":{{\"role\":\"assistant\",\"content\":\"\"}},\"finish_reason\":null}}]}}\n\n"
+/// Fixed facts of one response.
+struct Stream {
+    id: String,
+    object: &'static str,
+    model: String,
+    created: u64,
+    chat: bool,
+    include_usage: bool,
+    continuous: bool,
+    prompt_tokens: u32,
+}
+
+impl Stream {
+    fn event(&self, body: &str, finish: Option<&str>, usage: Option<String>) -> String {
+        let finish = finish
+            .map(|f| format!("\"{f}\""))
+            .unwrap_or_else(|| "null".into());
+        let usage = usage.map(|u| format!(",\"usage\":{u}")).unwrap_or_default();
+        format!(
+            "data: {{\"id\":\"{}\",\"object\":\"{}\",\"created\":{},\"model\":\"{}\",\"choices\":[{{\"index\":0,{body},\"finish_reason\":{finish}}}]{usage}}}\n\n",
+            self.id, self.object, self.created, self.model
+        )
+    }
+
+    fn usage(&self, completion: u32, cached: u32) -> String {
+        format!(
+            "{{\"prompt_tokens\":{},\"completion_tokens\":{completion},\"total_tokens\":{},\"prompt_tokens_details\":{{\"cached_tokens\":{cached}}}}}",
+            self.prompt_tokens,
+            self.prompt_tokens + completion
+        )
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn answer(
+    r: &Responder,
+    s: &Stream,
+    streaming: bool,
+    n: u32,
+    faults: &RequestFaults,
+    rx: &mut mpsc::UnboundedReceiver<Event>,
+    truth: &mut TruthRecord,
+    w: &mut ResponseWriter<'_>,
+) -> io::Result<bool> {
+    let mut rng_text = ChaCha8Rng::seed_from_u64(
+        r.config.seed ^ truth.received.elapsed().as_nanos() as u64 ^ 0xA5A5,
+    );
+    let mut sent = 0u32;
+    let mut cached = 0u32;
+    let mut text = String::new();
+    let mut last_release: Option<Instant> = None;
+    let mut started = false;
+    let og = r.scaled(r.config.output_guardrail_ms);
+    let smooth = r.scaled(r.config.smoothing_tbt_ms);
+    while let Some(event) = rx.recv().await {
+        match event {
+            Event::Scheduled { at, cached_tokens } => {
+                truth.scheduled = Some(at);
+                truth.cached_tokens = cached_tokens;
+                cached = cached_tokens;
+            }
+            Event::Preempted { .. } => truth.preemptions += 1,
+            Event::Rejected => {
+                let msg = format!(
+                    "the prompt ({} tokens) does not fit in the KV cache",
+                    s.prompt_tokens
                 );
-                w.chunk(role.as_bytes()).await?;
+                truth.status = 400;
+                if !started {
+                    w.full(
+                        400,
+                        "application/json",
+                        &error_body(&msg, "invalid_request_error", 400),
+                        "",
+                    )
+                    .await?;
+                    return Ok(true);
+                }
+                w.cut().await?;
+                truth.cut = true;
+                return Ok(false);
             }
-        }
-        let mut sent = 0u32;
-        let mut payload = String::with_capacity(512);
-        while sent < n {
-            tokio::time::sleep_until(next.into()).await;
-            let k = per_chunk.min(n - sent);
-            let mut piece = String::new();
-            for _ in 0..k {
-                piece.push_str(SIM_WORDS[rng.random_range(0..SIM_WORDS.len())]);
-            }
-            sent += k;
-            let finish = if sent == n { "\"length\"" } else { "null" };
-            let now = Instant::now();
-            let since_ms = now.duration_since(received).as_secs_f64() * 1e3;
-            for _ in 0..k {
-                token_times_ms.push(since_ms);
-            }
-            if parsed.stream {
-                payload.clear();
-                let body = if chat {
+            Event::Finished { .. } => break,
+            Event::Tokens { n: k, at } => {
+                truth.token_times.push((at, k));
+                // Output guardrail and smoothing decide when the tokens leave.
+                let mut release = at + og;
+                if let Some(prev) = last_release {
+                    release = release.max(prev + smooth);
+                }
+                last_release = Some(release);
+                if release > Instant::now() {
+                    tokio::time::sleep_until(release.into()).await;
+                }
+                if streaming && !started {
+                    w.start_stream().await?;
+                    started = true;
+                    if s.chat {
+                        w.chunk(
+                            s.event(
+                                "\"delta\":{\"role\":\"assistant\",\"content\":\"\"}",
+                                None,
+                                None,
+                            )
+                            .as_bytes(),
+                        )
+                        .await?;
+                    }
+                }
+                let mut piece = String::new();
+                for _ in 0..k {
+                    piece.push_str(SIM_WORDS[rng_text.random_range(0..SIM_WORDS.len())]);
+                }
+                let before = sent;
+                sent += k;
+                if !streaming {
+                    text.push_str(&piece);
+                    continue;
+                }
+                if let Some(at) = faults.stall_at.filter(|&a| before < a && sent >= a) {
+                    let _ = at;
+                    tokio::time::sleep(r.scaled(r.config.faults.stall_ms)).await;
+                }
+                if faults.malformed_at.is_some_and(|a| before < a && sent >= a) {
+                    w.chunk(b"data: {\"id\": malformed\n\n").await?;
+                }
+                if faults.cut_at.is_some_and(|a| before < a && sent >= a) {
+                    w.cut().await?;
+                    truth.cut = true;
+                    return Ok(false);
+                }
+                let body = if s.chat {
                     format!("\"delta\":{{\"content\":\"{piece}\"}}")
                 } else {
                     format!("\"text\":\"{piece}\"")
                 };
-                let usage = if continuous {
-                    format!(",\"usage\":{{\"prompt_tokens\":{prompt_tokens},\"completion_tokens\":{sent},\"total_tokens\":{}}}", prompt_tokens + sent)
-                } else {
-                    String::new()
-                };
-                payload.push_str(&format!(
-                    "data: {{\"id\":\"{id}\",\"object\":\"{object}\",\"created\":{created},\"model\":\"{model}\",\"choices\":[{{\"index\":0,{body},\"finish_reason\":{finish}}}]{usage}}}\n\n"
-                ));
+                let finish = (sent >= n).then_some("length");
+                let usage = s.continuous.then(|| s.usage(sent, cached));
+                let payload = s.event(&body, finish, usage);
                 truth.chunk_writes.push((Instant::now(), k));
                 w.chunk(payload.as_bytes()).await?;
-            } else {
-                text.push_str(&piece);
-                truth.chunk_writes.push((now, k));
             }
-            let mut gap = r.config.itl_ms;
-            if r.config.itl_jitter_ms > 0.0 {
-                gap += rng.random_range(-r.config.itl_jitter_ms..=r.config.itl_jitter_ms);
-            }
-            next += r.scaled(gap.max(0.0)) * k;
         }
-        let usage = format!(
-            "{{\"prompt_tokens\":{prompt_tokens},\"completion_tokens\":{n},\"total_tokens\":{},\"prompt_tokens_details\":{{\"cached_tokens\":0}}}}",
-            prompt_tokens + n
-        );
-        let timings = if r.config.report_token_times {
-            format!(",\"timings\":{{\"predicted_n\":{n},\"token_times_ms\":{}}}", serde_json::to_string(&token_times_ms).unwrap_or_default())
+    }
+    let timings = if r.config.report_token_times {
+        let times: Vec<f64> = truth
+            .token_times
+            .iter()
+            .flat_map(|&(at, k)| {
+                std::iter::repeat_n(
+                    at.duration_since(truth.received).as_secs_f64() * 1e3,
+                    k as usize,
+                )
+            })
+            .collect();
+        format!(
+            ",\"timings\":{{\"predicted_n\":{sent},\"token_times_ms\":{}}}",
+            serde_json::to_string(&times).unwrap_or_default()
+        )
+    } else {
+        String::new()
+    };
+    if streaming {
+        if !started {
+            w.start_stream().await?;
+        }
+        if s.include_usage {
+            let last = format!(
+                "data: {{\"id\":\"{}\",\"object\":\"{}\",\"created\":{},\"model\":\"{}\",\"choices\":[],\"usage\":{}{timings}}}\n\n",
+                s.id,
+                s.object,
+                s.created,
+                s.model,
+                s.usage(sent, cached)
+            );
+            w.chunk(last.as_bytes()).await?;
+        }
+        w.chunk(b"data: [DONE]\n\n").await?;
+        w.end_stream().await?;
+    } else {
+        let choice = if s.chat {
+            serde_json::json!({"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"})
         } else {
-            String::new()
+            serde_json::json!({"index": 0, "text": text, "finish_reason": "length"})
         };
-        if parsed.stream {
-            if include_usage {
-                let last = format!(
-                    "data: {{\"id\":\"{id}\",\"object\":\"{object}\",\"created\":{created},\"model\":\"{model}\",\"choices\":[],\"usage\":{usage}{timings}}}\n\n"
-                );
-                w.chunk(last.as_bytes()).await?;
-            }
-            w.chunk(b"data: [DONE]\n\n").await?;
-            w.end_stream().await?;
-        } else {
-            let choice = if chat {
-                serde_json::json!({"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"})
-            } else {
-                serde_json::json!({"index": 0, "text": text, "finish_reason": "length"})
-            };
-            let body = serde_json::json!({
-                "id": id, "object": if chat { "chat.completion" } else { "text_completion" }, "created": created,
-                "model": model, "choices": [choice], "usage": serde_json::from_str::<serde_json::Value>(&usage).unwrap_or_default(),
-            });
-            w.full(200, "application/json", body.to_string().as_bytes(), "").await?;
-        }
-        Ok(())
+        let body = serde_json::json!({
+            "id": s.id, "object": if s.chat { "chat.completion" } else { "text_completion" }, "created": s.created,
+            "model": s.model, "choices": [choice],
+            "usage": serde_json::from_str::<serde_json::Value>(&s.usage(sent, cached)).unwrap_or_default(),
+        });
+        w.full(200, "application/json", body.to_string().as_bytes(), "")
+            .await?;
     }
-    .await;
-    r.running.fetch_sub(1, Ordering::Relaxed);
-    if result.is_ok() {
-        r.requests_total.fetch_add(1, Ordering::Relaxed);
-        r.generation_tokens_total
-            .fetch_add(n as u64, Ordering::Relaxed);
-    }
-    r.truth.push(truth);
-    result.map(|_| true)
+    truth.completion_tokens = sent;
+    Ok(true)
 }

@@ -37,12 +37,13 @@ impl SimServer {
         let addr = std_listener.local_addr()?;
         let (shutdown, mut rx) = watch::channel(false);
         let truth = TruthLog::new(1_000_000);
-        let responder = Arc::new(Responder::new(config, truth.clone()));
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(threads.max(1))
             .thread_name("sim")
             .enable_all()
             .build()?;
+        // Built inside the runtime: the engine loop is a task on it.
+        let responder = runtime.block_on(async { Arc::new(Responder::new(config, truth.clone())) });
         let thread = std::thread::Builder::new()
             .name("sim-main".into())
             .spawn(move || {

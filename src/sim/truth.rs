@@ -1,5 +1,6 @@
 //! What the simulator really did, so tests and benchmarks can check the client against it.
 
+use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -8,15 +9,73 @@ use std::time::Instant;
 pub struct TruthRecord {
     /// The `id` sent in every chunk.
     pub response_id: String,
-    /// When the request had been fully read.
+    /// When the read that completed the request returned.
     pub received: Instant,
+    /// When the engine first scheduled it (queue wait = scheduled − received).
+    pub scheduled: Option<Instant>,
+    /// When the engine generated tokens: (time, tokens).
+    pub token_times: Vec<(Instant, u32)>,
     /// When each content chunk's bytes were handed to the socket, with its token count.
     pub chunk_writes: Vec<(Instant, u32)>,
     pub prompt_tokens: u32,
     pub completion_tokens: u32,
+    pub cached_tokens: u32,
+    pub preemptions: u32,
+    /// HTTP status sent (200 unless an error was injected or the prompt rejected).
+    pub status: u16,
+    /// The stream was cut on purpose.
+    pub cut: bool,
 }
 
-/// Shared log of truth records (bounded: past `capacity` records are dropped and counted).
+impl Default for TruthRecord {
+    fn default() -> Self {
+        Self {
+            response_id: String::new(),
+            received: Instant::now(),
+            scheduled: None,
+            token_times: Vec::new(),
+            chunk_writes: Vec::new(),
+            prompt_tokens: 0,
+            completion_tokens: 0,
+            cached_tokens: 0,
+            preemptions: 0,
+            status: 200,
+            cut: false,
+        }
+    }
+}
+
+impl TruthRecord {
+    /// Queue wait in ms, when it was scheduled.
+    pub fn queue_wait_ms(&self) -> Option<f64> {
+        Some(
+            self.scheduled?
+                .saturating_duration_since(self.received)
+                .as_secs_f64()
+                * 1e3,
+        )
+    }
+
+    /// A JSON line (times in ms since receipt).
+    pub fn to_json(&self) -> serde_json::Value {
+        let ms = |t: Instant| t.saturating_duration_since(self.received).as_secs_f64() * 1e3;
+        serde_json::json!({
+            "response_id": self.response_id,
+            "queue_wait_ms": self.queue_wait_ms(),
+            "token_times_ms": self.token_times.iter().map(|&(t, n)| (ms(t), n)).collect::<Vec<_>>(),
+            "chunk_writes_ms": self.chunk_writes.iter().map(|&(t, n)| (ms(t), n)).collect::<Vec<_>>(),
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cached_tokens": self.cached_tokens,
+            "preemptions": self.preemptions,
+            "status": self.status,
+            "cut": self.cut,
+        })
+    }
+}
+
+/// Shared log of truth records (bounded: past `capacity` records are dropped and counted),
+/// optionally also written as JSON lines.
 #[derive(Debug, Clone, Default)]
 pub struct TruthLog {
     inner: Arc<Mutex<TruthInner>>,
@@ -27,21 +86,33 @@ struct TruthInner {
     records: Vec<TruthRecord>,
     capacity: usize,
     dropped: u64,
+    file: Option<std::io::BufWriter<std::fs::File>>,
 }
 
 impl TruthLog {
     pub fn new(capacity: usize) -> Self {
         Self {
             inner: Arc::new(Mutex::new(TruthInner {
-                records: Vec::new(),
                 capacity,
-                dropped: 0,
+                ..Default::default()
             })),
         }
     }
 
+    /// Also writes every record as a JSON line to `path`.
+    pub fn log_to(&self, path: &std::path::Path) -> std::io::Result<()> {
+        let f = std::fs::File::create(path)?;
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).file =
+            Some(std::io::BufWriter::new(f));
+        Ok(())
+    }
+
     pub fn push(&self, r: TruthRecord) {
         let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(f) = g.file.as_mut() {
+            let _ = writeln!(f, "{}", r.to_json());
+            let _ = f.flush();
+        }
         if g.records.len() < g.capacity {
             g.records.push(r);
         } else {
