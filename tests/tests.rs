@@ -2,6 +2,7 @@
 
 mod common;
 mod e2e_sim;
+mod experience;
 mod failures;
 mod real_server;
 mod sim_engine;

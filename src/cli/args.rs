@@ -16,9 +16,29 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Serve the built-in simulated LLM server (OpenAI-compatible, SSE) until Ctrl-C.
     Sim(SimArgs),
+    /// Fit the server's prefill time against prompt length from isolated requests (Etalon's
+    /// D_p curve for the fluidity-index) and save it for `run --prefill-curve`.
+    ProfilePrefill(Box<ProfilePrefillArgs>),
     /// Measure servebench itself against the simulator's ground truth (accuracy, CPU per
     /// chunk, open-loop fidelity). A benchmark: numbers depend on the machine.
     Selfbench(SelfbenchArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ProfilePrefillArgs {
+    /// Target and request options, as for `run` (the load options are ignored: requests
+    /// are sent one at a time).
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Prompt lengths to probe, tokens.
+    #[arg(long, value_delimiter = ',', default_values_t = vec![128, 256, 512, 1024, 2048, 4096])]
+    pub lengths: Vec<u32>,
+    /// Requests per length.
+    #[arg(long, default_value_t = 10)]
+    pub repeats: u32,
+    /// Where to save the curve (JSON).
+    #[arg(long, default_value = "prefill-curve.json")]
+    pub save: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -143,6 +163,50 @@ pub struct RunArgs {
     /// Share of requests that must meet every SLO (0.99: the SLO bounds the P99).
     #[arg(long, default_value_t = 0.99)]
     pub slo_target: f64,
+
+    /// Per-token deadlines for user idle latency and smooth goodput: reading (D0 + (k−1)/R),
+    /// ttft+tbt, or e2e (docs/metrics.md).
+    #[arg(long, default_value = "reading")]
+    pub deadlines: String,
+    /// Reading deadlines: the reader's speed R, tokens/s.
+    #[arg(long, default_value_t = 20.0)]
+    pub reading_rate: f64,
+    /// Reading deadlines: D0, the wait for the first token a user accepts, ms.
+    #[arg(long, default_value_t = 1000.0)]
+    pub d0_ms: f64,
+    /// ttft+tbt deadlines: TTFT bound, ms.
+    #[arg(long, default_value_t = 1000.0)]
+    pub deadline_ttft_ms: f64,
+    /// ttft+tbt deadlines: TBT bound, ms.
+    #[arg(long, default_value_t = 100.0)]
+    pub deadline_tbt_ms: f64,
+    /// e2e deadlines: end-to-end bound, ms.
+    #[arg(long, default_value_t = 30000.0)]
+    pub deadline_e2e_ms: f64,
+    /// Smooth goodput: weight α of idle cost (tokens per unit of f).
+    #[arg(long, default_value_t = 5.0)]
+    pub alpha: f64,
+    /// Smooth goodput: idle cost f(l), l in seconds: linear, quadratic or log1p.
+    #[arg(long, default_value = "linear")]
+    pub idle_cost: String,
+    /// Fluidity-index: decode deadline D_d for the reported distribution, ms.
+    #[arg(long, default_value_t = 50.0)]
+    pub fluidity_tbt_ms: f64,
+    /// Fluidity-index: scheduling slack added to the predicted prefill time, ms.
+    #[arg(long, default_value_t = 50.0)]
+    pub fluidity_slack_ms: f64,
+    /// Fluidity-index: a request is fluid at or above this index (f).
+    #[arg(long, default_value_t = 0.9)]
+    pub fluidity_threshold: f64,
+    /// Fluid token rate: share of requests that must be fluid (q).
+    #[arg(long, default_value_t = 0.99)]
+    pub fluidity_quantile: f64,
+    /// Prefill-time curve from `servebench profile-prefill` (default: fitted from this run).
+    #[arg(long)]
+    pub prefill_curve: Option<PathBuf>,
+    /// Run folder of an isolated baseline (per class) for latency inflation (draft 5.6).
+    #[arg(long)]
+    pub baseline: Option<PathBuf>,
 
     /// Run folder (default runs/<date>-<time>).
     #[arg(long)]

@@ -4,6 +4,7 @@
 //! into a `RunConfig` and runs the pipeline, `sim` serves the simulator.
 
 pub mod args;
+pub mod profile;
 pub mod run;
 pub mod selfbench;
 pub mod sim;
@@ -29,6 +30,7 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run::run(*args),
         Command::Sim(args) => sim::serve(args),
         Command::Selfbench(args) => selfbench::selfbench(args),
+        Command::ProfilePrefill(args) => profile::profile(*args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -7,11 +7,14 @@ use crate::config::{
     Warmup,
 };
 use crate::engine;
+use crate::metrics::experience::{ExperienceOptions, FluidityParams, RequestExperience};
+use crate::metrics::fluidity::PrefillCurve;
 use crate::metrics::slo::SloSpec;
 use crate::metrics::summarize;
+use crate::metrics::ux::{DeadlineScheme, IdleCost, UxParams};
 use crate::report::{json::run_json, terminal, RunReport, TokenizerInfo};
 use crate::sim::SimServer;
-use crate::store::{default_run_dir, write_run_json};
+use crate::store::{default_run_dir, read_requests, write_run_json};
 use crate::tokenizer;
 use crate::workload::WorkloadSpec;
 use anyhow::{bail, Context, Result};
@@ -22,6 +25,112 @@ pub struct Resolved {
     pub config: RunConfig,
     pub ready_timeout: Duration,
     pub tokenizer_name: String,
+    pub experience: ExperienceOptions,
+}
+
+/// User-experience metric parameters from the flags.
+fn experience_options(args: &RunArgs) -> Result<ExperienceOptions> {
+    let scheme = match args.deadlines.as_str() {
+        "reading" => {
+            if args.reading_rate.is_nan() || args.reading_rate <= 0.0 {
+                bail!("--reading-rate must be a positive number of tokens per second");
+            }
+            DeadlineScheme::Reading {
+                d0_ms: args.d0_ms,
+                rate_per_s: args.reading_rate,
+            }
+        }
+        "ttft+tbt" | "ttft-tbt" => DeadlineScheme::TtftTbt {
+            ttft_ms: args.deadline_ttft_ms,
+            tbt_ms: args.deadline_tbt_ms,
+        },
+        "e2e" => DeadlineScheme::E2e {
+            e2e_ms: args.deadline_e2e_ms,
+        },
+        other => bail!("--deadlines `{other}`: use reading, ttft+tbt or e2e"),
+    };
+    let idle_cost = IdleCost::parse(&args.idle_cost).with_context(|| {
+        format!(
+            "--idle-cost `{}`: use linear, quadratic or log1p",
+            args.idle_cost
+        )
+    })?;
+    if !(0.0..=1.0).contains(&args.fluidity_threshold)
+        || !(0.0..=1.0).contains(&args.fluidity_quantile)
+    {
+        bail!("--fluidity-threshold and --fluidity-quantile are shares between 0 and 1");
+    }
+    let curve = match &args.prefill_curve {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading --prefill-curve {}", path.display()))?;
+            let v: serde_json::Value = serde_json::from_str(&text)
+                .with_context(|| format!("{} is not JSON", path.display()))?;
+            Some(
+                serde_json::from_value::<PrefillCurve>(v.get("curve").cloned().unwrap_or(v))
+                    .with_context(|| {
+                        format!(
+                            "{} is not a prefill curve from `servebench profile-prefill`",
+                            path.display()
+                        )
+                    })?,
+            )
+        }
+        None => None,
+    };
+    let baseline = match &args.baseline {
+        Some(dir) => baseline_by_class(dir)?,
+        None => Default::default(),
+    };
+    Ok(ExperienceOptions {
+        ux: UxParams {
+            scheme,
+            alpha: args.alpha,
+            idle_cost,
+        },
+        fluidity: FluidityParams {
+            tbt_deadline_ms: args.fluidity_tbt_ms,
+            slack_ms: args.fluidity_slack_ms,
+            threshold: args.fluidity_threshold,
+            quantile: args.fluidity_quantile,
+            curve,
+        },
+        baseline,
+    })
+}
+
+/// Isolated TTFT (P50, P99) per class from a baseline run folder.
+fn baseline_by_class(
+    dir: &std::path::Path,
+) -> Result<std::collections::BTreeMap<String, (f64, f64)>> {
+    let records = read_requests(&dir.join("requests.jsonl"), 0)
+        .with_context(|| format!("reading the --baseline run {}", dir.display()))?;
+    let mut by_class: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
+    for r in records
+        .iter()
+        .filter(|r| r.phase == crate::record::Phase::Measure && r.outcome.is_ok())
+    {
+        if let Some(t) = r.first_token_at() {
+            let class = r.class.clone().unwrap_or_else(|| "default".into());
+            by_class
+                .entry(class)
+                .or_default()
+                .push((t - r.sent_at) as f64 / 1e6);
+        }
+    }
+    if by_class.is_empty() {
+        bail!(
+            "the --baseline run {} has no completed measured requests",
+            dir.display()
+        );
+    }
+    Ok(by_class
+        .into_iter()
+        .filter_map(|(c, mut v)| {
+            let d = crate::metrics::Distribution::of(&mut v)?;
+            Some((c, (d.p50, d.p99)))
+        })
+        .collect())
 }
 
 /// Validates flags into a configuration. `url` is the target (the simulator's when built in).
@@ -172,6 +281,7 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
         config,
         ready_timeout: parse_duration(&args.ready_timeout).map_err(anyhow::Error::msg)?,
         tokenizer_name: args.tokenizer.clone(),
+        experience: experience_options(args)?,
     })
 }
 
@@ -256,6 +366,7 @@ pub fn run(args: RunArgs) -> Result<u8> {
     if resolved.config.target.model.is_empty() {
         resolved.config.target.model = models.first().cloned().unwrap_or_else(|| "default".into());
     }
+    let experience_opts = resolved.experience;
     let config = resolved.config;
     eprintln!(
         "Running {} against {} (model {}); records stream to {}",
@@ -277,7 +388,14 @@ pub fn run(args: RunArgs) -> Result<u8> {
         }
         Err(e) => return Err(e.into()),
     };
-    let summary = summarize(&output.records, config.slo.as_ref());
+    let mut summary = summarize(&output.records, config.slo.as_ref());
+    let experience =
+        crate::metrics::experience::summarize(&output.records, &summary, &experience_opts);
+    enrich_requests(
+        &config.out_dir.join("requests.jsonl"),
+        &experience.per_request,
+    )?;
+    summary.experience = Some(experience);
     let report = RunReport {
         started_unix_us: output.started_unix_us,
         finished_unix_us: output.finished_unix_us,
@@ -308,4 +426,45 @@ pub fn run(args: RunArgs) -> Result<u8> {
         Some(g) if !g.passed => exit::SLO_FAILED,
         _ => exit::OK,
     })
+}
+
+/// Adds each measured request's `fluidity`, `user_idle_ms` and `deadline_misses` to its line
+/// of `requests.jsonl` (rewritten through a temporary file, then renamed).
+fn enrich_requests(path: &std::path::Path, per_request: &[RequestExperience]) -> Result<()> {
+    use std::io::{BufRead, Write};
+    let by_id: std::collections::HashMap<u64, &RequestExperience> =
+        per_request.iter().map(|e| (e.id, e)).collect();
+    let tmp = path.with_extension("jsonl.tmp");
+    {
+        let input = std::io::BufReader::new(
+            std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?,
+        );
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+        for line in input.lines() {
+            let line = line?;
+            let mut v: serde_json::Value = match serde_json::from_str(&line) {
+                Ok(v) => v,
+                Err(_) => {
+                    writeln!(out, "{line}")?;
+                    continue;
+                }
+            };
+            let measured = v.get("phase").and_then(|p| p.as_str()) == Some("measure");
+            if let (true, Some(e)) = (
+                measured,
+                v.get("id")
+                    .and_then(|i| i.as_u64())
+                    .and_then(|id| by_id.get(&id)),
+            ) {
+                v["fluidity"] = serde_json::json!(e.fluidity);
+                v["user_idle_ms"] = serde_json::json!(e.user_idle_ms);
+                v["deadline_misses"] = serde_json::json!(e.deadline_misses);
+            }
+            serde_json::to_writer(&mut out, &v)?;
+            out.write_all(b"\n")?;
+        }
+        out.flush()?;
+    }
+    std::fs::rename(&tmp, path).with_context(|| format!("rewriting {}", path.display()))?;
+    Ok(())
 }

@@ -120,6 +120,10 @@ pub struct RunSummary {
     /// Goodput and SLO attainment, when SLOs were given.
     pub goodput: Option<SloResult>,
     pub warnings: Vec<String>,
+    /// User-experience metrics (deadlines, smooth goodput, fluidity, fairness), added by
+    /// `experience::summarize`; flattened into `summary` in `run.json`.
+    #[serde(flatten)]
+    pub experience: Option<super::experience::Experience>,
 }
 
 /// Chooses the ITL option per draft B.2.1: server per-token times when every request has
@@ -383,6 +387,7 @@ pub fn summarize(records: &[RequestRecord], slo: Option<&SloSpec>) -> RunSummary
         server,
         goodput: slo_result,
         warnings: Vec::new(),
+        experience: None,
     };
     summary.warnings = warnings(&summary);
     summary

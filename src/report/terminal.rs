@@ -242,6 +242,10 @@ pub fn render(r: &RunReport) -> String {
         }
     }
 
+    if let Some(e) = &s.experience {
+        render_experience(e, &mut out);
+    }
+
     let g = &r.generator;
     let lag = g
         .send_lag_ms
@@ -280,6 +284,140 @@ pub fn render(r: &RunReport) -> String {
         }
     }
     out
+}
+
+fn render_experience(e: &crate::metrics::experience::Experience, out: &mut String) {
+    let mut t = table(&["User experience", "Value", "Parameters"]);
+    t.add_row(vec![
+        "User idle latency P50 / P95 / P99".to_string(),
+        format!(
+            "{} / {} / {}",
+            opt_ms(e.user_idle_ms, |d| d.p50),
+            opt_ms(e.user_idle_ms, |d| d.p95),
+            opt_ms(e.user_idle_ms, |d| d.p99)
+        ),
+        format!("deadlines: {}", e.deadlines),
+    ]);
+    t.add_row(vec![
+        "Requests meeting every deadline".to_string(),
+        format!("{:.1} %", e.deadline_attainment * 100.0),
+        String::new(),
+    ]);
+    let sg = &e.smooth_goodput;
+    t.add_row(vec![
+        "Smooth goodput".to_string(),
+        format!(
+            "{:.1} tok/s (throughput {:.1})",
+            sg.value, sg.throughput_tokens_per_s
+        ),
+        format!("α = {}, f = {:?}", sg.alpha, sg.f).to_lowercase(),
+    ]);
+    if let Some(f) = &e.fluidity {
+        t.add_row(vec![
+            "Fluidity-index P1 / P5 / P50 / mean".to_string(),
+            format!("{:.3} / {:.3} / {:.3} / {:.3}", f.p1, f.p5, f.p50, f.mean),
+            format!(
+                "D_d {} ms, D_p = curve + {} ms slack",
+                f.tbt_deadline_ms, f.slack_ms
+            ),
+        ]);
+        t.add_row(vec![
+            format!("Requests with fluidity >= {}", f.threshold),
+            format!("{:.1} %", f.share_meeting * 100.0),
+            format!(
+                "curve: {} (R² {:.3})",
+                f.prefill_curve_source, f.prefill_curve.r2
+            ),
+        ]);
+    }
+    let rate = |v: Option<f64>| {
+        v.map(|v| format!("{v:.1} tok/s"))
+            .unwrap_or_else(|| "-".into())
+    };
+    t.add_row(vec![
+        "Fluid token generation rate".to_string(),
+        rate(e.fluid_token_rate_per_s),
+        e.fluidity
+            .as_ref()
+            .map(|f| {
+                format!(
+                    "{:.0} % of requests with fluidity >= {}",
+                    f.quantile * 100.0,
+                    f.threshold
+                )
+            })
+            .unwrap_or_default(),
+    ]);
+    t.add_row(vec![
+        "1 / mean TPOT".to_string(),
+        rate(e.token_rates.inverse_mean_tpot_per_s),
+        "what TPOT suggests".to_string(),
+    ]);
+    t.add_row(vec![
+        "1 / P99 TBT".to_string(),
+        rate(e.token_rates.inverse_p99_tbt_per_s),
+        "what tail TBT suggests".to_string(),
+    ]);
+    if let Some(m) = &e.itl_modality {
+        t.add_row(vec![
+            "ITL distribution".to_string(),
+            if m.unimodal {
+                "unimodal".to_string()
+            } else {
+                format!("{} modes", m.modes)
+            },
+            m.mode_values
+                .iter()
+                .map(|v| fmt_ms(*v))
+                .collect::<Vec<_>>()
+                .join(", "),
+        ]);
+    }
+    let _ = writeln!(
+        out,
+        "\nUser experience (Etalon fluidity, seed 003 deadlines)\n{t}"
+    );
+    if let Some(f) = &e.fluidity {
+        let mut t = table(&["Target TBT (D_d)", "Requests fluid"]);
+        for (dd, share) in &f.curve_vs_tbt {
+            t.add_row(vec![fmt_ms(*dd), format!("{:.1} %", share * 100.0)]);
+        }
+        right(&mut t);
+        let _ = writeln!(out, "{t}");
+    }
+    if let Some(fair) = &e.fairness {
+        let mut t = table(&[
+            "Class",
+            "Count",
+            "TTFT P50",
+            "TTFT P99",
+            "TPOT P50",
+            "TPOT P99",
+            "Starvation",
+            "Inflation P50",
+        ]);
+        for (name, c) in &fair.classes {
+            let o = |v: Option<f64>| v.map(fmt_ms).unwrap_or_else(|| "-".into());
+            t.add_row(vec![
+                name.clone(),
+                c.count.to_string(),
+                fmt_ms(c.ttft_p50_ms),
+                fmt_ms(c.ttft_p99_ms),
+                o(c.tpot_p50_ms),
+                o(c.tpot_p99_ms),
+                format!("{:.1} %", c.starvation_rate * 100.0),
+                c.latency_inflation_p50
+                    .map(|v| format!("{v:.2}x"))
+                    .unwrap_or_else(|| "-".into()),
+            ]);
+        }
+        right(&mut t);
+        let _ = writeln!(
+            out,
+            "\nFairness (draft Tables 8 and 9): Jain's index {:.3}\n{t}",
+            fair.jain_index
+        );
+    }
 }
 
 type Pick = fn(&Distribution) -> f64;
