@@ -248,6 +248,8 @@ pub enum LoadPattern {
     Closed { concurrency: u32 },
     /// Arrivals from a seeded schedule, independent of responses.
     Open { rate_per_s: f64, arrival: Arrival },
+    /// Arrivals at the timestamps of a trace (`--dataset` in trace format), divided by `speed`.
+    Trace { speed: f64 },
 }
 
 /// When the measured run ends: the first limit reached.
@@ -288,6 +290,10 @@ pub struct RunConfig {
     pub target: Target,
     pub request: RequestOptions,
     pub workload: WorkloadSpec,
+    /// What `--dataset` held (the records themselves are in `dataset`).
+    pub dataset_info: Option<crate::workload::datasets::DatasetInfo>,
+    #[serde(skip)]
+    pub dataset: Option<std::sync::Arc<crate::workload::datasets::Dataset>>,
     pub load: LoadPattern,
     pub limits: Limits,
     pub warmup: Warmup,

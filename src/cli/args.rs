@@ -74,6 +74,8 @@ pub enum ArrivalArg {
     Poisson,
     Constant,
     Gamma,
+    /// The timestamps of a trace given with --dataset (replayed at --speed).
+    Trace,
 }
 
 #[derive(Debug, Args)]
@@ -98,9 +100,17 @@ pub struct RunArgs {
     #[arg(long = "header", value_name = "'K: V'")]
     pub headers: Vec<String>,
 
-    /// Reference workload by name: synthetic-uniform (default) or synthetic-skewed (draft Appendix A).
+    /// Workload: synthetic-uniform (default), synthetic-skewed, conversation, code-completion,
+    /// long-context (draft Appendix A), fairness-mix (draft 5.6), or a scenario .toml file
+    /// (docs/workloads.md).
     #[arg(long, conflicts_with_all = ["input_tokens", "output_tokens"])]
     pub workload: Option<String>,
+    /// Local dataset: ShareGPT JSON, JSONL of prompts/messages, or a trace (Mooncake format).
+    #[arg(long)]
+    pub dataset: Option<PathBuf>,
+    /// Dataset format when detection is not enough: sharegpt, jsonl or trace.
+    #[arg(long)]
+    pub dataset_format: Option<String>,
     /// Fixed prompt length in tokens (with --output-tokens: a fixed-length workload).
     #[arg(long)]
     pub input_tokens: Option<u32>,
@@ -108,7 +118,9 @@ pub struct RunArgs {
     #[arg(long)]
     pub output_tokens: Option<u32>,
     /// Tokenizer that counts input and (without server usage) output tokens: cl100k_base
-    /// (the draft's reference, Option B) or o200k_base.
+    /// (the draft's reference, Option B), o200k_base, a tokenizer.json path, or `server`
+    /// (the server's /tokenize with its chat template: Option A, exact prompt lengths as the
+    /// server counts them).
     #[arg(long, default_value = "cl100k_base")]
     pub tokenizer: String,
 
@@ -126,6 +138,9 @@ pub struct RunArgs {
     /// vLLM's --burstiness b corresponds to 1/sqrt(b).
     #[arg(long, default_value_t = 1.0)]
     pub burstiness: f64,
+    /// Trace replay: speed factor on the recorded arrival times (2 = twice as fast).
+    #[arg(long, default_value_t = 1.0)]
+    pub speed: f64,
     /// Measured requests (default 1000 when no --duration is given: the draft's minimum for P99).
     #[arg(long)]
     pub requests: Option<u64>,

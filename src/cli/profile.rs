@@ -38,7 +38,6 @@ pub fn profile(args: ProfilePrefillArgs) -> Result<u8> {
         .clone()
         .unwrap_or_else(|| sim.as_ref().map(|s| s.base_url()).unwrap_or_default());
     let mut resolved = resolve(run, &url, sim.is_some())?;
-    let tok = crate::tokenizer::load(&resolved.tokenizer_name)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -56,6 +55,7 @@ pub fn profile(args: ProfilePrefillArgs) -> Result<u8> {
     if resolved.config.target.model.is_empty() {
         resolved.config.target.model = models.first().cloned().unwrap_or_else(|| "default".into());
     }
+    let tok = crate::tokenizer::load_for(&resolved.tokenizer_name, &resolved.config.target)?;
     let base_dir = resolved.config.out_dir.clone();
     let mut points: Vec<(f64, f64)> = Vec::new();
     println!(
@@ -64,10 +64,8 @@ pub fn profile(args: ProfilePrefillArgs) -> Result<u8> {
     );
     for &len in &args.lengths {
         let mut cfg = resolved.config.clone();
-        cfg.workload = WorkloadSpec::Fixed {
-            input_tokens: len,
-            output_tokens: 1,
-        };
+        cfg.workload = WorkloadSpec::fixed(len, 1);
+        cfg.dataset = None;
         cfg.load = LoadPattern::Closed { concurrency: 1 };
         cfg.limits = Limits {
             requests: Some(args.repeats as u64),

@@ -155,26 +155,34 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
         };
         headers.push((k.trim().to_owned(), v.trim().to_owned()));
     }
-    let workload = match (&args.workload, args.input_tokens, args.output_tokens) {
-        (Some(name), _, _) => WorkloadSpec::by_name(name).with_context(|| {
-            format!(
-                "unknown workload `{name}`: available are {}",
-                WorkloadSpec::NAMES.join(", ")
-            )
-        })?,
-        (None, None, None) => WorkloadSpec::SyntheticUniform,
-        (None, i, o) => WorkloadSpec::Fixed {
-            input_tokens: i.unwrap_or(256),
-            output_tokens: o.unwrap_or(128),
-        },
+    let (dataset, dataset_info) = match &args.dataset {
+        Some(path) => {
+            let (d, info) = crate::workload::datasets::load(path, args.dataset_format.as_deref())?;
+            if info.truncated {
+                eprintln!(
+                    "note: {} ends mid-record (truncated file): using its {} complete records",
+                    path.display(),
+                    info.records
+                );
+            }
+            (Some(std::sync::Arc::new(d)), Some(info))
+        }
+        None => (None, None),
     };
-    if let WorkloadSpec::Fixed {
-        output_tokens: 0, ..
-    } = workload
-    {
-        bail!("--output-tokens must be at least 1");
-    }
+    let workload = workload_of(args, dataset.as_deref())?;
     let load = match (args.concurrency, args.rate) {
+        _ if args.arrival == ArrivalArg::Trace => {
+            if !matches!(
+                dataset.as_deref(),
+                Some(crate::workload::datasets::Dataset::Trace(_))
+            ) {
+                bail!("--arrival trace replays a trace's timestamps: pass --dataset FILE in trace format (one {{\"timestamp\", \"input_length\", \"output_length\"}} per line)");
+            }
+            if !(args.speed > 0.0 && args.speed.is_finite()) {
+                bail!("--speed must be a positive factor");
+            }
+            LoadPattern::Trace { speed: args.speed }
+        }
         (_, Some(rate)) => {
             if !(rate > 0.0 && rate.is_finite()) {
                 bail!("--rate must be a positive number of requests per second");
@@ -182,6 +190,7 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
             let arrival = match args.arrival {
                 ArrivalArg::Poisson => Arrival::Poisson,
                 ArrivalArg::Constant => Arrival::Constant,
+                ArrivalArg::Trace => unreachable!("handled above"),
                 ArrivalArg::Gamma => {
                     if args.burstiness.is_nan() || args.burstiness <= 0.0 {
                         bail!("--burstiness must be positive (1 = Poisson-like)");
@@ -266,6 +275,8 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
             extra_body,
         },
         workload,
+        dataset_info,
+        dataset,
         load,
         limits,
         warmup,
@@ -285,6 +296,37 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
     })
 }
 
+/// The workload named by `--workload` (a name or a .toml file), fixed lengths, or a dataset.
+pub fn workload_of(
+    args: &RunArgs,
+    dataset: Option<&crate::workload::datasets::Dataset>,
+) -> Result<WorkloadSpec> {
+    use crate::workload::{Content, Scenario};
+    if args.output_tokens == Some(0) || args.input_tokens == Some(0) {
+        bail!("--input-tokens and --output-tokens must be at least 1");
+    }
+    let mut w = match (&args.workload, args.input_tokens, args.output_tokens) {
+        (Some(name), _, _) if name.ends_with(".toml") => {
+            let text = std::fs::read_to_string(name)
+                .with_context(|| format!("reading the scenario file {name}"))?;
+            Scenario::from_toml(&text, name)?
+        }
+        (Some(name), _, _) => Scenario::named(name)?,
+        (None, None, None) if dataset.is_some() => Scenario {
+            name: "dataset".into(),
+            description: "prompts (and output lengths, where recorded) from --dataset".into(),
+            content: Content::Dataset,
+            ..Scenario::fixed(1, 256)
+        },
+        (None, None, None) => Scenario::named("synthetic-uniform")?,
+        (None, i, o) => Scenario::fixed(i.unwrap_or(256), o.unwrap_or(128)),
+    };
+    if dataset.is_some() && w.content != Content::Dataset {
+        w.content = Content::Dataset;
+    }
+    Ok(w)
+}
+
 fn describe_load(c: &RunConfig) -> String {
     let limits = match (c.limits.requests, c.limits.duration) {
         (Some(n), Some(d)) => format!("{n} requests or {:.0} s, whichever first", d.as_secs_f64()),
@@ -295,6 +337,9 @@ fn describe_load(c: &RunConfig) -> String {
     match c.load {
         LoadPattern::Closed { concurrency } => {
             format!("closed loop, concurrency {concurrency}; {limits}")
+        }
+        LoadPattern::Trace { speed } => {
+            format!("trace replay at {speed}x the recorded arrival times; {limits}")
         }
         LoadPattern::Open {
             rate_per_s,
@@ -346,7 +391,6 @@ pub fn run(args: RunArgs) -> Result<u8> {
         .clone()
         .unwrap_or_else(|| sim.as_ref().map(|s| s.base_url()).unwrap_or_default());
     let mut resolved = resolve(&args, &url, sim.is_some())?;
-    let tok = tokenizer::load(&resolved.tokenizer_name)?;
 
     // Readiness and model discovery, on a small runtime of its own.
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -366,6 +410,7 @@ pub fn run(args: RunArgs) -> Result<u8> {
     if resolved.config.target.model.is_empty() {
         resolved.config.target.model = models.first().cloned().unwrap_or_else(|| "default".into());
     }
+    let tok = tokenizer::load_for(&resolved.tokenizer_name, &resolved.config.target)?;
     let experience_opts = resolved.experience;
     let config = resolved.config;
     eprintln!(
@@ -404,15 +449,19 @@ pub fn run(args: RunArgs) -> Result<u8> {
         model: config.target.model.clone(),
         endpoint: format!("{:?}", config.target.endpoint).to_lowercase(),
         builtin_simulator: config.target.builtin_simulator,
-        workload: config.workload.describe(),
+        workload: format!("{}: {}", config.workload.name, config.workload.description),
         load: describe_load(&config),
         seed: config.seed,
         tokenizer: TokenizerInfo {
             name: tok.name().to_owned(),
             source: tok.source().to_owned(),
             vocab_size: tok.vocab_size(),
-            counting_option: "B".into(),
-            special_tokens: "input: prompt text only (no BOS/EOS, no chat-template tokens; the server's usage.prompt_tokens, when present, counts them and is preferred for throughput); output: server usage.completion_tokens when present, else the tokenizer on the whole text".into(),
+            counting_option: tokenizer::counting_option(tok.as_ref()).into(),
+            special_tokens: if tok.enumerable() {
+                "input: message texts only (no BOS/EOS, no chat-template tokens; system prompt included); throughput uses the server's usage.prompt_tokens when present, which counts them; output: server usage.completion_tokens when present, else this tokenizer on the whole text".into()
+            } else {
+                "input: the prompt after the server's chat template, BOS and template tokens included, as the server's /tokenize counts them; output: server usage.completion_tokens".into()
+            },
         },
         warmup: output.warmup.clone(),
         summary,

@@ -20,6 +20,8 @@ pub struct PreparedRequest {
     pub class: Option<String>,
     pub input_tokens: u32,
     pub max_tokens: u32,
+    /// Trace replay: arrival in ms from the trace start.
+    pub arrival_ms: Option<f64>,
     /// The complete HTTP request (head and body).
     pub http_bytes: Vec<u8>,
 }

@@ -7,6 +7,7 @@ use crate::client::openai::{request_body, Prompt};
 use crate::client::PreparedRequest;
 use crate::config::{RequestOptions, Target};
 use crate::tokenizer::SharedTokenizer;
+use crate::workload::datasets::Dataset;
 use crate::workload::{Generator, WorkloadSpec};
 use std::sync::Arc;
 use tokio::sync::{mpsc, Mutex};
@@ -15,6 +16,8 @@ use tokio::sync::{mpsc, Mutex};
 #[derive(Clone)]
 pub struct Feed {
     rx: Arc<Mutex<mpsc::Receiver<PreparedRequest>>>,
+    /// Set when the workload could not produce a request (the feed then ends).
+    pub error: Arc<std::sync::Mutex<Option<String>>>,
 }
 
 impl Feed {
@@ -29,9 +32,11 @@ impl Feed {
     }
 }
 
-/// Starts generating requests; stops when the feed is dropped.
+/// Starts generating requests; stops when the feed is dropped. A workload error ends the
+/// feed and is left in `Feed::error`.
 pub fn start(
     workload: &WorkloadSpec,
+    dataset: Option<Arc<Dataset>>,
     seed: u64,
     target: &Target,
     opts: &RequestOptions,
@@ -42,13 +47,22 @@ pub fn start(
     let workload = workload.clone();
     let target = target.clone();
     let opts = opts.clone();
+    let error = Arc::new(std::sync::Mutex::new(None));
+    let error_slot = error.clone();
     std::thread::Builder::new()
         .name("feeder".into())
         .spawn(move || {
             cpu.register_current();
-            let mut gen = Generator::new(&workload, seed, tokenizer.as_ref());
+            let fail = |e: String| *error_slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+            let mut gen = match Generator::new(&workload, seed, tokenizer.as_ref(), dataset) {
+                Ok(g) => g,
+                Err(e) => return fail(e.to_string()),
+            };
             loop {
-                let spec = gen.next_request(tokenizer.as_ref());
+                let spec = match gen.next_request(tokenizer.as_ref()) {
+                    Ok(s) => s,
+                    Err(e) => return fail(e.to_string()),
+                };
                 let body = request_body(
                     target.endpoint,
                     &target.model,
@@ -63,6 +77,7 @@ pub fn start(
                     class: spec.class,
                     input_tokens: spec.input_tokens,
                     max_tokens: spec.max_tokens,
+                    arrival_ms: spec.arrival_ms,
                     http_bytes: http_request(&target, &body),
                 };
                 if tx.blocking_send(prepared).is_err() {
@@ -72,5 +87,6 @@ pub fn start(
         })?;
     Ok(Feed {
         rx: Arc::new(Mutex::new(rx)),
+        error,
     })
 }

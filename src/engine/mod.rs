@@ -39,6 +39,8 @@ pub enum EngineError {
     NotReady { url: String, secs: f64 },
     #[error("could not write the run folder: {0}")]
     Io(#[from] std::io::Error),
+    #[error("the workload could not be generated: {0}")]
+    Workload(String),
 }
 
 /// What the warm-up did.
@@ -157,6 +159,7 @@ async fn run_async(
     let prewarm = match config.load {
         LoadPattern::Closed { concurrency } => concurrency as usize,
         LoadPattern::Open { rate_per_s, .. } => (rate_per_s.ceil() as usize).clamp(1, 64),
+        LoadPattern::Trace { .. } => 16,
     };
     if let Err(e) = pool.prewarm(prewarm.min(1024)).await {
         return Err(match e {
@@ -195,6 +198,7 @@ async fn run_async(
     ));
     let feed = feeder::start(
         &config.workload,
+        config.dataset.clone(),
         config.seed,
         &config.target,
         &config.request,
@@ -283,6 +287,7 @@ async fn run_async(
     let _ = sent_before;
     drop(progress);
     ctrl_c.abort();
+    let workload_error = feed.error.lock().unwrap_or_else(|p| p.into_inner()).take();
     drop(feed);
     let interrupted = controls.interrupted.load(Ordering::Acquire);
     let finished_unix_us = clock.unix_us(clock.now());
@@ -296,6 +301,9 @@ async fn run_async(
             .unwrap_or(1.0),
     );
     let generator = generator::judge(&records, cpu_seconds, wall_seconds, cores, pool.opened());
+    if let Some(e) = workload_error {
+        return Err(EngineError::Workload(e));
+    }
     Ok(RunOutput {
         records,
         clock,
@@ -319,12 +327,17 @@ async fn probe(
     shared: &Shared,
     tokenizer: &SharedTokenizer,
 ) -> (Vec<f64>, bool) {
-    let spec = WorkloadSpec::Fixed {
-        input_tokens: 128,
-        output_tokens: 32,
+    let spec = WorkloadSpec::fixed(128, 32);
+    let (seed, tok) = (config.seed ^ 0xF00D, tokenizer.clone());
+    // Built off the runtime: a server tokenizer makes blocking calls.
+    let built = tokio::task::spawn_blocking(move || {
+        crate::workload::Generator::new(&spec, seed, tok.as_ref(), None)
+            .and_then(|mut g| g.next_request(tok.as_ref()))
+    })
+    .await;
+    let Ok(Ok(req_spec)) = built else {
+        return (Vec::new(), false);
     };
-    let mut gen = crate::workload::Generator::new(&spec, config.seed ^ 0xF00D, tokenizer.as_ref());
-    let req_spec = gen.next_request(tokenizer.as_ref());
     let body = crate::client::openai::request_body(
         config.target.endpoint,
         &config.target.model,
@@ -341,6 +354,7 @@ async fn probe(
             class: None,
             input_tokens: req_spec.input_tokens,
             max_tokens: req_spec.max_tokens,
+            arrival_ms: None,
             http_bytes: crate::client::exchange::http_request(&config.target, &body),
         };
         let mut ex = Exchange::new(&req, Phase::Probe, None);

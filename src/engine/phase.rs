@@ -9,7 +9,7 @@ use super::cpu::ThreadCpu;
 use super::feeder::Feed;
 use crate::client::{execute, Exchange, Pool, PreparedRequest};
 use crate::clock::{Nanos, RunClock};
-use crate::config::{Arrival, LoadPattern};
+use crate::config::LoadPattern;
 use crate::record::{FailureKind, Phase};
 use crate::schedule::ArrivalPlan;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -188,15 +188,26 @@ pub async fn run_phase(
                 }
             }
         }
-        LoadPattern::Open {
-            rate_per_s,
-            arrival,
-        } => {
+        LoadPattern::Open { .. } | LoadPattern::Trace { .. } => {
+            let timing = match plan.load {
+                LoadPattern::Open {
+                    rate_per_s,
+                    arrival,
+                } => Timing::Plan(ArrivalPlan::new(
+                    rate_per_s,
+                    arrival,
+                    plan.seed ^ (plan.phase as u64).wrapping_mul(0x9E37_79B9),
+                )),
+                LoadPattern::Trace { speed } => Timing::Trace {
+                    speed,
+                    base_ms: None,
+                },
+                LoadPattern::Closed { .. } => unreachable!("handled above"),
+            };
             let handle = Handle::current();
             let shared2 = shared.clone();
             let controls2 = controls.clone();
             let phase = plan.phase;
-            let seed = plan.seed;
             let should_stop2 = should_stop.clone();
             let max_duration = plan.max_duration;
             let dispatcher = std::thread::Builder::new()
@@ -204,9 +215,7 @@ pub async fn run_phase(
                 .spawn(move || {
                     cpu.register_current();
                     dispatch(
-                        rate_per_s,
-                        arrival,
-                        seed,
+                        timing,
                         phase,
                         phase_start,
                         max_duration,
@@ -245,9 +254,7 @@ pub async fn run_phase(
 
 #[allow(clippy::too_many_arguments)]
 fn dispatch(
-    rate_per_s: f64,
-    arrival: Arrival,
-    seed: u64,
+    timing: Timing,
     phase: Phase,
     phase_start: Nanos,
     max_duration: Option<Duration>,
@@ -257,18 +264,25 @@ fn dispatch(
     handle: Handle,
     should_stop: impl Fn() -> bool,
 ) {
-    let plan = ArrivalPlan::new(
-        rate_per_s,
-        arrival,
-        seed ^ (phase as u64).wrapping_mul(0x9E37_79B9),
-    );
-    for offset in plan {
-        if should_stop() || max_duration.is_some_and(|d| offset >= d.as_nanos() as u64) {
+    let mut timing = timing;
+    loop {
+        if should_stop() {
             return;
         }
         let Some(req) = feed.next_blocking() else {
             return;
         };
+        let offset = match &mut timing {
+            Timing::Plan(plan) => plan.next().unwrap_or(u64::MAX),
+            Timing::Trace { speed, base_ms } => {
+                let at = req.arrival_ms.unwrap_or(0.0);
+                let base = *base_ms.get_or_insert(at);
+                ((at - base).max(0.0) / speed.max(1e-9) * 1e6) as u64
+            }
+        };
+        if max_duration.is_some_and(|d| offset >= d.as_nanos() as u64) {
+            return;
+        }
         let at = phase_start + offset;
         sleep_until_precise(shared.clock.instant_at(at), &controls);
         if controls.stop_sending.load(Ordering::Acquire) {
@@ -280,6 +294,14 @@ fn dispatch(
         let cancel = controls.cancel.subscribe();
         handle.spawn(async move { run_one(&s, req, phase, Some(at), cancel).await });
     }
+}
+
+/// Where open-loop send times come from.
+enum Timing {
+    /// A seeded arrival process.
+    Plan(ArrivalPlan),
+    /// Each request's own trace timestamp, sped up by `speed`, relative to the first one.
+    Trace { speed: f64, base_ms: Option<f64> },
 }
 
 /// Sleeps until `deadline`: coarse sleep to within 200 µs, then yield-spin. A late deadline

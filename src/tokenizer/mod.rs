@@ -4,8 +4,12 @@
 //! the choice explicit. The reference tokenizer is `cl100k_base` (the draft's Option B); every
 //! report records which tokenizer counted what.
 
+mod hf;
+mod server;
 mod tiktoken;
 
+pub use self::hf::HfTokenizer;
+pub use self::server::ServerTokenizer;
 pub use self::tiktoken::TiktokenTokenizer;
 
 use std::sync::Arc;
@@ -32,6 +36,15 @@ pub trait Tokenizer: Send + Sync {
     fn count(&self, text: &str) -> usize {
         self.encode(text).len()
     }
+    /// Tokens of a chat prompt. Reference tokenizers count the message texts only (the
+    /// draft's Option B, declared in reports); a server tokenizer applies the chat template.
+    fn count_messages(&self, messages: &[(String, String)]) -> usize {
+        messages.iter().map(|(_, c)| self.count(c)).sum()
+    }
+    /// Whether its vocabulary can be scanned id by id (false for a remote tokenizer).
+    fn enumerable(&self) -> bool {
+        true
+    }
 }
 
 /// Shared handle to a tokenizer.
@@ -40,18 +53,40 @@ pub type SharedTokenizer = Arc<dyn Tokenizer>;
 /// Failure to load a tokenizer.
 #[derive(Debug, Error)]
 pub enum TokenizerError {
-    #[error("unknown tokenizer `{0}`: use cl100k_base, o200k_base, or a path to a tokenizer.json")]
+    #[error("unknown tokenizer `{0}`: use cl100k_base, o200k_base, server, or a path to a tokenizer.json")]
     Unknown(String),
     #[error("could not load tokenizer {name}: {detail}")]
     Load { name: String, detail: String },
 }
 
-/// Loads a tokenizer by name.
+/// Loads a tokenizer by name: `cl100k_base`, `o200k_base`, or a `tokenizer.json` path.
 pub fn load(name: &str) -> Result<SharedTokenizer, TokenizerError> {
     match name {
         "cl100k_base" | "cl100k" => Ok(Arc::new(TiktokenTokenizer::cl100k())),
         "o200k_base" | "o200k" => Ok(Arc::new(TiktokenTokenizer::o200k())),
+        path if path.ends_with(".json") => Ok(Arc::new(HfTokenizer::from_file(path)?)),
         other => Err(TokenizerError::Unknown(other.to_owned())),
+    }
+}
+
+/// Loads a tokenizer that may be the target server's own (`server`).
+pub fn load_for(
+    name: &str,
+    target: &crate::config::Target,
+) -> Result<SharedTokenizer, TokenizerError> {
+    match name {
+        "server" => Ok(Arc::new(ServerTokenizer::connect(target)?)),
+        other => load(other),
+    }
+}
+
+/// The draft 4.4.2 counting option a tokenizer stands for: A (the system's own) or B (a
+/// declared reference).
+pub fn counting_option(t: &dyn Tokenizer) -> &'static str {
+    if t.enumerable() {
+        "B"
+    } else {
+        "A"
     }
 }
 

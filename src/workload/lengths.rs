@@ -1,64 +1,147 @@
-//! Length distributions (in tokens) for inputs and outputs.
+//! Length distributions (in tokens) for inputs and outputs (draft 4.3.1).
 
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
-use rand_distr::{Distribution, LogNormal};
-use serde::Serialize;
+use rand_distr::{Distribution, LogNormal, Normal};
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// A distribution of token counts.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+/// A distribution of token counts. Every variant is clamped to at least 1 token.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "dist", rename_all = "snake_case", deny_unknown_fields)]
 pub enum LengthDist {
-    Fixed(u32),
+    Fixed {
+        value: u32,
+    },
     /// Uniform over the integers `min..=max`.
     Uniform {
         min: u32,
         max: u32,
     },
-    /// exp(Normal(mu, sigma)), rounded, then clamped to `min..=max` (floors and caps).
+    /// Normal(mean, std), rounded, clamped to `min..=max`.
+    Normal {
+        mean: f64,
+        std: f64,
+        min: u32,
+        max: u32,
+    },
+    /// exp(Normal(mu, sigma)), rounded, clamped to `min..=max` (floors and caps).
     LogNormal {
         mu: f64,
         sigma: f64,
         min: u32,
         max: u32,
     },
+    /// An empirical histogram: `values[i]` drawn with probability ∝ `weights[i]`.
+    Empirical {
+        values: Vec<u32>,
+        weights: Vec<f64>,
+    },
 }
 
 impl LengthDist {
+    pub fn fixed(value: u32) -> Self {
+        LengthDist::Fixed { value }
+    }
+
+    /// Checks parameters; returns a message saying what is wrong.
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            LengthDist::Fixed { value } if *value == 0 => {
+                Err("fixed length must be at least 1".into())
+            }
+            LengthDist::Uniform { min, max }
+            | LengthDist::Normal { min, max, .. }
+            | LengthDist::LogNormal { min, max, .. }
+                if min > max =>
+            {
+                Err(format!("min {min} is above max {max}"))
+            }
+            LengthDist::Normal { std, .. } if !(*std >= 0.0) => {
+                Err("std must be non-negative".into())
+            }
+            LengthDist::LogNormal { sigma, .. } if !(*sigma >= 0.0) => {
+                Err("sigma must be non-negative".into())
+            }
+            LengthDist::Empirical { values, weights }
+                if values.is_empty() || values.len() != weights.len() =>
+            {
+                Err("empirical: values and weights must be non-empty and of equal length".into())
+            }
+            LengthDist::Empirical { weights, .. }
+                if weights.iter().any(|w| !(*w >= 0.0)) || weights.iter().sum::<f64>() <= 0.0 =>
+            {
+                Err("empirical: weights must be non-negative with a positive sum".into())
+            }
+            _ => Ok(()),
+        }
+    }
+
     pub fn sample(&self, rng: &mut ChaCha8Rng) -> u32 {
-        match *self {
-            LengthDist::Fixed(n) => n,
-            LengthDist::Uniform { min, max } => rng.random_range(min..=max.max(min)),
+        let clamp = |v: f64, min: u32, max: u32| {
+            (v.round().max(0.0) as u64).clamp(min as u64, max as u64) as u32
+        };
+        let v = match self {
+            LengthDist::Fixed { value } => *value,
+            LengthDist::Uniform { min, max } => rng.random_range(*min..=(*max).max(*min)),
+            LengthDist::Normal {
+                mean,
+                std,
+                min,
+                max,
+            } => {
+                let d = Normal::new(*mean, *std).expect("validated std");
+                clamp(d.sample(rng), *min, *max)
+            }
             LengthDist::LogNormal {
                 mu,
                 sigma,
                 min,
                 max,
             } => {
-                let d = LogNormal::new(mu, sigma).expect("sigma is non-negative");
-                let v: f64 = d.sample(rng);
-                (v.round() as u64).clamp(min as u64, max as u64) as u32
+                let d = LogNormal::new(*mu, *sigma).expect("validated sigma");
+                clamp(d.sample(rng), *min, *max)
             }
-        }
+            LengthDist::Empirical { values, weights } => {
+                let total: f64 = weights.iter().sum();
+                let mut x = rng.random::<f64>() * total;
+                let mut pick = values[values.len() - 1];
+                for (v, w) in values.iter().zip(weights) {
+                    if x < *w {
+                        pick = *v;
+                        break;
+                    }
+                    x -= w;
+                }
+                pick
+            }
+        };
+        v.max(1)
     }
 }
 
 impl fmt::Display for LengthDist {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            LengthDist::Fixed(n) => write!(f, "{n} tokens"),
+        match self {
+            LengthDist::Fixed { value } => write!(f, "{value} tokens"),
             LengthDist::Uniform { min, max } => write!(f, "Uniform({min}, {max}) tokens"),
+            LengthDist::Normal {
+                mean,
+                std,
+                min,
+                max,
+            } => write!(f, "Normal({mean}, {std}) in [{min}, {max}] tokens"),
             LengthDist::LogNormal {
                 mu,
                 sigma,
                 min,
                 max,
-            } => {
-                write!(
-                    f,
-                    "LogNormal(mu={mu}, sigma={sigma}) in [{min}, {max}] tokens"
-                )
+            } => write!(
+                f,
+                "LogNormal(mu={mu}, sigma={sigma}) in [{min}, {max}] tokens"
+            ),
+            LengthDist::Empirical { values, .. } => {
+                write!(f, "empirical histogram over {} values", values.len())
             }
         }
     }
@@ -69,27 +152,78 @@ mod tests {
     use super::*;
     use rand::SeedableRng;
 
-    #[test]
-    fn lognormal_median_respects_floor_and_cap() {
-        let mut rng = ChaCha8Rng::seed_from_u64(1);
-        let d = LengthDist::LogNormal {
-            mu: 5.5,
-            sigma: 1.0,
-            min: 32,
-            max: 4096,
-        };
-        let mut v: Vec<u32> = (0..100_000).map(|_| d.sample(&mut rng)).collect();
-        v.sort_unstable();
-        let median = v[v.len() / 2] as f64;
-        assert!((median - 5.5f64.exp()).abs() < 8.0, "median {median}"); // e^5.5 ≈ 245
-        assert!(v[0] >= 32 && *v.last().unwrap() <= 4096);
+    fn draws(d: &LengthDist, n: usize) -> Vec<f64> {
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        (0..n).map(|_| d.sample(&mut rng) as f64).collect()
+    }
+
+    fn mean_std(v: &[f64]) -> (f64, f64) {
+        let m = v.iter().sum::<f64>() / v.len() as f64;
+        (
+            m,
+            (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / v.len() as f64).sqrt(),
+        )
     }
 
     #[test]
-    fn uniform_covers_both_ends() {
-        let mut rng = ChaCha8Rng::seed_from_u64(2);
-        let d = LengthDist::Uniform { min: 3, max: 5 };
-        let v: Vec<u32> = (0..1000).map(|_| d.sample(&mut rng)).collect();
-        assert!(v.contains(&3) && v.contains(&5) && v.iter().all(|x| (3..=5).contains(x)));
+    fn moments_on_100k_draws() {
+        const N: usize = 100_000;
+        // Uniform(128, 512): mean 320, std = sqrt(((385)^2 - 1) / 12) ≈ 111.1.
+        let (m, s) = mean_std(&draws(&LengthDist::Uniform { min: 128, max: 512 }, N));
+        assert!(
+            (m - 320.0).abs() < 1.5 && (s - 111.14).abs() < 1.0,
+            "{m} {s}"
+        );
+        // Normal(300, 50), far from its bounds.
+        let (m, s) = mean_std(&draws(
+            &LengthDist::Normal {
+                mean: 300.0,
+                std: 50.0,
+                min: 1,
+                max: 10_000,
+            },
+            N,
+        ));
+        assert!((m - 300.0).abs() < 1.0 && (s - 50.0).abs() < 1.0, "{m} {s}");
+        // LogNormal(5.5, 1.0) in [32, 4096]: median e^5.5 ≈ 245; the draft quotes mean ≈ 405.
+        let mut v = draws(
+            &LengthDist::LogNormal {
+                mu: 5.5,
+                sigma: 1.0,
+                min: 32,
+                max: 4096,
+            },
+            N,
+        );
+        let (m, _) = mean_std(&v);
+        v.sort_by(f64::total_cmp);
+        assert!((v[N / 2] - 244.7).abs() < 6.0, "median {}", v[N / 2]);
+        assert!((m - 400.0).abs() < 15.0, "mean {m}");
+        assert!(v[0] >= 32.0 && v[N - 1] <= 4096.0);
+        // Empirical: 10 with weight 3, 20 with weight 1 → mean 12.5.
+        let (m, _) = mean_std(&draws(
+            &LengthDist::Empirical {
+                values: vec![10, 20],
+                weights: vec![3.0, 1.0],
+            },
+            N,
+        ));
+        assert!((m - 12.5).abs() < 0.1, "{m}");
+        assert_eq!(mean_std(&draws(&LengthDist::fixed(7), 10)), (7.0, 0.0));
+    }
+
+    #[test]
+    fn validation_explains() {
+        assert!(LengthDist::Uniform { min: 5, max: 1 }
+            .validate()
+            .unwrap_err()
+            .contains("above max"));
+        assert!(LengthDist::Empirical {
+            values: vec![1],
+            weights: vec![]
+        }
+        .validate()
+        .is_err());
+        assert!(LengthDist::fixed(0).validate().is_err());
     }
 }
