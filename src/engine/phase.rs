@@ -193,11 +193,11 @@ pub async fn run_phase(
                 LoadPattern::Open {
                     rate_per_s,
                     arrival,
-                } => Timing::Plan(ArrivalPlan::new(
+                } => Timing::Plan(Box::new(ArrivalPlan::new(
                     rate_per_s,
                     arrival,
                     plan.seed ^ (plan.phase as u64).wrapping_mul(0x9E37_79B9),
-                )),
+                ))),
                 LoadPattern::Trace { speed } => Timing::Trace {
                     speed,
                     base_ms: None,
@@ -299,7 +299,7 @@ fn dispatch(
 /// Where open-loop send times come from.
 enum Timing {
     /// A seeded arrival process.
-    Plan(ArrivalPlan),
+    Plan(Box<ArrivalPlan>),
     /// Each request's own trace timestamp, sped up by `speed`, relative to the first one.
     Trace { speed: f64, base_ms: Option<f64> },
 }

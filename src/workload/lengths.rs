@@ -57,10 +57,10 @@ impl LengthDist {
             {
                 Err(format!("min {min} is above max {max}"))
             }
-            LengthDist::Normal { std, .. } if !(*std >= 0.0) => {
+            LengthDist::Normal { std, .. } if std.is_nan() || *std < 0.0 => {
                 Err("std must be non-negative".into())
             }
-            LengthDist::LogNormal { sigma, .. } if !(*sigma >= 0.0) => {
+            LengthDist::LogNormal { sigma, .. } if sigma.is_nan() || *sigma < 0.0 => {
                 Err("sigma must be non-negative".into())
             }
             LengthDist::Empirical { values, weights }
@@ -69,7 +69,8 @@ impl LengthDist {
                 Err("empirical: values and weights must be non-empty and of equal length".into())
             }
             LengthDist::Empirical { weights, .. }
-                if weights.iter().any(|w| !(*w >= 0.0)) || weights.iter().sum::<f64>() <= 0.0 =>
+                if weights.iter().any(|w| w.is_nan() || *w < 0.0)
+                    || weights.iter().sum::<f64>() <= 0.0 =>
             {
                 Err("empirical: weights must be non-negative with a positive sum".into())
             }

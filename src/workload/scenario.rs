@@ -245,7 +245,7 @@ impl Scenario {
             }
         }
         for c in &self.classes {
-            if !(c.weight >= 0.0) {
+            if c.weight.is_nan() || c.weight < 0.0 {
                 return Err(format!("class {}: weight must be non-negative", c.name));
             }
             for d in c.input.iter().chain(c.output.iter()) {
