@@ -5,7 +5,7 @@
 //! `SERVEBENCH_REAL_SERVER=1`). Otherwise the test says why it skips and passes. One test
 //! runs the scenarios in order, since the last one kills the server.
 
-use crate::common::{config, run, temp_dir};
+use crate::common::{config, run, run_with, temp_dir};
 use servebench::record::{FailureKind, Outcome, Phase};
 use std::path::PathBuf;
 use std::process::Command;
@@ -175,7 +175,41 @@ fn llama_cpp_server_end_to_end() {
         other => panic!("expected an HTTP 400, got {other:?}"),
     }
 
-    // 5. The server is killed mid-run: cut streams are recorded as such, every request is
+    // 5. The server's own tokenizer (Option A): prompts exactly as long as the server counts
+    //    them, chat template included.
+    for endpoint in ["chat", "completions"] {
+        let (out, s) = run_with(
+            &config(
+                &url,
+                &[
+                    "--warmup",
+                    "none",
+                    "--endpoint",
+                    endpoint,
+                    "--input-tokens",
+                    "200",
+                    "--output-tokens",
+                    "4",
+                    "--concurrency",
+                    "1",
+                    "--requests",
+                    "2",
+                ],
+                &temp_dir(&format!("real-tok-{endpoint}")),
+            ),
+            "server",
+        );
+        assert_eq!(s.requests.completed, 2);
+        for r in &out.records {
+            assert_eq!(
+                r.usage_prompt_tokens(),
+                Some(200),
+                "{endpoint}: the server counts exactly the target"
+            );
+        }
+    }
+
+    // 6. The server is killed mid-run: cut streams are recorded as such, every request is
     //    accounted for, and the summary is still produced.
     if std::env::var("SERVEBENCH_REAL_SERVER_URL").is_ok() {
         return; // not our server to kill

@@ -6,3 +6,4 @@ mod experience;
 mod failures;
 mod real_server;
 mod sim_engine;
+mod workloads;

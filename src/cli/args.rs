@@ -16,12 +16,52 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Serve the built-in simulated LLM server (OpenAI-compatible, SSE) until Ctrl-C.
     Sim(SimArgs),
+    /// Inspect a workload without sending anything: `show` prints its specification and the
+    /// statistics of a drawn sample, `export` writes the exact request sequence as JSONL.
+    #[command(subcommand)]
+    Workload(WorkloadCommand),
     /// Fit the server's prefill time against prompt length from isolated requests (Etalon's
     /// D_p curve for the fluidity-index) and save it for `run --prefill-curve`.
     ProfilePrefill(Box<ProfilePrefillArgs>),
     /// Measure servebench itself against the simulator's ground truth (accuracy, CPU per
     /// chunk, open-loop fidelity). A benchmark: numbers depend on the machine.
     Selfbench(SelfbenchArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WorkloadCommand {
+    /// Print the resolved specification and P50/P95/P99 of the drawn lengths.
+    Show(WorkloadArgs),
+    /// Write the request sequence as JSONL to stdout (index, input_tokens, max_tokens,
+    /// class, messages), for others to replay.
+    Export(WorkloadArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct WorkloadArgs {
+    /// Workload name or scenario .toml file (as `run --workload`).
+    pub workload: Option<String>,
+    #[arg(long)]
+    pub dataset: Option<PathBuf>,
+    #[arg(long)]
+    pub dataset_format: Option<String>,
+    /// cl100k_base, o200k_base, a tokenizer.json path, or server (with --url).
+    #[arg(long, default_value = "cl100k_base")]
+    pub tokenizer: String,
+    /// Server for --tokenizer server.
+    #[arg(long)]
+    pub url: Option<String>,
+    #[arg(long)]
+    pub model: Option<String>,
+    #[arg(long, conflicts_with = "workload")]
+    pub input_tokens: Option<u32>,
+    #[arg(long, conflicts_with = "workload")]
+    pub output_tokens: Option<u32>,
+    /// Requests to draw.
+    #[arg(long, default_value_t = 1000)]
+    pub requests: u64,
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
 }
 
 #[derive(Debug, Args)]

@@ -8,6 +8,7 @@ pub mod profile;
 pub mod run;
 pub mod selfbench;
 pub mod sim;
+pub mod workload;
 
 use args::{Cli, Command};
 use clap::Parser;
@@ -31,6 +32,7 @@ pub fn main() -> ExitCode {
         Command::Sim(args) => sim::serve(args),
         Command::Selfbench(args) => selfbench::selfbench(args),
         Command::ProfilePrefill(args) => profile::profile(*args),
+        Command::Workload(cmd) => workload::workload(cmd),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -169,7 +169,12 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
         }
         None => (None, None),
     };
-    let workload = workload_of(args, dataset.as_deref())?;
+    let workload = workload_of(
+        args.workload.as_deref(),
+        args.input_tokens,
+        args.output_tokens,
+        dataset.as_deref(),
+    )?;
     let load = match (args.concurrency, args.rate) {
         _ if args.arrival == ArrivalArg::Trace => {
             if !matches!(
@@ -298,14 +303,16 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
 
 /// The workload named by `--workload` (a name or a .toml file), fixed lengths, or a dataset.
 pub fn workload_of(
-    args: &RunArgs,
+    workload: Option<&str>,
+    input_tokens: Option<u32>,
+    output_tokens: Option<u32>,
     dataset: Option<&crate::workload::datasets::Dataset>,
 ) -> Result<WorkloadSpec> {
     use crate::workload::{Content, Scenario};
-    if args.output_tokens == Some(0) || args.input_tokens == Some(0) {
+    if output_tokens == Some(0) || input_tokens == Some(0) {
         bail!("--input-tokens and --output-tokens must be at least 1");
     }
-    let mut w = match (&args.workload, args.input_tokens, args.output_tokens) {
+    let mut w = match (workload, input_tokens, output_tokens) {
         (Some(name), _, _) if name.ends_with(".toml") => {
             let text = std::fs::read_to_string(name)
                 .with_context(|| format!("reading the scenario file {name}"))?;

@@ -141,11 +141,19 @@ pub async fn handle(r: &Responder, req: Request, w: &mut ResponseWriter<'_>) -> 
         }
         ("POST", "/tokenize") => {
             let v: serde_json::Value = serde_json::from_slice(&req.body).unwrap_or_default();
-            let text = v
-                .get("content")
-                .or_else(|| v.get("prompt"))
-                .map(text_of)
-                .unwrap_or_default();
+            // `messages` (vLLM style) are joined as the chat endpoint joins them to count.
+            let text = match v.get("messages").and_then(|m| m.as_array()) {
+                Some(msgs) => msgs
+                    .iter()
+                    .map(|m| m.get("content").map(text_of).unwrap_or_default())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                None => v
+                    .get("content")
+                    .or_else(|| v.get("prompt"))
+                    .map(text_of)
+                    .unwrap_or_default(),
+            };
             let tokens = r.tokenizer.encode(&text);
             let body = serde_json::json!({"tokens": tokens, "count": tokens.len()});
             w.full(200, "application/json", body.to_string().as_bytes(), "")

@@ -64,7 +64,7 @@ impl ServerTokenizer {
         let probe = vec![("user".to_owned(), "hello".to_owned())];
         t.template = if t.apply_template(&probe).is_some() {
             TemplateRoute::ApplyTemplate
-        } else if t.tokenize_messages(&probe).is_some() {
+        } else if t.tokenize_messages(&probe).is_some_and(|n| n > 0) {
             TemplateRoute::TokenizeMessages
         } else {
             TemplateRoute::None

@@ -112,8 +112,13 @@ impl TextSource {
                 let a = self.atom(content, atoms.len(), rng);
                 atoms.push(a);
             }
-            if count(&join(prefix, &atoms)) >= target {
+            let got = count(&join(prefix, &atoms));
+            if got >= target {
                 break;
+            }
+            if estimate > 64 * need + 4096 {
+                // The counter does not grow with the text: nothing can reach the target.
+                return Err(TextError::NotExact { target, got });
             }
             estimate *= 2;
         }

@@ -42,9 +42,15 @@ pub fn config(url: &str, args: &[&str], out: &std::path::Path) -> RunConfig {
     resolved
 }
 
-/// Runs the engine and summarises.
+/// Runs the engine with the reference tokenizer and summarises.
 pub fn run(config: &RunConfig) -> (RunOutput, RunSummary) {
-    let tok = servebench::tokenizer::reference();
+    run_with(config, "cl100k_base")
+}
+
+/// Runs the engine with the named tokenizer (`server` for the target's) and summarises.
+pub fn run_with(config: &RunConfig, tokenizer: &str) -> (RunOutput, RunSummary) {
+    let tok =
+        servebench::tokenizer::load_for(tokenizer, &config.target).expect("the tokenizer loads");
     let out = engine::run(config, tok).expect("the run starts");
     let summary = summarize(&out.records, config.slo.as_ref());
     (out, summary)

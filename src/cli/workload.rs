@@ -1,0 +1,175 @@
+//! `servebench workload show|export`: what a workload sends, without sending anything.
+
+use super::args::{WorkloadArgs, WorkloadCommand};
+use super::exit;
+use super::run::workload_of;
+use crate::config::{BaseUrl, Endpoint, Target};
+use crate::metrics::Distribution;
+use crate::workload::datasets;
+use crate::workload::{Generator, RequestSpec};
+use anyhow::{Context, Result};
+use std::collections::BTreeMap;
+use std::io::Write;
+
+fn generate(
+    a: &WorkloadArgs,
+) -> Result<(
+    crate::workload::Scenario,
+    Vec<RequestSpec>,
+    Option<datasets::DatasetInfo>,
+)> {
+    let (dataset, info) = match &a.dataset {
+        Some(p) => {
+            let (d, i) = datasets::load(p, a.dataset_format.as_deref())?;
+            (Some(std::sync::Arc::new(d)), Some(i))
+        }
+        None => (None, None),
+    };
+    let scenario = workload_of(
+        a.workload.as_deref(),
+        a.input_tokens,
+        a.output_tokens,
+        dataset.as_deref(),
+    )?;
+    let tok = match (&a.tokenizer[..], &a.url) {
+        ("server", Some(url)) => {
+            let target = Target {
+                url: BaseUrl::parse(url)?,
+                model: a.model.clone().unwrap_or_default(),
+                endpoint: Endpoint::Chat,
+                headers: Vec::new(),
+                api_key: None,
+                builtin_simulator: false,
+            };
+            crate::tokenizer::load_for("server", &target)?
+        }
+        ("server", None) => {
+            anyhow::bail!("--tokenizer server needs --url of the server whose /tokenize to use")
+        }
+        (name, _) => crate::tokenizer::load(name)?,
+    };
+    let mut g = Generator::new(&scenario, a.seed, tok.as_ref(), dataset)?;
+    let mut out = Vec::with_capacity(a.requests as usize);
+    for _ in 0..a.requests {
+        out.push(g.next_request(tok.as_ref())?);
+    }
+    Ok((scenario, out, info))
+}
+
+fn stats_line(name: &str, mut v: Vec<f64>) {
+    if let Some(d) = Distribution::of(&mut v) {
+        println!(
+            "  {name:<14} mean {:>8.1}  P50 {:>7.0}  P95 {:>7.0}  P99 {:>7.0}  min {:>6.0}  max {:>7.0}",
+            d.mean, d.p50, d.p95, d.p99, d.min, d.max
+        );
+    }
+}
+
+pub fn workload(cmd: WorkloadCommand) -> Result<u8> {
+    match cmd {
+        WorkloadCommand::Show(a) => {
+            let (scenario, reqs, info) = generate(&a)?;
+            println!("{}", serde_json::to_string_pretty(&scenario)?);
+            if let Some(i) = &info {
+                println!(
+                    "dataset: {} ({}, {} records used, {} skipped{})",
+                    i.path,
+                    i.format,
+                    i.records,
+                    i.skipped,
+                    if i.truncated {
+                        ", file truncated: every complete record used"
+                    } else {
+                        ""
+                    }
+                );
+            }
+            println!(
+                "\n{} requests drawn with seed {} (tokenizer {}):",
+                reqs.len(),
+                a.seed,
+                a.tokenizer
+            );
+            stats_line(
+                "input tokens",
+                reqs.iter().map(|r| r.input_tokens as f64).collect(),
+            );
+            stats_line(
+                "output tokens",
+                reqs.iter().map(|r| r.max_tokens as f64).collect(),
+            );
+            let mut classes: BTreeMap<String, usize> = BTreeMap::new();
+            for r in &reqs {
+                *classes
+                    .entry(r.class.clone().unwrap_or_else(|| "-".into()))
+                    .or_default() += 1;
+            }
+            if classes.len() > 1 || !classes.contains_key("-") {
+                for (c, n) in classes {
+                    println!(
+                        "  class {c:<8} {n} ({:.1} %)",
+                        n as f64 * 100.0 / reqs.len() as f64
+                    );
+                }
+            }
+            let with_system = reqs
+                .iter()
+                .filter(|r| r.messages.first().is_some_and(|m| m.0 == "system"))
+                .count();
+            if with_system > 0 {
+                println!(
+                    "  with the shared system prompt: {:.1} %",
+                    with_system as f64 * 100.0 / reqs.len() as f64
+                );
+            }
+            let mut prefixes: BTreeMap<String, usize> = BTreeMap::new();
+            for r in &reqs {
+                let user = r
+                    .messages
+                    .iter()
+                    .rev()
+                    .find(|m| m.0 == "user")
+                    .map(|m| m.1.as_str())
+                    .unwrap_or("");
+                *prefixes
+                    .entry(user.chars().take(120).collect())
+                    .or_default() += 1;
+            }
+            let shared: usize = prefixes.values().filter(|&&n| n > 1).sum();
+            if shared > 0 {
+                println!(
+                    "  sharing a prompt prefix with another request: {:.1} %",
+                    shared as f64 * 100.0 / reqs.len() as f64
+                );
+            }
+        }
+        WorkloadCommand::Export(a) => {
+            let (_, reqs, _) = generate(&a)?;
+            let stdout = std::io::stdout();
+            let mut out = std::io::BufWriter::new(stdout.lock());
+            for r in reqs {
+                let messages: Vec<serde_json::Value> = r
+                    .messages
+                    .iter()
+                    .map(|(role, content)| serde_json::json!({"role": role, "content": content}))
+                    .collect();
+                let mut line = serde_json::json!({
+                    "index": r.index,
+                    "input_tokens": r.input_tokens,
+                    "max_tokens": r.max_tokens,
+                    "messages": messages,
+                });
+                if let Some(c) = r.class {
+                    line["class"] = c.into();
+                }
+                if let Some(t) = r.arrival_ms {
+                    line["arrival_ms"] = t.into();
+                }
+                serde_json::to_writer(&mut out, &line)?;
+                out.write_all(b"\n")?;
+            }
+            out.flush().context("writing to stdout")?;
+        }
+    }
+    Ok(exit::OK)
+}

