@@ -4,7 +4,6 @@
 
 use crate::common::{config, run, temp_dir};
 use servebench::sim::{SimConfig, SimServer};
-use servebench::tokenizer::Tokenizer;
 use servebench::workload::datasets::{self, Dataset};
 use servebench::workload::{Generator, Scenario};
 use std::path::PathBuf;
