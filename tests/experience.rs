@@ -162,3 +162,117 @@ fn profile_prefill_then_run_with_the_curve() {
         assert!(first.get(key).is_some(), "requests.jsonl lacks {key}");
     }
 }
+
+fn servebench_run(dir: &std::path::Path, extra: &[&str]) -> serde_json::Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_servebench"))
+        .args([
+            "run",
+            "--warmup",
+            "none",
+            "--sim-preset",
+            "fast",
+            "--quiet",
+            "--out",
+        ])
+        .arg(dir)
+        .args(extra)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn fairness_per_class_with_a_baseline() {
+    let base = temp_dir("fair-base");
+    let b = servebench_run(
+        &base,
+        &[
+            "--workload",
+            "fairness-mix",
+            "--requests",
+            "40",
+            "--concurrency",
+            "2",
+        ],
+    );
+    assert!(
+        b["summary"]["fairness"]["classes"]["short"]["count"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    let mixed = temp_dir("fair-mixed");
+    let m = servebench_run(
+        &mixed,
+        &[
+            "--workload",
+            "fairness-mix",
+            "--requests",
+            "60",
+            "--concurrency",
+            "8",
+            "--baseline",
+            base.to_str().unwrap(),
+        ],
+    );
+    let f = &m["summary"]["fairness"];
+    let j = f["jain_index"].as_f64().unwrap();
+    assert!(j > 0.0 && j <= 1.0, "{j}");
+    for class in ["short", "long"] {
+        let c = &f["classes"][class];
+        for key in [
+            "ttft_p50_ms",
+            "ttft_p95_ms",
+            "ttft_p99_ms",
+            "tpot_p50_ms",
+            "starvation_rate",
+            "latency_inflation_p50",
+        ] {
+            assert!(
+                c.get(key).is_some_and(|v| !v.is_null()),
+                "{class}.{key}: {c}"
+            );
+        }
+    }
+}
+
+#[test]
+fn api_keys_never_reach_any_output() {
+    let dir = temp_dir("secret");
+    let out = Command::new(env!("CARGO_BIN_EXE_servebench"))
+        .env("MY_TEST_KEY", "sk-live-very-secret-123")
+        .args([
+            "run",
+            "--warmup",
+            "none",
+            "--sim-preset",
+            "fast",
+            "--requests",
+            "5",
+            "--api-key-env",
+            "MY_TEST_KEY",
+            "--header",
+            "X-Api-Token: tok-also-secret",
+            "--out",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let mut everything =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    for f in ["run.json", "requests.jsonl"] {
+        everything += &std::fs::read_to_string(dir.join(f)).unwrap();
+    }
+    assert!(
+        !everything.contains("very-secret") && !everything.contains("also-secret"),
+        "a secret leaked"
+    );
+    assert!(everything.contains("<redacted>"));
+}

@@ -263,7 +263,6 @@ async fn run_async(
     set_label(&label, "measuring");
     let cpu_before = cpu.cpu_seconds();
     let wall_before = Instant::now();
-    let sent_before = shared.sent.load(Ordering::Acquire);
     if !controls.stop_sending.load(Ordering::Acquire) {
         run_phase(
             PhasePlan {
@@ -284,7 +283,6 @@ async fn run_async(
     }
     let cpu_seconds = cpu.cpu_seconds() - cpu_before;
     let wall_seconds = wall_before.elapsed().as_secs_f64();
-    let _ = sent_before;
     drop(progress);
     ctrl_c.abort();
     let workload_error = feed.error.lock().unwrap_or_else(|p| p.into_inner()).take();

@@ -465,6 +465,7 @@ async fn completion(
             .as_ref()
             .is_some_and(|s| s.continuous_usage_stats),
         prompt_tokens,
+        text_seed: seed ^ 0xA5A5_A5A5,
     };
     let result = answer(
         r,
@@ -494,6 +495,8 @@ struct Stream {
     include_usage: bool,
     continuous: bool,
     prompt_tokens: u32,
+    /// Seed of the generated words.
+    text_seed: u64,
 }
 
 impl Stream {
@@ -528,9 +531,8 @@ async fn answer(
     truth: &mut TruthRecord,
     w: &mut ResponseWriter<'_>,
 ) -> io::Result<bool> {
-    let mut rng_text = ChaCha8Rng::seed_from_u64(
-        r.config.seed ^ truth.received.elapsed().as_nanos() as u64 ^ 0xA5A5,
-    );
+    // The words are drawn from the request's own seeded stream: same seed, same text.
+    let mut rng_text = ChaCha8Rng::seed_from_u64(s.text_seed);
     let mut sent = 0u32;
     let mut cached = 0u32;
     let mut text = String::new();
@@ -603,8 +605,7 @@ async fn answer(
                     text.push_str(&piece);
                     continue;
                 }
-                if let Some(at) = faults.stall_at.filter(|&a| before < a && sent >= a) {
-                    let _ = at;
+                if faults.stall_at.is_some_and(|a| before < a && sent >= a) {
                     tokio::time::sleep(r.scaled(r.config.faults.stall_ms)).await;
                 }
                 if faults.malformed_at.is_some_and(|a| before < a && sent >= a) {
