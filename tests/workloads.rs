@@ -220,3 +220,82 @@ fn export_is_reproducible_and_show_reads_a_scenario_file() {
         "{text}"
     );
 }
+
+#[test]
+fn multi_turn_sessions_wait_think_time_and_carry_history() {
+    let dir = temp_dir("sessions");
+    let file = dir.join("chat.toml");
+    std::fs::write(
+        &file,
+        "name = \"chat\"\ninput = { dist = \"fixed\", value = 40 }\noutput = { dist = \"fixed\", value = 8 }\nsessions = { turns = { dist = \"fixed\", value = 3 }, think_time_ms = { dist = \"fixed\", value = 50 } }\n",
+    )
+    .unwrap();
+    let sim = SimServer::spawn(SimConfig::preset("fast").unwrap(), 0).unwrap();
+    for (name, load) in [
+        ("closed", ["--concurrency", "2"]),
+        ("open", ["--rate", "20"]),
+    ] {
+        let cfg = config(
+            &sim.base_url(),
+            &[
+                "--workload",
+                file.to_str().unwrap(),
+                "--requests",
+                "12",
+                "--warmup",
+                "none",
+                load[0],
+                load[1],
+            ],
+            &dir.join(name),
+        );
+        let (out, s) = run(&cfg);
+        assert_eq!(s.requests.completed, 12, "{name}");
+        let mut by_session: std::collections::BTreeMap<
+            u64,
+            Vec<&servebench::record::RequestRecord>,
+        > = Default::default();
+        for r in &out.records {
+            by_session
+                .entry(r.session.expect("every record knows its session").0)
+                .or_default()
+                .push(r);
+        }
+        if name == "closed" {
+            assert_eq!(
+                by_session.len(),
+                4,
+                "{name}: 12 requests = 4 sessions of 3 turns"
+            );
+        }
+        // Open loop starts sessions on the schedule, so the 12-request limit may end some
+        // sessions early; every session still runs its turns in order from the first.
+        for turns in by_session.values_mut() {
+            turns.sort_by_key(|r| r.session.unwrap().1);
+            let numbers: Vec<u32> = turns.iter().map(|r| r.session.unwrap().1).collect();
+            assert_eq!(
+                numbers,
+                (0..turns.len() as u32).collect::<Vec<_>>(),
+                "{name}"
+            );
+            for w in turns.windows(2) {
+                assert!(
+                    w[1].sent_at >= w[0].finished_at + 50_000_000,
+                    "{name}: think time respected"
+                );
+                assert!(
+                    w[1].input_tokens > w[0].input_tokens,
+                    "{name}: history grows"
+                );
+                // The simulator joins messages with newlines before counting; the reference
+                // count (Option B) is the messages' own texts.
+                let usage = w[1].usage_prompt_tokens().unwrap() as u32;
+                assert!(
+                    usage >= w[1].input_tokens && usage <= w[1].input_tokens + 5,
+                    "{usage} vs {}",
+                    w[1].input_tokens
+                );
+            }
+        }
+    }
+}

@@ -50,9 +50,10 @@ fn generate(
     };
     let mut g = Generator::new(&scenario, a.seed, tok.as_ref(), dataset)?;
     let mut out = Vec::with_capacity(a.requests as usize);
-    for _ in 0..a.requests {
-        out.push(g.next_request(tok.as_ref())?);
+    while (out.len() as u64) < a.requests {
+        out.extend(g.next_session(tok.as_ref())?);
     }
+    out.truncate(a.requests as usize);
     Ok((scenario, out, info))
 }
 
@@ -164,6 +165,11 @@ pub fn workload(cmd: WorkloadCommand) -> Result<u8> {
                 }
                 if let Some(t) = r.arrival_ms {
                     line["arrival_ms"] = t.into();
+                }
+                if let Some(session) = r.session {
+                    line["session"] = session.into();
+                    line["turn"] = r.turn.into();
+                    line["think_ms"] = r.think_ms.into();
                 }
                 serde_json::to_writer(&mut out, &line)?;
                 out.write_all(b"\n")?;

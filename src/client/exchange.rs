@@ -22,6 +22,10 @@ pub struct PreparedRequest {
     pub max_tokens: u32,
     /// Trace replay: arrival in ms from the trace start.
     pub arrival_ms: Option<f64>,
+    /// Multi-turn: session id and 0-based turn.
+    pub session: Option<(u64, u32)>,
+    /// Multi-turn: wait after the previous turn's answer, ms.
+    pub think_ms: f64,
     /// The complete HTTP request (head and body).
     pub http_bytes: Vec<u8>,
 }
@@ -72,6 +76,7 @@ impl Exchange {
                 id: req.id,
                 phase,
                 class: req.class.clone(),
+                session: req.session,
                 scheduled_at,
                 input_tokens: req.input_tokens,
                 max_tokens: req.max_tokens,

@@ -12,22 +12,23 @@ use crate::workload::{Generator, WorkloadSpec};
 use std::sync::Arc;
 use tokio::sync::{mpsc, Mutex};
 
-/// The receiving end: requests in workload order.
+/// The receiving end: sessions in workload order (one request each unless the workload is
+/// multi-turn).
 #[derive(Clone)]
 pub struct Feed {
-    rx: Arc<Mutex<mpsc::Receiver<PreparedRequest>>>,
+    rx: Arc<Mutex<mpsc::Receiver<Vec<PreparedRequest>>>>,
     /// Set when the workload could not produce a request (the feed then ends).
     pub error: Arc<std::sync::Mutex<Option<String>>>,
 }
 
 impl Feed {
     /// The next request (async; for closed-loop workers).
-    pub async fn next(&self) -> Option<PreparedRequest> {
+    pub async fn next(&self) -> Option<Vec<PreparedRequest>> {
         self.rx.lock().await.recv().await
     }
 
     /// The next request, blocking (for the open-loop dispatcher thread).
-    pub fn next_blocking(&self) -> Option<PreparedRequest> {
+    pub fn next_blocking(&self) -> Option<Vec<PreparedRequest>> {
         self.rx.blocking_lock().blocking_recv()
     }
 }
@@ -43,7 +44,7 @@ pub fn start(
     tokenizer: SharedTokenizer,
     cpu: ThreadCpu,
 ) -> std::io::Result<Feed> {
-    let (tx, rx) = mpsc::channel::<PreparedRequest>(512);
+    let (tx, rx) = mpsc::channel::<Vec<PreparedRequest>>(512);
     let workload = workload.clone();
     let target = target.clone();
     let opts = opts.clone();
@@ -59,27 +60,34 @@ pub fn start(
                 Err(e) => return fail(e.to_string()),
             };
             loop {
-                let spec = match gen.next_request(tokenizer.as_ref()) {
+                let session = match gen.next_session(tokenizer.as_ref()) {
                     Ok(s) => s,
                     Err(e) => return fail(e.to_string()),
                 };
-                let body = request_body(
-                    target.endpoint,
-                    &target.model,
-                    &Prompt {
-                        messages: &spec.messages,
-                        max_tokens: spec.max_tokens,
-                    },
-                    &opts,
-                );
-                let prepared = PreparedRequest {
-                    id: spec.index,
-                    class: spec.class,
-                    input_tokens: spec.input_tokens,
-                    max_tokens: spec.max_tokens,
-                    arrival_ms: spec.arrival_ms,
-                    http_bytes: http_request(&target, &body),
-                };
+                let prepared: Vec<PreparedRequest> = session
+                    .into_iter()
+                    .map(|spec| {
+                        let body = request_body(
+                            target.endpoint,
+                            &target.model,
+                            &Prompt {
+                                messages: &spec.messages,
+                                max_tokens: spec.max_tokens,
+                            },
+                            &opts,
+                        );
+                        PreparedRequest {
+                            id: spec.index,
+                            class: spec.class,
+                            input_tokens: spec.input_tokens,
+                            max_tokens: spec.max_tokens,
+                            arrival_ms: spec.arrival_ms,
+                            session: spec.session.map(|s| (s, spec.turn)),
+                            think_ms: spec.think_ms,
+                            http_bytes: http_request(&target, &body),
+                        }
+                    })
+                    .collect();
                 if tx.blocking_send(prepared).is_err() {
                     return;
                 }

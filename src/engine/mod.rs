@@ -182,6 +182,7 @@ async fn run_async(
         sink: writer.sender(),
         sent: Arc::new(AtomicU64::new(0)),
         in_flight: Arc::new(AtomicU64::new(0)),
+        open_sessions: Arc::new(AtomicU64::new(0)),
     };
     let label = Arc::new(Mutex::new(String::from("starting")));
     let progress = progress::Progress::start(
@@ -353,6 +354,8 @@ async fn probe(
             input_tokens: req_spec.input_tokens,
             max_tokens: req_spec.max_tokens,
             arrival_ms: None,
+            session: None,
+            think_ms: 0.0,
             http_bytes: crate::client::exchange::http_request(&config.target, &body),
         };
         let mut ex = Exchange::new(&req, Phase::Probe, None);

@@ -75,6 +75,8 @@ pub struct Shared {
     pub sink: Sender<Exchange>,
     pub sent: Arc<AtomicU64>,
     pub in_flight: Arc<AtomicU64>,
+    /// Open loop: sessions whose later turns are still to come (waiting on think time).
+    pub open_sessions: Arc<AtomicU64>,
 }
 
 /// One request from start to record, honouring timeout and cancellation.
@@ -84,7 +86,7 @@ async fn run_one(
     phase: Phase,
     scheduled_at: Option<Nanos>,
     mut cancel: watch::Receiver<bool>,
-) {
+) -> bool {
     let mut ex = Exchange::new(&req, phase, scheduled_at);
     enum End {
         Done,
@@ -115,7 +117,35 @@ async fn run_one(
         ),
     }
     shared.in_flight.fetch_sub(1, Ordering::AcqRel);
+    let ok = ex.record.outcome.is_ok();
     let _ = shared.sink.send(ex);
+    ok
+}
+
+/// Runs the turns of a session after its first one: each `think_ms` after the previous
+/// answer ended, while the phase goes on; a failed turn abandons the rest (as a user would).
+/// `claim` reserves a request slot (false: the phase's request limit is reached).
+async fn follow_up_turns(
+    shared: &Shared,
+    turns: Vec<PreparedRequest>,
+    phase: Phase,
+    open_loop: bool,
+    cancel: &watch::Receiver<bool>,
+    should_stop: &(impl Fn() -> bool + ?Sized),
+    claim: &(impl Fn() -> bool + ?Sized),
+) {
+    for req in turns {
+        let due = shared.clock.now() + (req.think_ms.max(0.0) * 1e6) as u64;
+        tokio::time::sleep_until(shared.clock.instant_at(due).into()).await;
+        if should_stop() || !claim() {
+            return;
+        }
+        shared.in_flight.fetch_add(1, Ordering::AcqRel);
+        let scheduled = open_loop.then_some(due);
+        if !run_one(shared, req, phase, scheduled, cancel.clone()).await {
+            return;
+        }
+    }
 }
 
 /// Runs a phase to its end: sending stops at a limit, then in-flight requests drain
@@ -158,19 +188,40 @@ pub async fn run_phase(
                 let sent = shared.sent.clone();
                 let max = plan.max_requests;
                 workers.spawn(async move {
-                    loop {
-                        if should_stop() {
-                            return;
-                        }
-                        // Claim a slot first so the request count is exact across workers.
+                    // Claim a slot before sending so the request count is exact across workers.
+                    let claim = || {
                         let claimed = sent.fetch_add(1, Ordering::AcqRel) - sent_at_start;
                         if max.is_some_and(|m| claimed >= m) {
                             sent.fetch_sub(1, Ordering::AcqRel);
+                            return false;
+                        }
+                        true
+                    };
+                    loop {
+                        if should_stop() || !claim() {
                             return;
                         }
-                        let Some(req) = feed.next().await else { return };
+                        let Some(mut session) = feed.next().await else {
+                            sent.fetch_sub(1, Ordering::AcqRel);
+                            return;
+                        };
+                        let rest = session.split_off(1);
+                        let Some(first) = session.pop() else { continue };
                         shared.in_flight.fetch_add(1, Ordering::AcqRel);
-                        run_one(&shared, req, phase, None, cancel.clone()).await;
+                        if run_one(&shared, first, phase, None, cancel.clone()).await
+                            && !rest.is_empty()
+                        {
+                            follow_up_turns(
+                                &shared,
+                                rest,
+                                phase,
+                                false,
+                                &cancel,
+                                &should_stop,
+                                &claim,
+                            )
+                            .await;
+                        }
                     }
                 });
             }
@@ -210,6 +261,7 @@ pub async fn run_phase(
             let phase = plan.phase;
             let should_stop2 = should_stop.clone();
             let max_duration = plan.max_duration;
+            let max_requests = plan.max_requests;
             let dispatcher = std::thread::Builder::new()
                 .name("dispatcher".into())
                 .spawn(move || {
@@ -219,6 +271,7 @@ pub async fn run_phase(
                         phase,
                         phase_start,
                         max_duration,
+                        (max_requests, sent_at_start),
                         feed,
                         shared2,
                         controls2,
@@ -240,7 +293,9 @@ pub async fn run_phase(
     let timed_end = plan
         .max_duration
         .is_some_and(|d| shared.clock.now() - phase_start >= d.as_nanos() as u64);
-    while shared.in_flight.load(Ordering::Acquire) > 0 {
+    while shared.in_flight.load(Ordering::Acquire) > 0
+        || shared.open_sessions.load(Ordering::Acquire) > 0
+    {
         if timed_end && drain_start.elapsed() >= plan.grace {
             controls.cancel.send_replace(true);
         }
@@ -258,20 +313,23 @@ fn dispatch(
     phase: Phase,
     phase_start: Nanos,
     max_duration: Option<Duration>,
+    (max_requests, sent_at_start): (Option<u64>, u64),
     feed: Feed,
     shared: Shared,
     controls: Controls,
     handle: Handle,
-    should_stop: impl Fn() -> bool,
+    should_stop: impl Fn() -> bool + Clone + Send + Sync + 'static,
 ) {
     let mut timing = timing;
     loop {
         if should_stop() {
             return;
         }
-        let Some(req) = feed.next_blocking() else {
+        let Some(mut session) = feed.next_blocking() else {
             return;
         };
+        let rest = session.split_off(1);
+        let Some(req) = session.pop() else { continue };
         let offset = match &mut timing {
             Timing::Plan(plan) => plan.next().unwrap_or(u64::MAX),
             Timing::Trace { speed, base_ms } => {
@@ -285,14 +343,33 @@ fn dispatch(
         }
         let at = phase_start + offset;
         sleep_until_precise(shared.clock.instant_at(at), &controls);
-        if controls.stop_sending.load(Ordering::Acquire) {
+        if controls.stop_sending.load(Ordering::Acquire) || should_stop() {
             return;
         }
         shared.sent.fetch_add(1, Ordering::AcqRel);
         shared.in_flight.fetch_add(1, Ordering::AcqRel);
         let s = shared.clone();
         let cancel = controls.cancel.subscribe();
-        handle.spawn(async move { run_one(&s, req, phase, Some(at), cancel).await });
+        let stop = should_stop.clone();
+        let max = max_requests;
+        shared.open_sessions.fetch_add(1, Ordering::AcqRel);
+        handle.spawn(async move {
+            if run_one(&s, req, phase, Some(at), cancel.clone()).await && !rest.is_empty() {
+                // Follow-up turns are sent after each answer plus think time; their planned
+                // time is that moment, so any lateness still shows as send lag.
+                let sent = s.sent.clone();
+                let claim = || {
+                    let claimed = sent.fetch_add(1, Ordering::AcqRel) - sent_at_start;
+                    if max.is_some_and(|m| claimed >= m) {
+                        sent.fetch_sub(1, Ordering::AcqRel);
+                        return false;
+                    }
+                    true
+                };
+                follow_up_turns(&s, rest, phase, true, &cancel, &stop, &claim).await;
+            }
+            s.open_sessions.fetch_sub(1, Ordering::AcqRel);
+        });
     }
 }
 

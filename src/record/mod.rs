@@ -99,6 +99,8 @@ pub struct RequestRecord {
     pub phase: Phase,
     /// Request class (fairness), when the workload has classes.
     pub class: Option<String>,
+    /// Multi-turn: (session id, 0-based turn).
+    pub session: Option<(u64, u32)>,
     /// The `id` the server put in its chunks, to join with server logs.
     pub response_id: Option<String>,
     /// Open loop: when the plan said to send. `None` in closed loop.

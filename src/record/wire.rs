@@ -32,6 +32,12 @@ pub struct WireRecord {
     pub phase: Phase,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub class: Option<String>,
+    /// Multi-turn: session id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<u64>,
+    /// Multi-turn: 0-based turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<u32>,
     pub response_id: Option<String>,
     pub scheduled_at_us: Option<u64>,
     pub queued_at_us: u64,
@@ -73,6 +79,8 @@ impl WireRecord {
             id: r.id,
             phase: r.phase,
             class: r.class.clone(),
+            session: r.session.map(|s| s.0),
+            turn: r.session.map(|s| s.1),
             response_id: r.response_id.clone(),
             scheduled_at_us: r.scheduled_at.map(us),
             queued_at_us: us(r.queued_at),
@@ -124,6 +132,7 @@ impl WireRecord {
             id: self.id,
             phase: self.phase,
             class: self.class,
+            session: self.session.map(|s| (s, self.turn.unwrap_or(0))),
             response_id: self.response_id,
             scheduled_at: self.scheduled_at_us.map(ns),
             queued_at: ns(self.queued_at_us),

@@ -41,6 +41,23 @@ pub struct RequestSpec {
     /// Trace replay: arrival in ms from the trace start.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub arrival_ms: Option<f64>,
+    /// Multi-turn: the session this turn belongs to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<u64>,
+    /// Multi-turn: 0-based turn number.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub turn: u32,
+    /// Multi-turn: wait after the previous turn's answer before sending this one, ms.
+    #[serde(skip_serializing_if = "is_zero_f")]
+    pub think_ms: f64,
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
+}
+
+fn is_zero_f(v: &f64) -> bool {
+    *v == 0.0
 }
 
 #[derive(Debug, Error)]
@@ -70,6 +87,7 @@ pub struct Generator {
     zipf_cdf: Vec<f64>,
     trace_blocks: HashMap<u64, String>,
     next: u64,
+    sessions: u64,
 }
 
 impl Generator {
@@ -123,6 +141,7 @@ impl Generator {
             zipf_cdf,
             trace_blocks: HashMap::new(),
             next: 0,
+            sessions: 0,
         })
     }
 
@@ -223,6 +242,73 @@ impl Generator {
         Some((c.name.clone(), c.input.clone(), c.output.clone()))
     }
 
+    /// The next session: its turns in order (one request when the workload has no sessions).
+    pub fn next_session(
+        &mut self,
+        tokenizer: &dyn Tokenizer,
+    ) -> Result<Vec<RequestSpec>, WorkloadError> {
+        let Some(cfg) = self.scenario.sessions.clone() else {
+            return Ok(vec![self.next_request(tokenizer)?]);
+        };
+        let session = self.sessions;
+        self.sessions += 1;
+        let turns = cfg.turns.sample(&mut self.rng).max(1);
+        let mut history: Vec<(String, String)> = Vec::new();
+        if let Some(s) = self
+            .system_prompt(tokenizer)
+            .map_err(|source| WorkloadError::Text {
+                index: self.next,
+                source,
+            })?
+        {
+            history.push(("system".into(), s));
+        }
+        let mut out = Vec::with_capacity(turns as usize);
+        for turn in 0..turns {
+            let index = self.next;
+            self.next += 1;
+            let text_err = |source| WorkloadError::Text { index, source };
+            let own = self.scenario.input.sample(&mut self.rng) as usize;
+            let max_tokens = self.scenario.output.sample(&mut self.rng);
+            let think_ms = if turn == 0 {
+                0.0
+            } else {
+                cfg.think_time_ms.sample(&mut self.rng) as f64
+            };
+            let user = self
+                .source
+                .exact("", own, self.scenario.content, &mut self.rng, &|s| {
+                    tokenizer.count(s)
+                })
+                .map_err(text_err)?;
+            history.push(("user".into(), user));
+            out.push(RequestSpec {
+                index,
+                input_tokens: tokenizer.count_messages(&history) as u32,
+                messages: history.clone(),
+                max_tokens,
+                class: None,
+                arrival_ms: None,
+                session: Some(session),
+                turn,
+                think_ms,
+            });
+            // The answer joins the history as synthetic text of the requested length.
+            let answer = self
+                .source
+                .exact(
+                    "",
+                    max_tokens as usize,
+                    Content::Random,
+                    &mut self.rng,
+                    &|s| tokenizer.count(s),
+                )
+                .map_err(text_err)?;
+            history.push(("assistant".into(), answer));
+        }
+        Ok(out)
+    }
+
     /// The next request.
     pub fn next_request(
         &mut self,
@@ -267,6 +353,9 @@ impl Generator {
                     max_tokens: output,
                     class: r.class.clone().or(class_name),
                     arrival_ms: None,
+                    session: None,
+                    turn: 0,
+                    think_ms: 0.0,
                 })
             }
             Some(Dataset::Trace(records)) => {
@@ -297,6 +386,9 @@ impl Generator {
                     max_tokens: r.output_length,
                     class: class_name,
                     arrival_ms: Some(r.timestamp - records[0].timestamp + pass * span),
+                    session: None,
+                    turn: 0,
+                    think_ms: 0.0,
                 })
             }
             _ => {
@@ -324,6 +416,9 @@ impl Generator {
                     max_tokens,
                     class: class_name,
                     arrival_ms: None,
+                    session: None,
+                    turn: 0,
+                    think_ms: 0.0,
                 })
             }
         }
@@ -518,6 +613,29 @@ mod tests {
             sys.max_tokens,
             tok.count("an answer of a few tokens") as u32
         );
+    }
+
+    #[test]
+    fn sessions_carry_history_and_think_time() {
+        let tok = TiktokenTokenizer::cl100k();
+        let mut g =
+            Generator::new(&Scenario::named("multi-turn-chat").unwrap(), 4, &tok, None).unwrap();
+        for _ in 0..5 {
+            let turns = g.next_session(&tok).unwrap();
+            assert!((2..=6).contains(&turns.len()));
+            assert_eq!(turns[0].think_ms, 0.0);
+            for w in turns.windows(2) {
+                // Each turn repeats the previous one's messages, adds its answer and a new message.
+                assert_eq!(&w[1].messages[..w[0].messages.len()], &w[0].messages[..]);
+                assert_eq!(w[1].messages.len(), w[0].messages.len() + 2);
+                assert!(w[1].input_tokens > w[0].input_tokens);
+                assert!((500.0..=10_000.0).contains(&w[1].think_ms));
+                assert_eq!(w[1].session, w[0].session);
+            }
+            for t in &turns {
+                assert_eq!(tok.count_messages(&t.messages) as u32, t.input_tokens);
+            }
+        }
     }
 
     #[test]

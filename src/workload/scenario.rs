@@ -46,6 +46,16 @@ fn one() -> f64 {
     1.0
 }
 
+/// Multi-turn sessions: each session has `turns` requests; every turn carries the whole
+/// history (earlier user messages and synthetic answers of their output lengths) and is sent
+/// `think_time_ms` after the previous turn's answer ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sessions {
+    pub turns: LengthDist,
+    pub think_time_ms: LengthDist,
+}
+
 /// A request class (for fairness): drawn with probability ∝ `weight`; its lengths replace
 /// the workload's where given.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -81,6 +91,8 @@ pub struct Scenario {
     pub prefix_groups: Option<PrefixGroups>,
     #[serde(default)]
     pub classes: Vec<Class>,
+    #[serde(default)]
+    pub sessions: Option<Sessions>,
 }
 
 fn question_tokens() -> u32 {
@@ -89,7 +101,7 @@ fn question_tokens() -> u32 {
 
 #[derive(Debug, Error)]
 pub enum ScenarioError {
-    #[error("unknown workload `{0}`: use synthetic-uniform, synthetic-skewed, conversation, code-completion, long-context, fairness-mix, or a .toml scenario file")]
+    #[error("unknown workload `{0}`: use synthetic-uniform, synthetic-skewed, conversation, code-completion, long-context, fairness-mix, multi-turn-chat, or a .toml scenario file")]
     Unknown(String),
     #[error("invalid scenario {path}: {detail}")]
     Invalid { path: String, detail: String },
@@ -97,13 +109,14 @@ pub enum ScenarioError {
 
 impl Scenario {
     /// Names of the built-in workloads.
-    pub const NAMES: [&'static str; 6] = [
+    pub const NAMES: [&'static str; 7] = [
         "synthetic-uniform",
         "synthetic-skewed",
         "conversation",
         "code-completion",
         "long-context",
         "fairness-mix",
+        "multi-turn-chat",
     ];
 
     fn plain(name: &str, description: &str, input: LengthDist, output: LengthDist) -> Self {
@@ -117,6 +130,7 @@ impl Scenario {
             system_prompt: None,
             prefix_groups: None,
             classes: Vec::new(),
+            sessions: None,
         }
     }
 
@@ -204,6 +218,19 @@ impl Scenario {
                     LengthDist::Uniform { min: 32, max: 128 },
                 )
             },
+            "multi-turn-chat" => Scenario {
+                system_prompt: Some(SharedPrefix { tokens: 200, share: 1.0 }),
+                sessions: Some(Sessions {
+                    turns: LengthDist::Uniform { min: 2, max: 6 },
+                    think_time_ms: LengthDist::LogNormal { mu: 7.6, sigma: 0.5, min: 500, max: 10_000 },
+                }),
+                ..Self::plain(
+                    name,
+                    "chat sessions of 2-6 turns sharing a 200-token system prompt; each turn adds a LogNormal(4.5, 0.8) in [8, 512]-token message to the history and waits a LogNormal think time (median 2 s) after the previous answer",
+                    LengthDist::LogNormal { mu: 4.5, sigma: 0.8, min: 8, max: 512 },
+                    LengthDist::LogNormal { mu: 5.0, sigma: 0.7, min: 16, max: 1024 },
+                )
+            },
             other => return Err(ScenarioError::Unknown(other.into())),
         })
     }
@@ -250,6 +277,17 @@ impl Scenario {
             }
             for d in c.input.iter().chain(c.output.iter()) {
                 d.validate().map_err(|e| format!("class {}: {e}", c.name))?;
+            }
+        }
+        if let Some(s) = &self.sessions {
+            s.turns
+                .validate()
+                .map_err(|e| format!("sessions.turns: {e}"))?;
+            s.think_time_ms
+                .validate()
+                .map_err(|e| format!("sessions.think_time_ms: {e}"))?;
+            if self.content == Content::Dataset {
+                return Err("sessions need synthetic content (random, code or document)".into());
             }
         }
         if !self.classes.is_empty() && self.classes.iter().map(|c| c.weight).sum::<f64>() <= 0.0 {
