@@ -44,7 +44,7 @@ fn closed_loop_records_every_chunk_the_server_wrote() {
     // The client's view matches the server's ground truth, chunk for chunk.
     let truth: HashMap<String, _> = sim
         .truth()
-        .take()
+        .wait_for(out.records.len(), std::time::Duration::from_secs(10))
         .into_iter()
         .map(|t| (t.response_id.clone(), t))
         .collect();

@@ -148,7 +148,7 @@ fn prefix_cache_hits_cut_ttft_and_show_in_metrics() {
             .unwrap();
         assert_eq!(r.status, 200);
     }
-    let truth = sim.truth().take();
+    let truth = sim.truth().wait_for(2, std::time::Duration::from_secs(10));
     let ttft = |t: &servebench::sim::TruthRecord| {
         t.token_times[0].0.duration_since(t.received).as_secs_f64()
     };
@@ -198,7 +198,11 @@ fn kv_oversubscription_causes_preemptions_visible_in_metrics() {
         "preempted requests still complete"
     );
     assert!(metric(&sim.base_url(), "num_preemptions_total") > 0.0);
-    assert!(sim.truth().take().iter().any(|t| t.preemptions > 0));
+    assert!(sim
+        .truth()
+        .wait_for(32, std::time::Duration::from_secs(10))
+        .iter()
+        .any(|t| t.preemptions > 0));
     assert!(out.records.iter().all(|r| r.output_tokens == 200));
 }
 

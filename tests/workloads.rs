@@ -165,7 +165,12 @@ fn trace_replay_follows_the_recorded_timestamps() {
         );
     }
     // Shared hash ids give the server a prefix it can cache.
-    assert!(sim.truth().take().len() == 12);
+    assert_eq!(
+        sim.truth()
+            .wait_for(12, std::time::Duration::from_secs(10))
+            .len(),
+        12
+    );
     let _ = Dataset::Trace(Vec::new());
 }
 

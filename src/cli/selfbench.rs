@@ -77,7 +77,7 @@ fn accuracy(streams: u32, args: &SelfbenchArgs) -> Result<()> {
     let out = engine::run(&cfg, crate::tokenizer::reference())?;
     let truth: HashMap<String, _> = sim
         .truth()
-        .take()
+        .wait_for(out.records.len(), std::time::Duration::from_secs(10))
         .into_iter()
         .map(|t| (t.response_id.clone(), t))
         .collect();
@@ -140,7 +140,9 @@ fn throughput(streams: u32, args: &SelfbenchArgs, engine_model: bool) -> Result<
     let cfg = config_for(&sim.base_url(), &extra, &dir, args.client_threads)?;
     let out = engine::run(&cfg, crate::tokenizer::reference())?;
     let summary = summarize(&out.records, None);
-    let truth = sim.truth().take();
+    let truth = sim
+        .truth()
+        .wait_for(out.records.len(), std::time::Duration::from_secs(10));
     let tokens: u64 = truth
         .iter()
         .map(|t| t.chunk_writes.iter().map(|w| w.1 as u64).sum::<u64>())

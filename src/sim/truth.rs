@@ -79,6 +79,8 @@ impl TruthRecord {
 #[derive(Debug, Clone, Default)]
 pub struct TruthLog {
     inner: Arc<Mutex<TruthInner>>,
+    /// Signalled on every push, for `wait_for`.
+    pushed: Arc<std::sync::Condvar>,
 }
 
 #[derive(Debug, Default)]
@@ -96,6 +98,7 @@ impl TruthLog {
                 capacity,
                 ..Default::default()
             })),
+            pushed: Arc::default(),
         }
     }
 
@@ -118,6 +121,20 @@ impl TruthLog {
         } else {
             g.dropped += 1;
         }
+        drop(g);
+        self.pushed.notify_all();
+    }
+
+    /// Takes the records once at least `n` are logged (a response's record is logged just
+    /// after its last byte is written, so a client can finish reading first), or when
+    /// `timeout` passes.
+    pub fn wait_for(&self, n: usize, timeout: std::time::Duration) -> Vec<TruthRecord> {
+        let guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let (mut g, _) = self
+            .pushed
+            .wait_timeout_while(guard, timeout, |g| g.records.len() < n)
+            .unwrap_or_else(|e| e.into_inner());
+        std::mem::take(&mut g.records)
     }
 
     /// Takes the records logged so far.
