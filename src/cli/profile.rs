@@ -4,58 +4,23 @@
 
 use super::args::ProfilePrefillArgs;
 use super::exit;
-use super::run::resolve;
+use super::run::{ready, Ready};
 use crate::config::{Limits, LoadPattern, Warmup};
 use crate::engine;
 use crate::metrics::fluidity::PrefillCurve;
 use crate::record::Phase;
-use crate::sim::SimServer;
 use crate::workload::WorkloadSpec;
 use anyhow::{Context, Result};
 
 pub fn profile(args: ProfilePrefillArgs) -> Result<u8> {
-    let run = &args.run;
-    let sim = match &run.url {
-        Some(_) => None,
-        None => {
-            let mut cfg = super::args::sim_config(
-                &run.sim_preset,
-                run.sim_config.as_deref(),
-                run.sim_ttft_ms,
-                run.sim_itl_ms,
-            )?;
-            cfg.seed = run.seed;
-            let s = SimServer::spawn(cfg, 0).context("starting the built-in simulator")?;
-            eprintln!(
-                "No --url given: profiling the built-in simulator at {}",
-                s.base_url()
-            );
-            Some(s)
-        }
+    let Ready {
+        sim,
+        resolved,
+        tokenizer: tok,
+    } = match ready(&args.run)? {
+        Ok(r) => r,
+        Err(code) => return Ok(code),
     };
-    let url = run
-        .url
-        .clone()
-        .unwrap_or_else(|| sim.as_ref().map(|s| s.base_url()).unwrap_or_default());
-    let mut resolved = resolve(run, &url, sim.is_some())?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let models = match rt.block_on(engine::wait_until_ready(
-        &resolved.config,
-        resolved.ready_timeout,
-    )) {
-        Ok(m) => m,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return Ok(exit::USAGE);
-        }
-    };
-    drop(rt);
-    if resolved.config.target.model.is_empty() {
-        resolved.config.target.model = models.first().cloned().unwrap_or_else(|| "default".into());
-    }
-    let tok = crate::tokenizer::load_for(&resolved.tokenizer_name, &resolved.config.target)?;
     let base_dir = resolved.config.out_dir.clone();
     let mut points: Vec<(f64, f64)> = Vec::new();
     println!(

@@ -362,9 +362,17 @@ fn describe_load(c: &RunConfig) -> String {
     }
 }
 
-/// Runs the whole pipeline; returns the exit status.
-pub fn run(args: RunArgs) -> Result<u8> {
-    // The built-in simulator, when no URL is given, on its own thread and port.
+/// A target ready to measure: the built-in simulator when no `--url` was given (kept alive
+/// here), the resolved configuration with the model discovered, and the tokenizer.
+pub struct Ready {
+    pub sim: Option<SimServer>,
+    pub resolved: Resolved,
+    pub tokenizer: tokenizer::SharedTokenizer,
+}
+
+/// Starts the simulator if needed, resolves the flags, waits for the server and discovers
+/// the model. `Ok(Err(code))`: the server could not be used (the message is printed).
+pub fn ready(args: &RunArgs) -> Result<std::result::Result<Ready, u8>> {
     let sim = match &args.url {
         Some(_) => None,
         None => {
@@ -387,7 +395,7 @@ pub fn run(args: RunArgs) -> Result<u8> {
             };
             let server = SimServer::spawn(cfg, 0).context("starting the built-in simulator")?;
             eprintln!(
-                "No --url given: benchmarking the built-in simulator at {} ({what}). Pass --url to test a real server.",
+                "No --url given: using the built-in simulator at {} ({what}). Pass --url to test a real server.",
                 server.base_url(),
             );
             Some(server)
@@ -397,8 +405,7 @@ pub fn run(args: RunArgs) -> Result<u8> {
         .url
         .clone()
         .unwrap_or_else(|| sim.as_ref().map(|s| s.base_url()).unwrap_or_default());
-    let mut resolved = resolve(&args, &url, sim.is_some())?;
-
+    let mut resolved = resolve(args, &url, sim.is_some())?;
     // Readiness and model discovery, on a small runtime of its own.
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -410,14 +417,31 @@ pub fn run(args: RunArgs) -> Result<u8> {
         Ok(m) => m,
         Err(e) => {
             eprintln!("error: {e}");
-            return Ok(exit::USAGE);
+            return Ok(Err(exit::USAGE));
         }
     };
     drop(rt);
     if resolved.config.target.model.is_empty() {
         resolved.config.target.model = models.first().cloned().unwrap_or_else(|| "default".into());
     }
-    let tok = tokenizer::load_for(&resolved.tokenizer_name, &resolved.config.target)?;
+    let tokenizer = tokenizer::load_for(&resolved.tokenizer_name, &resolved.config.target)?;
+    Ok(Ok(Ready {
+        sim,
+        resolved,
+        tokenizer,
+    }))
+}
+
+/// Runs the whole pipeline; returns the exit status.
+pub fn run(args: RunArgs) -> Result<u8> {
+    let Ready {
+        sim,
+        resolved,
+        tokenizer: tok,
+    } = match ready(&args)? {
+        Ok(r) => r,
+        Err(code) => return Ok(code),
+    };
     let experience_opts = resolved.experience;
     let config = resolved.config;
     eprintln!(
