@@ -145,7 +145,7 @@ pub fn workload(cmd: WorkloadCommand) -> Result<u8> {
             }
         }
         WorkloadCommand::Export(a) => {
-            let (_, reqs, _) = generate(&a)?;
+            let (scenario, reqs, _) = generate(&a)?;
             let stdout = std::io::stdout();
             let mut out = std::io::BufWriter::new(stdout.lock());
             for r in reqs {
@@ -160,6 +160,10 @@ pub fn workload(cmd: WorkloadCommand) -> Result<u8> {
                     "max_tokens": r.max_tokens,
                     "messages": messages,
                 });
+                let body = scenario.body_for(r.class.as_deref());
+                if !body.is_empty() {
+                    line["body"] = serde_json::Value::Object(body.into_iter().collect());
+                }
                 if let Some(c) = r.class {
                     line["class"] = c.into();
                 }

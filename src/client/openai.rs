@@ -20,6 +20,8 @@ pub struct Prompt<'a> {
     /// Chat messages (`role`, `content`), or for completions a single user text.
     pub messages: &'a [(String, String)],
     pub max_tokens: u32,
+    /// Per-request body fields from the workload (a class's overrides), applied last.
+    pub overrides: &'a [(String, Value)],
 }
 
 /// Builds the JSON body of a streaming request.
@@ -69,7 +71,7 @@ pub fn request_body(
     if !opts.prefix_cache {
         body.insert("cache_prompt".into(), Value::Bool(false)); // llama.cpp
     }
-    for (k, v) in &opts.extra_body {
+    for (k, v) in opts.extra_body.iter().chain(prompt.overrides) {
         body.insert(k.clone(), v.clone());
     }
     serde_json::to_vec(&Value::Object(body)).expect("a JSON map always serialises")
@@ -251,22 +253,25 @@ mod tests {
             &Prompt {
                 messages: &msgs,
                 max_tokens: 8,
+                overrides: &[("top_k".into(), json!(3)), ("priority".into(), json!(2))],
             },
             &opts,
         );
         let v: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["priority"], 2, "per-request overrides are applied");
+        assert_eq!(v["top_k"], 3, "and win over --extra-body");
         assert_eq!(v["stream_options"]["include_usage"], true);
         assert_eq!(v["ignore_eos"], true);
         assert_eq!(v["min_tokens"], 8);
         assert_eq!(v["cache_prompt"], false);
         assert_eq!(v["messages"][0]["content"], "hi");
-        assert_eq!(v["top_k"], 1);
         let body = request_body(
             Endpoint::Completions,
             "m",
             &Prompt {
                 messages: &msgs,
                 max_tokens: 8,
+                overrides: &[],
             },
             &opts,
         );

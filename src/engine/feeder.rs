@@ -67,12 +67,14 @@ pub fn start(
                 let prepared: Vec<PreparedRequest> = session
                     .into_iter()
                     .map(|spec| {
+                        let overrides = workload.body_for(spec.class.as_deref());
                         let body = request_body(
                             target.endpoint,
                             &target.model,
                             &Prompt {
                                 messages: &spec.messages,
                                 max_tokens: spec.max_tokens,
+                                overrides: &overrides,
                             },
                             &opts,
                         );

@@ -343,6 +343,7 @@ async fn probe(
         &crate::client::openai::Prompt {
             messages: &req_spec.messages,
             max_tokens: req_spec.max_tokens,
+            overrides: &[],
         },
         &config.request,
     );

@@ -67,6 +67,10 @@ pub struct Class {
     pub input: Option<LengthDist>,
     #[serde(default)]
     pub output: Option<LengthDist>,
+    /// Request-body fields for this class's requests (e.g. `priority`, `temperature`),
+    /// applied over the scenario's `body` and the command line's `--extra-body`.
+    #[serde(default)]
+    pub body: serde_json::Map<String, serde_json::Value>,
 }
 
 /// A complete workload specification (draft 4.3.1).
@@ -93,6 +97,9 @@ pub struct Scenario {
     pub classes: Vec<Class>,
     #[serde(default)]
     pub sessions: Option<Sessions>,
+    /// Request-body fields for every request of the workload.
+    #[serde(default)]
+    pub body: serde_json::Map<String, serde_json::Value>,
 }
 
 fn question_tokens() -> u32 {
@@ -131,6 +138,7 @@ impl Scenario {
             prefix_groups: None,
             classes: Vec::new(),
             sessions: None,
+            body: Default::default(),
         }
     }
 
@@ -203,12 +211,14 @@ impl Scenario {
                         weight: 0.8,
                         input: Some(LengthDist::Uniform { min: 64, max: 256 }),
                         output: Some(LengthDist::Uniform { min: 32, max: 128 }),
+                        body: Default::default(),
                     },
                     Class {
                         name: "long".into(),
                         weight: 0.2,
                         input: Some(LengthDist::Uniform { min: 1024, max: 4096 }),
                         output: Some(LengthDist::Uniform { min: 256, max: 1024 }),
+                        body: Default::default(),
                     },
                 ],
                 ..Self::plain(
@@ -246,6 +256,22 @@ impl Scenario {
             detail,
         })?;
         Ok(s)
+    }
+
+    /// Body fields for a request of `class`: the scenario's, then the class's over them.
+    pub fn body_for(&self, class: Option<&str>) -> Vec<(String, serde_json::Value)> {
+        let mut out: Vec<(String, serde_json::Value)> = self
+            .body
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if let Some(c) = class.and_then(|name| self.classes.iter().find(|c| c.name == name)) {
+            for (k, v) in &c.body {
+                out.retain(|(key, _)| key != k);
+                out.push((k.clone(), v.clone()));
+            }
+        }
+        out
     }
 
     /// Checks every parameter.
@@ -319,6 +345,7 @@ output = { dist = "fixed", value = 64 }
 content = "code"
 system_prompt = { tokens = 50, share = 1.0 }
 prefix_groups = { count = 3, tokens = { dist = "uniform", min = 100, max = 200 }, share = 0.5, zipf_s = 1.2 }
+body = { temperature = 0.7 }
 [[classes]]
 name = "a"
 weight = 3.0
@@ -326,11 +353,20 @@ weight = 3.0
 name = "b"
 weight = 1.0
 output = { dist = "empirical", values = [10, 20], weights = [1.0, 1.0] }
+body = { priority = 5 }
 "#,
             "mine.toml",
         )
         .unwrap();
         assert_eq!(s.classes.len(), 2);
+        assert_eq!(s.body["temperature"], 0.7);
+        assert_eq!(s.classes[1].body["priority"], 5);
+        let b = s.body_for(Some("b"));
+        assert_eq!(b.len(), 2, "{b:?}");
+        assert_eq!(
+            s.body_for(Some("a")),
+            vec![("temperature".to_owned(), serde_json::json!(0.7))]
+        );
         assert_eq!(s.content, Content::Code);
         let bad = Scenario::from_toml("name = \"x\"\ninput = { dist = \"fixed\", value = 1 }\noutput = { dist = \"fixed\", value = 1 }\ntypo = 3\n", "x.toml");
         assert!(bad.is_err(), "unknown fields are errors");
