@@ -143,6 +143,18 @@ impl Conn {
         }
     }
 
+    /// Whether the server has already closed this idle connection (plain TCP: a non-blocking
+    /// read sees end of stream; TLS connections are assumed open and retried if stale).
+    pub fn closed_by_peer(&self) -> bool {
+        match &self.stream {
+            Stream::Plain(s) => {
+                let mut probe = [0u8; 1];
+                !matches!(s.try_read(&mut probe), Err(ref e) if e.kind() == io::ErrorKind::WouldBlock)
+            }
+            Stream::Tls(_) => false,
+        }
+    }
+
     /// Writes a whole request (head and body in one buffer, one syscall when it fits).
     pub async fn write_request(&mut self, bytes: &[u8]) -> io::Result<()> {
         self.start = 0;

@@ -26,8 +26,15 @@ impl Pool {
 
     /// An idle connection, or a new one. The flag says whether it was reused.
     pub async fn acquire(&self) -> Result<(Conn, bool), HttpError> {
-        if let Some(c) = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop() {
-            return Ok((c, true));
+        loop {
+            let Some(c) = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop() else {
+                break;
+            };
+            // Servers close idle keep-alive connections (llama.cpp after each stream): skip
+            // those rather than paying a failed write and read before retrying.
+            if !c.closed_by_peer() {
+                return Ok((c, true));
+            }
         }
         Ok((self.open().await?, false))
     }

@@ -15,7 +15,7 @@ pub struct GeneratorReport {
     pub cpu_cores_used: f64,
     /// Cores the generator could use (its runtime threads, capped by the machine).
     pub cpu_cores_available: f64,
-    /// Generator CPU per received chunk, µs.
+    /// Generator CPU per received chunk, µs (absent when the run used too little CPU to say).
     pub cpu_us_per_chunk: Option<f64>,
     /// Connections opened (TCP and TLS set-ups).
     pub connections_opened: u64,
@@ -92,7 +92,9 @@ pub fn judge(
         cpu_seconds,
         cpu_cores_used: cores_used,
         cpu_cores_available: cores_available,
-        cpu_us_per_chunk: (chunks > 0).then(|| cpu_seconds * 1e6 / chunks as f64),
+        // The kernel counts thread CPU in 10 ms ticks: below 50 ms the ratio means nothing.
+        cpu_us_per_chunk: (chunks > 0 && cpu_seconds >= 0.05)
+            .then(|| cpu_seconds * 1e6 / chunks as f64),
         connections_opened,
         kept_up,
         notes,
