@@ -56,28 +56,38 @@ fn line(name: &str, d: Option<Distribution>, unit: &str) {
     }
 }
 
+/// A closed-loop run of `streams` streams, two requests each, against a simulator with
+/// `cfg`; returns the records and the simulator's ground truth.
+fn closed_run(
+    cfg: SimConfig,
+    streams: u32,
+    args: &SelfbenchArgs,
+    tag: &str,
+) -> Result<(engine::RunOutput, Vec<crate::sim::TruthRecord>)> {
+    let sim = SimServer::spawn(cfg, 0)?;
+    let dir = std::env::temp_dir().join(format!("servebench-selfbench-{tag}-{streams}"));
+    let extra: Vec<String> = vec![
+        "--concurrency".into(),
+        streams.to_string(),
+        "--requests".into(),
+        (streams * 2).to_string(),
+        "--input-tokens".into(),
+        "16".into(),
+        "--output-tokens".into(),
+        args.output_tokens.to_string(),
+    ];
+    let run_cfg = config_for(&sim.base_url(), &extra, &dir, args.client_threads)?;
+    let out = engine::run(&run_cfg, crate::tokenizer::reference())?;
+    let truth = sim
+        .truth()
+        .wait_for(out.records.len(), std::time::Duration::from_secs(10));
+    Ok((out, truth))
+}
+
 /// Accuracy at `streams` concurrent streams: TTFT 100 ms, ITL 20 ms (server writes logged).
 fn accuracy(streams: u32, args: &SelfbenchArgs) -> Result<()> {
-    let sim = SimServer::spawn(SimConfig::fixed(100.0, 20.0), 0)?;
-    let dir = std::env::temp_dir().join(format!("servebench-selfbench-acc-{streams}"));
-    let extra: Vec<String> = [
-        "--concurrency",
-        &streams.to_string(),
-        "--requests",
-        &(streams * 2).to_string(),
-        "--input-tokens",
-        "16",
-        "--output-tokens",
-        &args.output_tokens.to_string(),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let cfg = config_for(&sim.base_url(), &extra, &dir, args.client_threads)?;
-    let out = engine::run(&cfg, crate::tokenizer::reference())?;
-    let truth: HashMap<String, _> = sim
-        .truth()
-        .wait_for(out.records.len(), std::time::Duration::from_secs(10))
+    let (out, truth) = closed_run(SimConfig::fixed(100.0, 20.0), streams, args, "acc")?;
+    let truth: HashMap<String, _> = truth
         .into_iter()
         .map(|t| (t.response_id.clone(), t))
         .collect();
@@ -122,27 +132,8 @@ fn throughput(streams: u32, args: &SelfbenchArgs, engine_model: bool) -> Result<
     } else {
         SimConfig::fixed(0.0, 1.0)
     };
-    let sim = SimServer::spawn(cfg, 0)?;
-    let dir = std::env::temp_dir().join(format!("servebench-selfbench-tput-{streams}"));
-    let extra: Vec<String> = [
-        "--concurrency",
-        &streams.to_string(),
-        "--requests",
-        &(streams * 2).to_string(),
-        "--input-tokens",
-        "16",
-        "--output-tokens",
-        &args.output_tokens.to_string(),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let cfg = config_for(&sim.base_url(), &extra, &dir, args.client_threads)?;
-    let out = engine::run(&cfg, crate::tokenizer::reference())?;
+    let (out, truth) = closed_run(cfg, streams, args, "tput")?;
     let summary = summarize(&out.records, None);
-    let truth = sim
-        .truth()
-        .wait_for(out.records.len(), std::time::Duration::from_secs(10));
     let tokens: u64 = truth
         .iter()
         .map(|t| t.chunk_writes.iter().map(|w| w.1 as u64).sum::<u64>())

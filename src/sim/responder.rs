@@ -197,62 +197,37 @@ fn metrics_text(r: &Responder) -> String {
     let m = &r.config.model;
     let total = s.kv_total_blocks.load(Ordering::Relaxed).max(1) as f64;
     let mut out = String::new();
-    let mut gauge = |name: &str, kind: &str, v: f64| {
+    let load = |a: &AtomicU64| a.load(Ordering::Relaxed) as f64;
+    let rows: [(&str, &str, f64); 10] = [
+        ("num_requests_running", "gauge", load(&s.running)),
+        ("num_requests_waiting", "gauge", load(&s.waiting)),
+        (
+            "kv_cache_usage_perc",
+            "gauge",
+            load(&s.kv_used_blocks) / total,
+        ),
+        ("num_preemptions_total", "counter", load(&s.preemptions)),
+        (
+            "prefix_cache_queries_total",
+            "counter",
+            load(&s.prefix_queries),
+        ),
+        ("prefix_cache_hits_total", "counter", load(&s.prefix_hits)),
+        ("prompt_tokens_total", "counter", load(&s.prompt_tokens)),
+        (
+            "generation_tokens_total",
+            "counter",
+            load(&s.generation_tokens),
+        ),
+        ("request_success_total", "counter", load(&s.finished)),
+        ("request_failure_total", "counter", load(&r.errors)),
+    ];
+    for (name, kind, v) in rows {
         let _ = writeln!(
             out,
             "# TYPE vllm:{name} {kind}\nvllm:{name}{{model_name=\"{m}\"}} {v}"
         );
-    };
-    gauge(
-        "num_requests_running",
-        "gauge",
-        s.running.load(Ordering::Relaxed) as f64,
-    );
-    gauge(
-        "num_requests_waiting",
-        "gauge",
-        s.waiting.load(Ordering::Relaxed) as f64,
-    );
-    gauge(
-        "kv_cache_usage_perc",
-        "gauge",
-        s.kv_used_blocks.load(Ordering::Relaxed) as f64 / total,
-    );
-    gauge(
-        "num_preemptions_total",
-        "counter",
-        s.preemptions.load(Ordering::Relaxed) as f64,
-    );
-    gauge(
-        "prefix_cache_queries_total",
-        "counter",
-        s.prefix_queries.load(Ordering::Relaxed) as f64,
-    );
-    gauge(
-        "prefix_cache_hits_total",
-        "counter",
-        s.prefix_hits.load(Ordering::Relaxed) as f64,
-    );
-    gauge(
-        "prompt_tokens_total",
-        "counter",
-        s.prompt_tokens.load(Ordering::Relaxed) as f64,
-    );
-    gauge(
-        "generation_tokens_total",
-        "counter",
-        s.generation_tokens.load(Ordering::Relaxed) as f64,
-    );
-    gauge(
-        "request_success_total",
-        "counter",
-        s.finished.load(Ordering::Relaxed) as f64,
-    );
-    gauge(
-        "request_failure_total",
-        "counter",
-        r.errors.load(Ordering::Relaxed) as f64,
-    );
+    }
     out
 }
 
