@@ -172,3 +172,48 @@ fn same_seed_same_token_counts() {
     };
     assert_eq!(counts("seed-a"), counts("seed-b"));
 }
+
+#[test]
+fn duration_limit_stops_sending_and_drains() {
+    let sim = SimServer::spawn(SimConfig::fixed(2.0, 1.0), 0).unwrap();
+    for (name, load) in [
+        ("closed", ["--concurrency", "4"]),
+        ("open", ["--rate", "200"]),
+    ] {
+        let cfg = config(
+            &sim.base_url(),
+            &[
+                "--duration",
+                "400ms",
+                "--warmup",
+                "none",
+                "--input-tokens",
+                "16",
+                "--output-tokens",
+                "20",
+                load[0],
+                load[1],
+            ],
+            &temp_dir(&format!("duration-{name}")),
+        );
+        let (out, s) = run(&cfg);
+        assert!(s.requests.total > 10, "{name}: {}", s.requests.total);
+        assert_eq!(
+            s.requests.completed, s.requests.total,
+            "{name}: in-flight requests drain"
+        );
+        let first = out
+            .records
+            .iter()
+            .map(|r| r.scheduled_at.unwrap_or(r.queued_at))
+            .min()
+            .unwrap();
+        for r in &out.records {
+            let planned = r.scheduled_at.unwrap_or(r.queued_at);
+            assert!(
+                planned - first < 400_000_000 + 5_000_000,
+                "{name}: nothing planned after the limit"
+            );
+        }
+    }
+}
