@@ -81,14 +81,40 @@ pub fn request_body(
 struct WireChunk<'a> {
     #[serde(borrow, default)]
     id: Option<Cow<'a, str>>,
+    /// Only the first choice is kept (n = 1 is what the client asks for), read without
+    /// allocating a vector per chunk.
     #[serde(borrow, default)]
-    choices: Option<Vec<WireChoice<'a>>>,
+    choices: Option<FirstOf<WireChoice<'a>>>,
     #[serde(borrow, default)]
     usage: Option<&'a RawValue>,
     #[serde(borrow, default)]
     timings: Option<&'a RawValue>,
     #[serde(borrow, default)]
     error: Option<&'a RawValue>,
+}
+
+/// The first element of a JSON array (the rest is skipped), or `None` for `[]`.
+struct FirstOf<T>(Option<T>);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for FirstOf<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for Visit<T> {
+            type Value = FirstOf<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an array")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                let first = seq.next_element::<T>()?;
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(FirstOf(first))
+            }
+        }
+        d.deserialize_seq(Visit(std::marker::PhantomData))
+    }
 }
 
 #[derive(Deserialize)]
@@ -144,8 +170,7 @@ pub fn parse_chunk(data: &[u8]) -> Result<ParsedChunk<'_>, String> {
         error: wire.error,
         ..Default::default()
     };
-    // Only the first choice is measured (n = 1 is what the client asks for).
-    if let Some(choice) = wire.choices.and_then(|c| c.into_iter().next()) {
+    if let Some(choice) = wire.choices.and_then(|c| c.0) {
         out.finish_reason = choice.finish_reason;
         if let Some(delta) = choice.delta {
             out.content = delta.content;
@@ -206,6 +231,16 @@ mod tests {
         assert_eq!(t.prompt_ms, Some(51.5));
         assert_eq!(t.predicted_n, Some(64));
         assert_eq!(t.cache_n, Some(0));
+    }
+
+    #[test]
+    fn only_the_first_choice_is_read() {
+        let c =
+            parse_chunk(br#"{"choices":[{"delta":{"content":"a"}},{"delta":{"content":"b"}}]}"#)
+                .unwrap();
+        assert_eq!(c.content.as_deref(), Some("a"));
+        let c = parse_chunk(br#"{"choices":null,"usage":{"completion_tokens":1}}"#).unwrap();
+        assert!(c.content.is_none() && c.usage.is_some());
     }
 
     #[test]
