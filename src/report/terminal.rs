@@ -445,3 +445,84 @@ mod tests {
         assert_eq!(fmt_ms(f64::NAN), "-");
     }
 }
+
+#[cfg(test)]
+mod render_tests {
+    use super::*;
+    use crate::engine::generator::judge;
+    use crate::engine::WarmupReport;
+    use crate::metrics::summarize;
+    use crate::record::{Chunk, RequestRecord};
+    use crate::report::{RunReport, TokenizerInfo};
+
+    /// A run of two requests with hand-picked times renders to exact table rows.
+    #[test]
+    fn renders_the_draft_tables_exactly() {
+        const MS: u64 = 1_000_000;
+        let rec = |id: u64, sent: u64, tokens: &[u64]| RequestRecord {
+            id,
+            sent_at: sent * MS,
+            chunks: tokens
+                .iter()
+                .map(|&t| Chunk {
+                    at: t * MS,
+                    tokens: 1,
+                    bytes: 3,
+                })
+                .collect(),
+            first_content: Some(0),
+            finished_at: tokens.last().copied().unwrap_or(sent) * MS,
+            output_tokens: tokens.len() as u32,
+            max_tokens: tokens.len() as u32,
+            input_tokens: 100,
+            http_status: Some(200),
+            ..Default::default()
+        };
+        let records = vec![rec(0, 0, &[100, 120, 140]), rec(1, 0, &[200, 230, 260])];
+        let report = RunReport {
+            started_unix_us: 0,
+            finished_unix_us: 0,
+            interrupted: false,
+            target_url: "http://127.0.0.1:1/v1".into(),
+            model: "m".into(),
+            endpoint: "chat".into(),
+            builtin_simulator: false,
+            workload: "fixed".into(),
+            load: "closed loop, concurrency 2; 2 requests".into(),
+            seed: 42,
+            tokenizer: TokenizerInfo {
+                name: "cl100k_base".into(),
+                source: "tiktoken".into(),
+                vocab_size: 100_277,
+                counting_option: "B".into(),
+                special_tokens: String::new(),
+            },
+            warmup: WarmupReport::default(),
+            summary: summarize(&records, None),
+            generator: judge(&records, 0.0, 1.0, 2.0, 2),
+        };
+        let text = render(&report);
+        for row in [
+            // TTFTs 100 and 200 ms.
+            "│ Requests   ┆      2 │",
+            "│ TTFT P50   ┆ 150 ms │",
+            "│ TTFT P90   ┆ 190 ms │",
+            "│ TTFT Min   ┆ 100 ms │",
+            "│ TTFT Max   ┆ 200 ms │",
+            // Gaps 20, 20, 30, 30 ms.
+            "│ ITL samples   ┆       4 │",
+            "│ ITL P50       ┆ 25.0 ms │",
+            "│ ITL Std Dev   ┆  5.0 ms │",
+            "│ P99/P50 Ratio ┆    1.20 │",
+            "│ Jitter (ITL std) ┆ 0.000 ms ┆ 0.000 ms ┆ 0.000 ms │",
+            // 6 tokens over the 260 ms window.
+            "│ Output throughput   ┆                        23.1 tok/s │",
+            "│ TPOT       ┆ 25.0 ms ┆ 29.5 ms ┆ 29.9 ms │",
+            "│ End-to-End ┆  200 ms ┆  254 ms ┆  259 ms │",
+        ] {
+            assert!(text.contains(row), "missing `{row}` in:\n{text}");
+        }
+        assert!(text.contains("TTFT P99 from 2 samples"));
+        assert!(text.contains("→ kept up"));
+    }
+}
