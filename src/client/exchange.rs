@@ -65,6 +65,9 @@ pub struct Exchange {
     /// Cumulative `completion_tokens` streamed with each content chunk, when the server
     /// streams usage per chunk.
     pub cumulative_usage: Vec<Option<u32>>,
+    /// The latest `usage` object as the server sent it (parsed into the record by
+    /// [`Exchange::take_usage`]).
+    usage_raw: String,
     saw_done: bool,
     refused: bool,
 }
@@ -83,6 +86,14 @@ impl Exchange {
                 ..Default::default()
             },
             ..Default::default()
+        }
+    }
+
+    /// Moves the latest streamed `usage` into the record (called once, when settling).
+    pub fn take_usage(&mut self) {
+        if !self.usage_raw.is_empty() {
+            self.record.usage = serde_json::from_str(&self.usage_raw).ok();
+            self.usage_raw.clear();
         }
     }
 
@@ -114,13 +125,18 @@ impl Exchange {
         }
         let mut cumulative = None;
         if let Some(usage) = chunk.usage {
-            if let Ok(v) = serde_json::from_str::<serde_json::Value>(usage.get()) {
-                cumulative = v
-                    .get("completion_tokens")
-                    .and_then(|c| c.as_u64())
-                    .map(|c| c as u32);
-                self.record.usage = Some(v);
+            // Servers streaming usage in every chunk would otherwise cost a JSON tree per
+            // chunk: keep the latest raw text in a reused buffer (no allocation once grown),
+            // read only the count now, and build the `usage` value once, off the hot path.
+            #[derive(serde::Deserialize)]
+            struct Count {
+                completion_tokens: Option<u32>,
             }
+            cumulative = serde_json::from_str::<Count>(usage.get())
+                .ok()
+                .and_then(|c| c.completion_tokens);
+            self.usage_raw.clear();
+            self.usage_raw.push_str(usage.get());
         }
         if let Some(t) = chunk.timings.and_then(parse_timings) {
             self.record.server_timing = Some(t);

@@ -12,6 +12,7 @@ use crate::tokenizer::Tokenizer;
 
 /// Fills `tokens` of every chunk and the record's `output_tokens`.
 pub fn settle(ex: &mut Exchange, tokenizer: &dyn Tokenizer) {
+    ex.take_usage();
     let rec = &mut ex.record;
     // Reasoning chunks: counted by the tokenizer, shape only.
     let reasoning_counts = split_by_tokens(

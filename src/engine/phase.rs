@@ -122,6 +122,17 @@ async fn run_one(
     ok
 }
 
+/// Reserves one request slot of the phase (`sent` counts from `start`); false, with nothing
+/// reserved, once `max` requests have been claimed.
+fn claim_slot(sent: &AtomicU64, start: u64, max: Option<u64>) -> bool {
+    let claimed = sent.fetch_add(1, Ordering::AcqRel) - start;
+    if max.is_some_and(|m| claimed >= m) {
+        sent.fetch_sub(1, Ordering::AcqRel);
+        return false;
+    }
+    true
+}
+
 /// Runs the turns of a session after its first one: each `think_ms` after the previous
 /// answer ended, while the phase goes on; a failed turn abandons the rest (as a user would).
 /// `claim` reserves a request slot (false: the phase's request limit is reached).
@@ -189,14 +200,7 @@ pub async fn run_phase(
                 let max = plan.max_requests;
                 workers.spawn(async move {
                     // Claim a slot before sending so the request count is exact across workers.
-                    let claim = || {
-                        let claimed = sent.fetch_add(1, Ordering::AcqRel) - sent_at_start;
-                        if max.is_some_and(|m| claimed >= m) {
-                            sent.fetch_sub(1, Ordering::AcqRel);
-                            return false;
-                        }
-                        true
-                    };
+                    let claim = || claim_slot(&sent, sent_at_start, max);
                     loop {
                         if should_stop() || !claim() {
                             return;
@@ -357,15 +361,7 @@ fn dispatch(
             if run_one(&s, req, phase, Some(at), cancel.clone()).await && !rest.is_empty() {
                 // Follow-up turns are sent after each answer plus think time; their planned
                 // time is that moment, so any lateness still shows as send lag.
-                let sent = s.sent.clone();
-                let claim = || {
-                    let claimed = sent.fetch_add(1, Ordering::AcqRel) - sent_at_start;
-                    if max.is_some_and(|m| claimed >= m) {
-                        sent.fetch_sub(1, Ordering::AcqRel);
-                        return false;
-                    }
-                    true
-                };
+                let claim = || claim_slot(&s.sent, sent_at_start, max);
                 follow_up_turns(&s, rest, phase, true, &cancel, &stop, &claim).await;
             }
             s.open_sessions.fetch_sub(1, Ordering::AcqRel);

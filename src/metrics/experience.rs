@@ -289,30 +289,14 @@ pub fn summarize(
 mod tests {
     use super::*;
     use crate::metrics::summarize as run_summary;
-    use crate::record::{Chunk, FailureKind, Outcome};
+    use crate::record::{FailureKind, Outcome};
 
     const MS: u64 = 1_000_000;
 
     fn rec(id: u64, class: &str, sent: u64, tokens: &[u64], input: u32) -> RequestRecord {
         RequestRecord {
-            id,
             class: Some(class.into()),
-            sent_at: sent * MS,
-            chunks: tokens
-                .iter()
-                .map(|&t| Chunk {
-                    at: t * MS,
-                    tokens: 1,
-                    bytes: 3,
-                })
-                .collect(),
-            first_content: Some(0),
-            finished_at: tokens.last().copied().unwrap_or(sent) * MS,
-            output_tokens: tokens.len() as u32,
-            max_tokens: tokens.len() as u32,
-            input_tokens: input,
-            http_status: Some(200),
-            ..Default::default()
+            ..RequestRecord::completed_for_tests(id, sent, tokens, input)
         }
     }
 

@@ -517,30 +517,12 @@ fn warnings(s: &RunSummary) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{Chunk, FailureKind, Outcome};
+    use crate::record::{FailureKind, Outcome};
 
     const MS: u64 = 1_000_000;
 
     fn ok(id: u64, sent_ms: u64, token_ms: &[u64]) -> RequestRecord {
-        RequestRecord {
-            id,
-            sent_at: sent_ms * MS,
-            chunks: token_ms
-                .iter()
-                .map(|&t| Chunk {
-                    at: t * MS,
-                    tokens: 1,
-                    bytes: 2,
-                })
-                .collect(),
-            finished_at: token_ms.last().copied().unwrap_or(sent_ms) * MS,
-            output_tokens: token_ms.len() as u32,
-            max_tokens: token_ms.len() as u32,
-            input_tokens: 100,
-            http_status: Some(200),
-            first_content: (!token_ms.is_empty()).then_some(0),
-            ..Default::default()
-        }
+        RequestRecord::completed_for_tests(id, sent_ms, token_ms, 100)
     }
 
     #[test]

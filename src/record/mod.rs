@@ -184,3 +184,31 @@ impl RequestRecord {
             .as_u64()
     }
 }
+
+#[cfg(test)]
+impl RequestRecord {
+    /// A completed request for tests: sent at `sent_ms`, one token at each of `token_ms`
+    /// (ms on the run clock), `input_tokens` prompt tokens, HTTP 200.
+    pub fn completed_for_tests(id: u64, sent_ms: u64, token_ms: &[u64], input_tokens: u32) -> Self {
+        const MS: u64 = 1_000_000;
+        RequestRecord {
+            id,
+            sent_at: sent_ms * MS,
+            chunks: token_ms
+                .iter()
+                .map(|&t| Chunk {
+                    at: t * MS,
+                    tokens: 1,
+                    bytes: 3,
+                })
+                .collect(),
+            first_content: (!token_ms.is_empty()).then_some(0),
+            finished_at: token_ms.last().copied().unwrap_or(sent_ms) * MS,
+            output_tokens: token_ms.len() as u32,
+            max_tokens: token_ms.len() as u32,
+            input_tokens,
+            http_status: Some(200),
+            ..Default::default()
+        }
+    }
+}

@@ -452,31 +452,14 @@ mod render_tests {
     use crate::engine::generator::judge;
     use crate::engine::WarmupReport;
     use crate::metrics::summarize;
-    use crate::record::{Chunk, RequestRecord};
+    use crate::record::RequestRecord;
     use crate::report::{RunReport, TokenizerInfo};
 
     /// A run of two requests with hand-picked times renders to exact table rows.
     #[test]
     fn renders_the_draft_tables_exactly() {
-        const MS: u64 = 1_000_000;
-        let rec = |id: u64, sent: u64, tokens: &[u64]| RequestRecord {
-            id,
-            sent_at: sent * MS,
-            chunks: tokens
-                .iter()
-                .map(|&t| Chunk {
-                    at: t * MS,
-                    tokens: 1,
-                    bytes: 3,
-                })
-                .collect(),
-            first_content: Some(0),
-            finished_at: tokens.last().copied().unwrap_or(sent) * MS,
-            output_tokens: tokens.len() as u32,
-            max_tokens: tokens.len() as u32,
-            input_tokens: 100,
-            http_status: Some(200),
-            ..Default::default()
+        let rec = |id: u64, sent: u64, tokens: &[u64]| {
+            RequestRecord::completed_for_tests(id, sent, tokens, 100)
         };
         let records = vec![rec(0, 0, &[100, 120, 140]), rec(1, 0, &[200, 230, 260])];
         let report = RunReport {
