@@ -57,13 +57,20 @@ impl Serialize for Secret {
 }
 
 /// A parsed base URL such as `http://127.0.0.1:8000/v1` (the base path is kept).
+///
+/// Parsed with the `url` crate (WHATWG rules: IPv6 literals, percent-encoding, default
+/// ports). Credentials in the URL (`https://user:pass@host/v1`) become HTTP Basic auth; they
+/// never appear when the URL is printed or written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BaseUrl {
     pub tls: bool,
+    /// Host as written in a URL (`[::1]` for IPv6 literals).
     pub host: String,
     pub port: u16,
     /// Path prefix without a trailing slash (`/v1`, `/openai/v1`, or empty).
     pub base_path: String,
+    /// `user:password` from the URL, sent as Basic auth.
+    pub basic_auth: Option<Secret>,
 }
 
 #[derive(Debug, Error, PartialEq)]
@@ -72,54 +79,52 @@ pub enum UrlError {
     Scheme(String),
     #[error("`{0}` has no host (example: http://127.0.0.1:8000/v1)")]
     Host(String),
-    #[error("`{0}` has an invalid port")]
-    Port(String),
+    #[error("`{url}` is not a valid URL: {detail} (example: http://127.0.0.1:8000/v1)")]
+    Invalid { url: String, detail: String },
 }
 
 impl BaseUrl {
     pub fn parse(s: &str) -> Result<Self, UrlError> {
-        let (tls, rest) = if let Some(r) = s.strip_prefix("http://") {
-            (false, r)
-        } else if let Some(r) = s.strip_prefix("https://") {
-            (true, r)
-        } else {
-            return Err(UrlError::Scheme(s.into()));
+        let u = url::Url::parse(s.trim()).map_err(|e| match e {
+            url::ParseError::RelativeUrlWithoutBase => UrlError::Scheme(s.into()),
+            url::ParseError::EmptyHost => UrlError::Host(s.into()),
+            other => UrlError::Invalid {
+                url: s.into(),
+                detail: other.to_string(),
+            },
+        })?;
+        let tls = match u.scheme() {
+            "http" => false,
+            "https" => true,
+            _ => return Err(UrlError::Scheme(s.into())),
         };
-        let (authority, path) = match rest.find(['/', '?']) {
-            Some(i) => (&rest[..i], &rest[i..]),
-            None => (rest, ""),
+        let host = match u.host() {
+            Some(url::Host::Ipv6(a)) => format!("[{a}]"),
+            Some(h) => h.to_string(),
+            None => return Err(UrlError::Host(s.into())),
         };
-        let path = path.split('?').next().unwrap_or("").trim_end_matches('/');
-        let authority = authority.rsplit('@').next().unwrap_or(authority);
-        let (host, port) = if let Some(h) = authority.strip_prefix('[') {
-            // IPv6 literal: [::1]:8000
-            let end = h.find(']').ok_or_else(|| UrlError::Host(s.into()))?;
-            let port = &h[end + 1..];
-            (format!("[{}]", &h[..end]), port.strip_prefix(':'))
-        } else {
-            match authority.rsplit_once(':') {
-                Some((h, p)) => (h.to_owned(), Some(p)),
-                None => (authority.to_owned(), None),
-            }
-        };
-        if host.is_empty() || host == "[]" {
-            return Err(UrlError::Host(s.into()));
-        }
-        let port = match port {
-            Some(p) => p.parse().map_err(|_| UrlError::Port(s.into()))?,
-            None => {
-                if tls {
-                    443
-                } else {
-                    80
-                }
-            }
-        };
+        let port = u
+            .port_or_known_default()
+            .ok_or_else(|| UrlError::Host(s.into()))?;
+        let basic_auth = (!u.username().is_empty()).then(|| {
+            let decode = |v: &str| {
+                url::form_urlencoded::parse(format!("x={v}").as_bytes())
+                    .next()
+                    .map(|(_, v)| v.into_owned())
+                    .unwrap_or_default()
+            };
+            Secret::new(format!(
+                "{}:{}",
+                decode(u.username()),
+                decode(u.password().unwrap_or(""))
+            ))
+        });
         Ok(BaseUrl {
             tls,
             host,
             port,
-            base_path: path.to_owned(),
+            base_path: u.path().trim_end_matches('/').to_owned(),
+            basic_auth,
         })
     }
 
@@ -151,6 +156,16 @@ impl BaseUrl {
             self.host_header()
         )
     }
+
+    /// The `Authorization` header value for credentials given in the URL.
+    pub fn basic_auth_header(&self) -> Option<String> {
+        use base64::Engine;
+        let creds = self.basic_auth.as_ref()?;
+        Some(format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(creds.expose())
+        ))
+    }
 }
 
 impl fmt::Display for BaseUrl {
@@ -180,7 +195,8 @@ pub struct Target {
     pub builtin_simulator: bool,
 }
 
-fn is_credential_header(name: &str) -> bool {
+/// Whether a header carries credentials (its value is redacted from every output).
+pub fn is_credential_header(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
     n == "authorization"
         || n.contains("key")
@@ -284,6 +300,55 @@ pub enum Warmup {
     Auto,
 }
 
+/// Which clock timestamps chunk arrivals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ArrivalClock {
+    /// The kernel's receive timestamp of the bytes (`SO_TIMESTAMPNS`; Linux), falling back
+    /// to the read's return where the platform gives none.
+    #[default]
+    Kernel,
+    /// The moment `read` returned (moves with the client's own load).
+    Read,
+}
+
+/// Where the prefill curve of the fluidity-index comes from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "source", rename_all = "snake_case")]
+pub enum PrefillSetup {
+    /// Profile prefill in isolation before the measured phase.
+    Profile(ProfilePlan),
+    /// A curve profiled earlier (`--prefill-curve FILE`).
+    Curve(crate::metrics::fluidity::ProfiledCurve),
+    /// No fluidity metrics (`--no-fluidity`).
+    Off,
+}
+
+/// How to profile prefill in isolation (concurrency 1, one output token, no prefix reuse).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProfilePlan {
+    /// Prompt lengths, tokens; `None`: spread over the workload's input lengths.
+    pub lengths: Option<Vec<u32>>,
+    /// Requests kept per length (one more is sent first and discarded: it pays cold caches).
+    pub repeats: u32,
+    /// Stop profiling after this long (fewer points, reported).
+    #[serde(serialize_with = "secs")]
+    pub budget: Duration,
+    /// Longest prompt the server accepts, when it said (lengths are capped to it).
+    pub max_prompt_tokens: Option<u32>,
+}
+
+impl Default for ProfilePlan {
+    fn default() -> Self {
+        Self {
+            lengths: None,
+            repeats: 3,
+            budget: Duration::from_secs(60),
+            max_prompt_tokens: None,
+        }
+    }
+}
+
 /// Everything a run needs.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunConfig {
@@ -297,8 +362,22 @@ pub struct RunConfig {
     pub load: LoadPattern,
     pub limits: Limits,
     pub warmup: Warmup,
+    /// Longest the warm-up may run before measuring starts anyway (then flagged).
+    #[serde(serialize_with = "secs")]
+    pub warmup_max: Duration,
     pub seed: u64,
     pub slo: Option<SloSpec>,
+    /// Exit non-zero when more than this share of measured requests fail (requests still in
+    /// flight when a duration-limited run stopped do not count).
+    pub max_failure_share: f64,
+    /// Open loop: at most this many requests in flight (vLLM's `--max-concurrency`).
+    pub max_concurrency: Option<u32>,
+    pub arrival_clock: ArrivalClock,
+    pub prefill: PrefillSetup,
+    /// Deadlines of user idle latency and smooth goodput.
+    pub ux: crate::metrics::ux::UxParams,
+    /// Fluidity-index parameters (the curve comes from `prefill`).
+    pub fluidity: crate::metrics::experience::FluidityParams,
     /// Per-request time limit.
     #[serde(serialize_with = "secs")]
     pub request_timeout: Duration,
@@ -309,6 +388,8 @@ pub struct RunConfig {
     pub client_threads: usize,
     /// Run folder.
     pub out_dir: PathBuf,
+    /// The command line that started the run, credentials redacted.
+    pub command_line: Vec<String>,
     /// Draw no progress line.
     pub quiet: bool,
 }
@@ -340,14 +421,33 @@ mod tests {
         ));
         assert!(matches!(
             BaseUrl::parse("http://h:x/v1"),
-            Err(UrlError::Port(_))
+            Err(UrlError::Invalid { .. })
         ));
+        assert!(matches!(
+            BaseUrl::parse("ftp://h/v1"),
+            Err(UrlError::Scheme(_))
+        ));
+    }
+
+    /// `user:pass@` used to be dropped silently; it is Basic auth, and never printed.
+    #[test]
+    fn credentials_in_the_url_become_basic_auth_and_stay_hidden() {
+        let u = BaseUrl::parse("https://al%40ice:s3cr%3At@api.example.com/v1").unwrap();
+        assert_eq!(u.basic_auth.as_ref().unwrap().expose(), "al@ice:s3cr:t");
+        // base64("al@ice:s3cr:t")
+        assert_eq!(
+            u.basic_auth_header().as_deref(),
+            Some("Basic YWxAaWNlOnMzY3I6dA==")
+        );
+        assert_eq!(u.to_string(), "https://api.example.com/v1");
+        assert!(!format!("{u:?}").contains("s3cr"));
+        assert!(BaseUrl::parse("http://h/v1").unwrap().basic_auth.is_none());
     }
 
     #[test]
     fn secrets_and_credential_headers_are_redacted() {
         let t = Target {
-            url: BaseUrl::parse("http://h/v1").unwrap(),
+            url: BaseUrl::parse("http://u:sk-url@h/v1").unwrap(),
             model: "m".into(),
             endpoint: Endpoint::Chat,
             headers: vec![

@@ -1,7 +1,7 @@
 //! End to end against the simulator on port 0: what the client records agrees with what the
 //! server really did.
 
-use crate::common::{config, run, temp_dir};
+use crate::common::{config, generator, run, temp_dir};
 use servebench::record::{Phase, TokenSource};
 use servebench::sim::{SimConfig, SimServer};
 use std::collections::HashMap;
@@ -68,31 +68,41 @@ fn closed_loop_records_every_chunk_the_server_wrote() {
             );
         }
         // TTFT covers the server's first-token delay, and sending precedes the server's receipt.
-        assert!(r.sent_at <= out.clock.offset_of(t.received));
-        assert!(r.first_token_at().unwrap() - r.sent_at >= 20_000_000);
+        let sent = r.sent_at.expect("sent");
+        assert!(sent <= out.clock.offset_of(t.received));
+        assert!(r.first_token_at().unwrap() - sent >= 20_000_000);
     }
     let ttft = summary.ttft_ms.unwrap();
     assert!(ttft.min >= 20.0, "TTFT below the simulated 20 ms: {ttft:?}");
     assert_eq!(summary.itl_ms.unwrap().n, 40 * 15);
 
-    // The run folder has one JSON line per request.
+    // The run folder has one JSON line per request, with the per-request figures written
+    // once when the record settled: they equal what the summary computes.
     let lines = std::fs::read_to_string(out_dir.join("requests.jsonl")).unwrap();
     assert_eq!(lines.lines().count(), 45);
-    let first: serde_json::Value = serde_json::from_str(lines.lines().next().unwrap()).unwrap();
-    for key in [
-        "id",
-        "response_id",
-        "scheduled_at_us",
-        "sent_at_us",
-        "first_token_at_us",
-        "chunks",
-        "finished_at_us",
-        "outcome",
-        "input_tokens",
-        "output_tokens",
-        "usage",
-    ] {
-        assert!(first.get(key).is_some(), "requests.jsonl lacks `{key}`");
+    let by_id: HashMap<u64, &servebench::record::RequestRecord> =
+        out.records.iter().map(|r| (r.id, r)).collect();
+    for line in lines.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let r = by_id[&v["id"].as_u64().unwrap()];
+        let us = |t: u64| out.clock.unix_us(t);
+        assert_eq!(v["sent_at_us"].as_u64(), r.sent_at.map(us));
+        assert_eq!(v["first_token_at_us"].as_u64(), r.first_token_at().map(us));
+        assert_eq!(v["output_tokens"], 16);
+        assert_eq!(v["input_tokens"], 64);
+        assert_eq!(v["outcome"], "ok");
+        assert_eq!(v["usage"]["completion_tokens"], 16);
+        if r.phase == Phase::Measure {
+            let ttft = (r.first_token_at().unwrap() - r.sent_at.unwrap()) as f64 / 1e6;
+            assert!((v["ttft_ms"].as_f64().unwrap() - ttft).abs() < 1e-9);
+            let e2e = (r.last_token_at().unwrap() - r.sent_at.unwrap()) as f64 / 1e6;
+            assert!((v["e2e_ms"].as_f64().unwrap() - e2e).abs() < 1e-9);
+            assert!((v["tpot_ms"].as_f64().unwrap() - (e2e - ttft) / 15.0).abs() < 1e-9);
+            assert_eq!(
+                v["deadline_misses"], 0,
+                "20 ms TTFT, 2 ms ITL meet a 20 tok/s reader"
+            );
+        }
     }
 }
 
@@ -137,10 +147,20 @@ fn open_loop_follows_the_seeded_plan() {
         assert_eq!(s - base, p - plan[0]);
     }
     for r in &out.records {
-        assert!(r.sent_at >= r.scheduled_at.unwrap(), "never sent early");
+        assert!(
+            r.sent_at.unwrap() >= r.scheduled_at.unwrap(),
+            "never sent early"
+        );
     }
-    assert!(out.generator.send_lag_ms.is_some());
-    assert!(summary.ttft_from_schedule_ms.is_some());
+    let g = generator(&out);
+    assert_eq!(g.dispatch_lag_ms.unwrap().n, 100);
+    assert_eq!(g.send_lag_ms.unwrap().n, 100);
+    // From-schedule latency is never below latency from sending.
+    let (from_plan, from_send) = (
+        summary.ttft_from_schedule_ms.unwrap(),
+        summary.ttft_ms.unwrap(),
+    );
+    assert!(from_plan.min >= from_send.min && from_plan.n == 100);
 }
 
 #[test]
@@ -171,6 +191,63 @@ fn same_seed_same_token_counts() {
         v
     };
     assert_eq!(counts("seed-a"), counts("seed-b"));
+}
+
+/// After `--duration`, in-flight requests get `--grace`, then are cancelled and recorded as
+/// such, in both loops. Before, the closed loop waited for every request (the simulator
+/// cancelled nothing) and the open loop ran far past its limit.
+#[test]
+fn duration_limit_then_grace_then_cancel_in_both_loops() {
+    // Every answer takes 20 s: nothing can finish within the 300 ms window plus 200 ms grace.
+    let sim = SimServer::spawn(SimConfig::fixed(10.0, 100.0), 0).unwrap();
+    for (name, load) in [
+        ("closed", ["--concurrency", "4"]),
+        ("open", ["--rate", "50"]),
+    ] {
+        let cfg = config(
+            &sim.base_url(),
+            &[
+                "--duration",
+                "300ms",
+                "--grace",
+                "200ms",
+                "--warmup",
+                "none",
+                "--input-tokens",
+                "16",
+                "--output-tokens",
+                "200",
+                load[0],
+                load[1],
+            ],
+            &temp_dir(&format!("grace-{name}")),
+        );
+        let (out, s) = run(&cfg);
+        assert!(s.requests.total >= 4, "{name}: {}", s.requests.total);
+        assert_eq!(s.requests.completed, 0, "{name}");
+        assert_eq!(
+            s.requests.failed_by_kind.get("cancelled"),
+            Some(&s.requests.total),
+            "{name}: every in-flight request is cancelled after the grace period"
+        );
+        assert!(out.measure.timed_stop, "{name}");
+        // Each ended within the grace period after sending stopped (200 ms, with a generous
+        // allowance for a loaded machine), not after its 20 s answer.
+        for r in &out.records {
+            let late = r.finished_at.saturating_sub(out.measure.stopped_sending_at);
+            assert!(
+                late < 2_000_000_000,
+                "{name}: ended {} ms after sending stopped",
+                late / 1_000_000
+            );
+            assert!(r.finished_at.saturating_sub(out.measure.stopped_sending_at) >= 150_000_000);
+            // Tokens that arrived before the cut are kept.
+            assert!(
+                !r.chunks.is_empty(),
+                "{name}: the first tokens arrived before the cut"
+            );
+        }
+    }
 }
 
 #[test]

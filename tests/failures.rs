@@ -135,12 +135,7 @@ fn malformed_json_is_a_protocol_failure() {
     assert_eq!(summary.requests.failed_by_kind["protocol"], 2);
 }
 
-fn servebench(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_servebench"))
-        .args(args)
-        .output()
-        .unwrap()
-}
+use crate::common::servebench;
 
 #[test]
 fn connection_refused_exits_2_with_advice() {
@@ -173,7 +168,7 @@ fn connection_refused_exits_2_with_advice() {
 fn bad_flags_exit_2_and_say_what_to_fix() {
     let out = servebench(&["run", "--slo", "latency<=5", "--quiet"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown SLO metric"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown per-request SLO metric"));
     let out = servebench(&["run", "--workload", "nope", "--quiet"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("synthetic-uniform"));
@@ -211,29 +206,35 @@ fn builtin_simulator_run_and_slo_exit_status() {
         String::from_utf8_lossy(&ok.stderr)
     );
     assert!(String::from_utf8_lossy(&ok.stderr).contains("built-in simulator"));
-    assert!(String::from_utf8_lossy(&ok.stdout).contains("Time to first token"));
+    assert!(String::from_utf8_lossy(&ok.stdout).contains("minimum report"));
     let run_json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
-    assert_eq!(run_json["schema_version"], 1);
-    for key in [
-        "ttft_ms",
-        "tpot_ms",
-        "itl_ms",
-        "e2e_ms",
-        "jitter_ms",
-        "max_pause_ms",
+    assert_eq!(run_json["schema_version"], 2);
+    assert_eq!(run_json["verdict"]["exit_status"], 0);
+    // 20 requests of 8 tokens, one per chunk: 20 TTFTs and TPOTs, 20 × 7 gaps.
+    let s = &run_json["summary"];
+    for (key, n) in [
+        ("ttft_ms", 20),
+        ("tpot_ms", 20),
+        ("itl_ms", 140),
+        ("e2e_ms", 20),
+        ("jitter_ms", 20),
+        ("max_pause_ms", 20),
     ] {
-        for stat in [
-            "n", "mean", "std", "min", "p50", "p90", "p95", "p99", "p999", "max",
-        ] {
-            assert!(
-                run_json["summary"][key].get(stat).is_some(),
-                "summary.{key}.{stat}"
-            );
-        }
+        let d = &s[key];
+        assert_eq!(d["n"], n, "{key}");
+        let stats: Vec<f64> = ["min", "p50", "p90", "p95", "p99", "p999", "max"]
+            .iter()
+            .map(|k| d[k].as_f64().unwrap())
+            .collect();
+        assert!(stats.windows(2).all(|w| w[0] <= w[1]), "{key}: {stats:?}");
     }
-    assert!(run_json["generator"]["kept_up"].is_boolean());
-    assert_eq!(run_json["summary"]["requests"]["completed"], 20);
+    assert!(
+        s["ttft_ms"]["min"].as_f64().unwrap() >= 2.0,
+        "the simulated TTFT is 2 ms"
+    );
+    assert_eq!(s["requests"]["completed"], 20);
+    assert_eq!(s["total_output_tokens"], 160);
 
     let dir2 = temp_dir("slo3");
     let mut fail_args: Vec<String> = common.iter().map(|s| s.to_string()).collect();
@@ -309,11 +310,16 @@ fn ctrl_c_keeps_what_was_measured() {
         .unwrap();
     // Wait until some requests have been written, then interrupt.
     let jsonl = dir.join("requests.jsonl");
+    let start = std::time::Instant::now();
     while std::fs::read_to_string(&jsonl)
         .map(|s| s.lines().count())
         .unwrap_or(0)
         < 8
     {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "no records after 60 s"
+        );
         std::thread::yield_now();
     }
     Command::new("kill")
@@ -321,15 +327,21 @@ fn ctrl_c_keeps_what_was_measured() {
         .status()
         .unwrap();
     let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(0));
+    // The shell's convention for an interrupted program: 128 + SIGINT.
+    assert_eq!(status.code(), Some(130));
     let run: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
     assert_eq!(run["interrupted"], true);
-    let written = std::fs::read_to_string(&jsonl).unwrap().lines().count() as u64;
+    let written = std::fs::read_to_string(&jsonl)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("\"phase\":\"measure\""))
+        .count() as u64;
     assert_eq!(
         run["summary"]["requests"]["total"].as_u64().unwrap(),
         written,
         "every record is in the summary"
     );
     assert!(written < 100_000);
+    assert_eq!(run["verdict"]["exit_status"], 130);
 }

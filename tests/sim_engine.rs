@@ -108,8 +108,9 @@ fn throughput_saturates_and_queueing_grows_past_capacity() {
     // Past capacity the queue grows: later requests wait much longer than early ones.
     let mut recs: Vec<_> = out.records.iter().filter(|r| r.outcome.is_ok()).collect();
     recs.sort_by_key(|r| r.sent_at);
-    let ttft =
-        |r: &&servebench::record::RequestRecord| (r.first_token_at().unwrap() - r.sent_at) as f64;
+    let ttft = |r: &&servebench::record::RequestRecord| {
+        (r.first_token_at().unwrap() - r.sent_at.unwrap()) as f64
+    };
     let q = recs.len() / 4;
     let early: f64 = recs[..q].iter().map(ttft).sum::<f64>() / q as f64;
     let late: f64 = recs[recs.len() - q..].iter().map(ttft).sum::<f64>() / q as f64;

@@ -4,6 +4,8 @@ mod common;
 mod e2e_sim;
 mod experience;
 mod failures;
+mod first_hour;
 mod real_server;
 mod sim_engine;
+mod trustworthy;
 mod workloads;

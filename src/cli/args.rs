@@ -2,6 +2,7 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
+use std::time::Duration;
 
 #[derive(Debug, Parser)]
 #[command(name = "servebench", version, about = "Benchmark LLM serving systems the way their users feel them", long_about = None)]
@@ -43,8 +44,8 @@ pub struct WorkloadArgs {
     pub workload: Option<String>,
     #[arg(long)]
     pub dataset: Option<PathBuf>,
-    #[arg(long)]
-    pub dataset_format: Option<String>,
+    #[arg(long, value_enum)]
+    pub dataset_format: Option<DatasetFormatArg>,
     /// cl100k_base, o200k_base, a tokenizer.json path, or server (with --url).
     #[arg(long, default_value = "cl100k_base")]
     pub tokenizer: String,
@@ -70,10 +71,12 @@ pub struct ProfilePrefillArgs {
     /// are sent one at a time).
     #[command(flatten)]
     pub run: RunArgs,
-    /// Prompt lengths to probe, tokens.
-    #[arg(long, value_delimiter = ',', default_values_t = vec![128, 256, 512, 1024, 2048, 4096])]
+    /// Prompt lengths to probe, tokens: `128,256,512` or `128 256 512`. Lengths beyond the
+    /// server's context (as it reports it) are capped to fit.
+    #[arg(long, value_delimiter = ',', num_args = 1.., default_value = "128,256,512,1024,2048,4096")]
     pub lengths: Vec<u32>,
-    /// Requests per length.
+    /// Requests kept per length (one more is sent first at each length and discarded: it
+    /// pays cold caches).
     #[arg(long, default_value_t = 10)]
     pub repeats: u32,
     /// Where to save the curve (JSON).
@@ -118,15 +121,66 @@ pub enum ArrivalArg {
     Trace,
 }
 
-#[derive(Debug, Args)]
-pub struct RunArgs {
-    /// Base URL of the server, e.g. http://127.0.0.1:8000/v1 (any base path is kept).
-    /// Without it, servebench starts its built-in simulator and says so.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum DatasetFormatArg {
+    Sharegpt,
+    Jsonl,
+    Trace,
+}
+
+impl DatasetFormatArg {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Sharegpt => "sharegpt",
+            Self::Jsonl => "jsonl",
+            Self::Trace => "trace",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum DeadlinesArg {
+    /// A reader at --reading-rate tokens/s who accepts --d0-ms before the first token.
+    Reading,
+    /// --deadline-ttft-ms for the first token, then --deadline-tbt-ms after each one.
+    #[value(name = "ttft+tbt", alias = "ttft-tbt")]
+    TtftTbt,
+    /// Every token by --deadline-e2e-ms.
+    E2e,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum IdleCostArg {
+    Linear,
+    Quadratic,
+    Log1p,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum SutBoundaryArg {
+    /// The inference engine itself (vLLM, llama.cpp...).
+    Engine,
+    /// A gateway or load balancer in front of engines.
+    Gateway,
+    /// An application with retrieval, tools or guardrails around the model.
+    Compound,
+}
+
+/// The server under test (flags shared by `run`, `profile-prefill` and the tests).
+#[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "Target")]
+pub struct TargetArgs {
+    /// Base URL of the server, e.g. http://127.0.0.1:8000/v1 (any base path is kept;
+    /// `user:pass@` is sent as Basic auth). Without it, servebench starts its built-in
+    /// simulator and says so.
     #[arg(long)]
     pub url: Option<String>,
     /// Model name to request. Default: the first model the server lists at /models.
     #[arg(long)]
     pub model: Option<String>,
+    /// Send --model even when the server does not list it (for servers that ignore the field).
+    #[arg(long)]
+    pub no_model_check: bool,
     /// API to drive: chat (/chat/completions) or completions (/completions).
     #[arg(long, value_enum, default_value = "chat")]
     pub endpoint: EndpointArg,
@@ -139,18 +193,38 @@ pub struct RunArgs {
     /// Extra request header 'Name: value' (repeatable). Credential-like values are redacted in outputs.
     #[arg(long = "header", value_name = "'K: V'")]
     pub headers: Vec<String>,
+    /// Accelerators serving the model, for the report, e.g. 'H100 80GB x 8'.
+    #[arg(long)]
+    pub hardware: Option<String>,
+    /// Number of GPUs serving the model (per-GPU figures in reports).
+    #[arg(long)]
+    pub gpus: Option<u32>,
+    /// Where the measurement boundary lies (draft 4.1).
+    #[arg(long, value_enum, default_value = "engine")]
+    pub sut_boundary: SutBoundaryArg,
+    /// A note for the report, e.g. the guardrail configuration (repeatable).
+    #[arg(long = "note")]
+    pub notes: Vec<String>,
+    /// How long to wait for a server that answers 503 (still loading) before the run.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub ready_timeout: Duration,
+}
 
+/// What to send.
+#[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "Workload")]
+pub struct WorkloadFlags {
     /// Workload: synthetic-uniform (default), synthetic-skewed, conversation, code-completion,
-    /// long-context (draft Appendix A), fairness-mix (draft 5.6), or a scenario .toml file
-    /// (docs/workloads.md).
+    /// long-context (draft Appendix A), fairness-mix (draft 5.6), multi-turn-chat, or a
+    /// scenario .toml file (docs/workloads.md).
     #[arg(long, conflicts_with_all = ["input_tokens", "output_tokens"])]
     pub workload: Option<String>,
     /// Local dataset: ShareGPT JSON, JSONL of prompts/messages, or a trace (Mooncake format).
     #[arg(long)]
     pub dataset: Option<PathBuf>,
-    /// Dataset format when detection is not enough: sharegpt, jsonl or trace.
-    #[arg(long)]
-    pub dataset_format: Option<String>,
+    /// Dataset format when detection is not enough.
+    #[arg(long, value_enum)]
+    pub dataset_format: Option<DatasetFormatArg>,
     /// Fixed prompt length in tokens (with --output-tokens: a fixed-length workload).
     #[arg(long)]
     pub input_tokens: Option<u32>,
@@ -159,18 +233,31 @@ pub struct RunArgs {
     pub output_tokens: Option<u32>,
     /// Tokenizer that counts input and (without server usage) output tokens: cl100k_base
     /// (the draft's reference, Option B), o200k_base, a tokenizer.json path, or `server`
-    /// (the server's /tokenize with its chat template: Option A, exact prompt lengths as the
-    /// server counts them).
+    /// (the server's /tokenize with its chat template: Option A).
     #[arg(long, default_value = "cl100k_base")]
     pub tokenizer: String,
+    /// Seed of every random draw (workload and arrivals).
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+}
 
+/// How load is offered.
+#[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "Load")]
+pub struct LoadArgs {
     /// Closed loop: keep N requests in flight (default when no --rate is given: 32, or 64
     /// against the built-in simulator).
     #[arg(long, conflicts_with = "rate")]
     pub concurrency: Option<u32>,
-    /// Open loop: arrivals per second, from a seeded schedule independent of responses.
+    /// Open loop: arrivals per second (any positive real, e.g. 0.5), from a seeded schedule
+    /// independent of responses.
     #[arg(long)]
     pub rate: Option<f64>,
+    /// Open loop: at most N requests in flight; later arrivals wait for a slot (as vLLM's
+    /// `bench serve --max-concurrency`: a gateway's limit). The wait counts in latency from
+    /// the schedule, never as the generator's lateness.
+    #[arg(long, requires = "rate")]
+    pub max_concurrency: Option<u32>,
     /// Open-loop arrival process.
     #[arg(long, value_enum, default_value = "poisson")]
     pub arrival: ArrivalArg,
@@ -181,20 +268,44 @@ pub struct RunArgs {
     /// Trace replay: speed factor on the recorded arrival times (2 = twice as fast).
     #[arg(long, default_value_t = 1.0)]
     pub speed: f64,
+}
+
+/// When the run ends and what counts as failing.
+#[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "Limits")]
+pub struct LimitArgs {
     /// Measured requests (default 1000 when no --duration is given: the draft's minimum for P99).
     #[arg(long)]
     pub requests: Option<u64>,
-    /// Measurement duration, e.g. 60s, 5m, 1h30m, 500ms (the first limit reached ends the run).
-    #[arg(long)]
-    pub duration: Option<String>,
+    /// Measurement duration, e.g. 60s, 5m, 1h30m, 500ms (the first limit reached ends the run;
+    /// requests still in flight then get --grace, then are cancelled).
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
     /// Warm-up before measuring: auto (draft 4.5: >= 100 requests and >= 10,000 output tokens,
     /// then probes until latency is stable), a number of requests, or none (cold start).
     #[arg(long, default_value = "auto")]
     pub warmup: String,
-    /// Seed of every random draw (workload and arrivals).
-    #[arg(long, default_value_t = 42)]
-    pub seed: u64,
+    /// The longest the warm-up may run; a warm-up stopped here short of its targets is
+    /// reported as such and the run marked non-compliant.
+    #[arg(long, default_value = "120s", value_parser = parse_duration)]
+    pub warmup_max: Duration,
+    /// Per-request time limit.
+    #[arg(long, default_value = "600s", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// After Ctrl-C or the end of --duration: how long in-flight requests may still finish
+    /// before they are cancelled (and recorded as `cancelled`).
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub grace: Duration,
+    /// Exit with status 1 when more than this share of measured requests failed (0–1).
+    /// Requests cancelled at the end of a duration-limited run do not count.
+    #[arg(long, default_value_t = 0.05)]
+    pub max_failures: f64,
+}
 
+/// What every request body carries.
+#[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "Request body")]
+pub struct BodyArgs {
     /// Ask the server to ignore EOS so outputs reach max_tokens (ignore_eos and min_tokens).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub ignore_eos: bool,
@@ -210,19 +321,32 @@ pub struct RunArgs {
     /// Extra JSON fields merged into every request body, e.g. '{"top_k": 1}'.
     #[arg(long)]
     pub extra_body: Option<String>,
+}
 
-    /// Goodput SLOs, e.g. 'ttft_ms<=500,tpot_ms<=50' (also e2e_ms, itl_p99_ms, max_pause_ms).
-    /// The exit status is 1 when fewer than --slo-target of requests meet them all.
+/// Service-level objectives.
+#[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "SLOs")]
+pub struct SloArgs {
+    /// SLOs, comma-separated. Per request: 'ttft_ms<=500' (also tpot_ms, e2e_ms, itl_p99_ms,
+    /// max_pause_ms): passes when --slo-target of requests meet every such bound (goodput).
+    /// Run level: 'p99(ttft_ms)<=500' (p50, p90, p95, p99, p99.9, mean, max of ttft_ms,
+    /// tpot_ms, e2e_ms, itl_ms, jitter_ms, max_pause_ms, user_idle_ms): the run's own figure.
+    /// Floors: 'output_tokens_per_s>=1000', 'requests_per_s>=5', 'success_rate>=0.99'.
+    /// Any failing verdict makes the exit status 1 (docs/metrics.md).
     #[arg(long)]
     pub slo: Option<String>,
-    /// Share of requests that must meet every SLO (0.99: the SLO bounds the P99).
+    /// Share of requests that must meet every per-request bound.
     #[arg(long, default_value_t = 0.99)]
     pub slo_target: f64,
+}
 
-    /// Per-token deadlines for user idle latency and smooth goodput: reading (D0 + (k−1)/R),
-    /// ttft+tbt, or e2e (docs/metrics.md).
-    #[arg(long, default_value = "reading")]
-    pub deadlines: String,
+/// User-experience metric parameters.
+#[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "User experience")]
+pub struct UxArgs {
+    /// Per-token deadlines for user idle latency and smooth goodput (docs/metrics.md).
+    #[arg(long, value_enum, default_value = "reading")]
+    pub deadlines: DeadlinesArg,
     /// Reading deadlines: the reader's speed R, tokens/s.
     #[arg(long, default_value_t = 20.0)]
     pub reading_rate: f64,
@@ -241,13 +365,13 @@ pub struct RunArgs {
     /// Smooth goodput: weight α of idle cost (tokens per unit of f).
     #[arg(long, default_value_t = 5.0)]
     pub alpha: f64,
-    /// Smooth goodput: idle cost f(l), l in seconds: linear, quadratic or log1p.
-    #[arg(long, default_value = "linear")]
-    pub idle_cost: String,
+    /// Smooth goodput: idle cost f(l), l in seconds.
+    #[arg(long, value_enum, default_value = "linear")]
+    pub idle_cost: IdleCostArg,
     /// Fluidity-index: decode deadline D_d for the reported distribution, ms.
     #[arg(long, default_value_t = 50.0)]
     pub fluidity_tbt_ms: f64,
-    /// Fluidity-index: scheduling slack added to the predicted prefill time, ms.
+    /// Fluidity-index: scheduling slack added to the isolated prefill time, ms.
     #[arg(long, default_value_t = 50.0)]
     pub fluidity_slack_ms: f64,
     /// Fluidity-index: a request is fluid at or above this index (f).
@@ -256,44 +380,88 @@ pub struct RunArgs {
     /// Fluid token rate: share of requests that must be fluid (q).
     #[arg(long, default_value_t = 0.99)]
     pub fluidity_quantile: f64,
-    /// Prefill-time curve from `servebench profile-prefill` (default: fitted from this run).
-    #[arg(long)]
+    /// Prefill curve profiled earlier (`servebench profile-prefill`, or a run's
+    /// prefill-curve.json) instead of profiling before this run.
+    #[arg(long, conflicts_with = "no_fluidity")]
     pub prefill_curve: Option<PathBuf>,
+    /// Skip the isolated prefill profile and the fluidity metrics.
+    #[arg(long)]
+    pub no_fluidity: bool,
+    /// Prefill profile: requests kept per prompt length (one more is sent first, discarded).
+    #[arg(long, default_value_t = 3)]
+    pub profile_repeats: u32,
+    /// Prefill profile: the longest it may take.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub profile_budget: Duration,
     /// Run folder of an isolated baseline (per class) for latency inflation (draft 5.6).
     #[arg(long)]
     pub baseline: Option<PathBuf>,
+}
 
-    /// Run folder (default runs/<date>-<time>).
+/// Where results go and how the run reports itself.
+#[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "Output")]
+pub struct OutputArgs {
+    /// Run folder (default runs/<date>-<time>-<id>, never an existing one). An existing,
+    /// non-empty folder is refused unless --force.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Per-request time limit, e.g. 600s.
-    #[arg(long, default_value = "600s")]
-    pub timeout: String,
-    /// After Ctrl-C or the end of --duration: how long in-flight requests may finish.
-    #[arg(long, default_value = "10s")]
-    pub grace: String,
-    /// How long to wait for a server that answers 503 (still loading) before the run.
-    #[arg(long, default_value = "60s")]
-    pub ready_timeout: String,
+    /// Replace the contents of an existing --out folder.
+    #[arg(long)]
+    pub force: bool,
+    /// Print every table after the short report (they are always in run.json).
+    #[arg(long)]
+    pub detail: bool,
+    /// No progress output.
+    #[arg(long, short)]
+    pub quiet: bool,
     /// Worker threads of the client (default: all cores).
     #[arg(long)]
     pub client_threads: Option<usize>,
-    /// No progress line.
-    #[arg(long, short)]
-    pub quiet: bool,
+    /// Which clock timestamps chunk arrivals: kernel (the kernel's receive timestamp, where
+    /// the OS gives one) or read (when the read returned).
+    #[arg(long, value_enum, default_value = "kernel")]
+    pub arrival_clock: crate::config::ArrivalClock,
+}
 
-    /// Built-in simulator only: engine preset (h100-llama3-8b, a100-llama3-70b-tp4, cpu-tiny, fast).
+/// The built-in simulator, when no --url is given.
+#[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "Built-in simulator")]
+pub struct SimFlags {
+    /// Engine preset (h100-llama3-8b, a100-llama3-70b-tp4, cpu-tiny, fast).
     #[arg(long, default_value = "h100-llama3-8b")]
     pub sim_preset: String,
-    /// Built-in simulator only: TOML file of engine parameters (see docs/sim.md).
+    /// TOML file of engine parameters (see docs/sim.md).
     #[arg(long)]
     pub sim_config: Option<PathBuf>,
-    /// Built-in simulator only: fixed time to first token, ms (fixed timing instead of the engine model).
+    /// Fixed time to first token, ms (fixed timing instead of the engine model).
     #[arg(long)]
     pub sim_ttft_ms: Option<f64>,
-    /// Built-in simulator only: fixed time between tokens, ms (fixed timing instead of the engine model).
+    /// Fixed time between tokens, ms (fixed timing instead of the engine model).
     #[arg(long)]
     pub sim_itl_ms: Option<f64>,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    #[command(flatten)]
+    pub workload: WorkloadFlags,
+    #[command(flatten)]
+    pub load: LoadArgs,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+    #[command(flatten)]
+    pub body: BodyArgs,
+    #[command(flatten)]
+    pub slo: SloArgs,
+    #[command(flatten)]
+    pub ux: UxArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    #[command(flatten)]
+    pub sim: SimFlags,
 }
 
 #[derive(Debug, Args)]
@@ -364,64 +532,24 @@ pub fn sim_config(
     Ok(cfg)
 }
 
-/// Parses a duration such as `60s`, `5m`, `1h30m`, `250ms` or a bare number of seconds.
-pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+/// Parses a duration such as `60s`, `5m`, `1h30m`, `250ms` (humantime's syntax) or a bare
+/// number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     if let Ok(secs) = s.parse::<f64>() {
         return if secs >= 0.0 && secs.is_finite() {
-            Ok(std::time::Duration::from_secs_f64(secs))
+            Ok(Duration::from_secs_f64(secs))
         } else {
             Err(format!("`{s}` is not a duration"))
         };
     }
-    let mut total = 0.0;
-    let mut num = String::new();
-    let mut chars = s.chars().peekable();
-    let mut any = false;
-    while let Some(c) = chars.next() {
-        if c.is_ascii_digit() || c == '.' {
-            num.push(c);
-            continue;
-        }
-        let mut unit = c.to_string();
-        while let Some(&n) = chars.peek() {
-            if n.is_ascii_alphabetic() {
-                unit.push(n);
-                chars.next();
-            } else {
-                break;
-            }
-        }
-        let v: f64 = num
-            .parse()
-            .map_err(|_| format!("`{s}` is not a duration (examples: 60s, 5m, 1h30m, 500ms)"))?;
-        num.clear();
-        let factor = match unit.as_str() {
-            "ms" => 1e-3,
-            "s" | "sec" | "secs" => 1.0,
-            "m" | "min" | "mins" => 60.0,
-            "h" | "hr" | "hrs" => 3600.0,
-            _ => {
-                return Err(format!(
-                    "unknown unit `{unit}` in `{s}` (use ms, s, m or h)"
-                ))
-            }
-        };
-        total += v * factor;
-        any = true;
-    }
-    if !num.is_empty() || !any {
-        return Err(format!(
-            "`{s}` is not a duration (examples: 60s, 5m, 1h30m, 500ms)"
-        ));
-    }
-    Ok(std::time::Duration::from_secs_f64(total))
+    humantime::parse_duration(s)
+        .map_err(|e| format!("`{s}` is not a duration ({e}); examples: 60s, 5m, 1h30m, 500ms"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     #[test]
     fn durations() {

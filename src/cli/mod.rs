@@ -18,10 +18,15 @@ use std::process::ExitCode;
 pub mod exit {
     /// Success.
     pub const OK: u8 = 0;
-    /// The run completed but `--slo` thresholds were not met.
-    pub const SLO_FAILED: u8 = 1;
-    /// Bad configuration, or the server could not be reached.
+    /// The run completed but did not pass: an SLO verdict failed, more requests failed than
+    /// `--max-failures` allows, or no request succeeded.
+    pub const FAILED: u8 = 1;
+    /// Bad configuration, or the server could not be used (unreachable, not ready, model
+    /// not served).
     pub const USAGE: u8 = 2;
+    /// Interrupted with Ctrl-C (the shell's convention, 128 + SIGINT); everything measured
+    /// was written.
+    pub const INTERRUPTED: u8 = 130;
 }
 
 /// Parses the command line and runs it.

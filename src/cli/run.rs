@@ -1,121 +1,119 @@
-//! `servebench run`: flags → `RunConfig` → engine → metrics → report.
+//! `servebench run`: flags → validated `RunConfig` → runner → one summary → report → exit
+//! status.
+//!
+//! Everything the flags name (files, folders, numbers) is checked before anything starts,
+//! the simulator included, so a typo costs a second, not a warm-up.
 
-use super::args::{parse_duration, ArrivalArg, EndpointArg, RunArgs};
+use super::args::{ArrivalArg, DeadlinesArg, EndpointArg, IdleCostArg, RunArgs, SutBoundaryArg};
 use super::exit;
 use crate::config::{
-    Arrival, BaseUrl, Endpoint, Limits, LoadPattern, RequestOptions, RunConfig, Secret, Target,
-    Warmup,
+    Arrival, BaseUrl, Endpoint, Limits, LoadPattern, PrefillSetup, ProfilePlan, RequestOptions,
+    RunConfig, Secret, Target, Warmup,
 };
-use crate::engine;
-use crate::metrics::experience::{ExperienceOptions, FluidityParams, RequestExperience};
-use crate::metrics::fluidity::PrefillCurve;
+use crate::metrics::experience::FluidityParams;
+use crate::metrics::fluidity::{PrefillCurve, ProfiledCurve};
+use crate::metrics::generator::judge;
 use crate::metrics::slo::SloSpec;
-use crate::metrics::summarize;
+use crate::metrics::summary::failed_share;
 use crate::metrics::ux::{DeadlineScheme, IdleCost, UxParams};
-use crate::report::{json::run_json, terminal, RunReport, TokenizerInfo};
+use crate::metrics::{summarize, SummaryParams};
+use crate::record::{FailureKind, Phase};
+use crate::report::{
+    json::run_json, terminal, RunReport, SystemInfo, TimingNotes, ToolInfo, Verdict,
+};
+use crate::runner::{self, RunError, ServerInfo};
 use crate::sim::SimServer;
-use crate::store::{default_run_dir, read_requests, write_run_json};
+use crate::store::{prepare_run_dir, read_requests, write_run_json};
 use crate::tokenizer;
 use crate::workload::WorkloadSpec;
 use anyhow::{bail, Context, Result};
-use std::time::Duration;
+use std::collections::BTreeMap;
 
 /// The configuration, plus what only the CLI needs.
 pub struct Resolved {
     pub config: RunConfig,
-    pub ready_timeout: Duration,
     pub tokenizer_name: String,
-    pub experience: ExperienceOptions,
+    /// Isolated TTFT (P50, P99) per class, from `--baseline`.
+    pub baseline: BTreeMap<String, (f64, f64)>,
+    pub system: SystemInfo,
 }
 
-/// User-experience metric parameters from the flags.
-fn experience_options(args: &RunArgs) -> Result<ExperienceOptions> {
-    let scheme = match args.deadlines.as_str() {
-        "reading" => {
-            if args.reading_rate.is_nan() || args.reading_rate <= 0.0 {
+/// User-experience parameters from the flags.
+fn ux_params(args: &RunArgs) -> Result<UxParams> {
+    let u = &args.ux;
+    let scheme = match u.deadlines {
+        DeadlinesArg::Reading => {
+            if !(u.reading_rate > 0.0 && u.reading_rate.is_finite()) {
                 bail!("--reading-rate must be a positive number of tokens per second");
             }
             DeadlineScheme::Reading {
-                d0_ms: args.d0_ms,
-                rate_per_s: args.reading_rate,
+                d0_ms: u.d0_ms,
+                rate_per_s: u.reading_rate,
             }
         }
-        "ttft+tbt" | "ttft-tbt" => DeadlineScheme::TtftTbt {
-            ttft_ms: args.deadline_ttft_ms,
-            tbt_ms: args.deadline_tbt_ms,
+        DeadlinesArg::TtftTbt => DeadlineScheme::TtftTbt {
+            ttft_ms: u.deadline_ttft_ms,
+            tbt_ms: u.deadline_tbt_ms,
         },
-        "e2e" => DeadlineScheme::E2e {
-            e2e_ms: args.deadline_e2e_ms,
+        DeadlinesArg::E2e => DeadlineScheme::E2e {
+            e2e_ms: u.deadline_e2e_ms,
         },
-        other => bail!("--deadlines `{other}`: use reading, ttft+tbt or e2e"),
     };
-    let idle_cost = IdleCost::parse(&args.idle_cost).with_context(|| {
-        format!(
-            "--idle-cost `{}`: use linear, quadratic or log1p",
-            args.idle_cost
-        )
-    })?;
-    if !(0.0..=1.0).contains(&args.fluidity_threshold)
-        || !(0.0..=1.0).contains(&args.fluidity_quantile)
-    {
-        bail!("--fluidity-threshold and --fluidity-quantile are shares between 0 and 1");
+    Ok(UxParams {
+        scheme,
+        alpha: u.alpha,
+        idle_cost: match u.idle_cost {
+            IdleCostArg::Linear => IdleCost::Linear,
+            IdleCostArg::Quadratic => IdleCost::Quadratic,
+            IdleCostArg::Log1p => IdleCost::Log1p,
+        },
+    })
+}
+
+/// Reads a prefill curve file: a `ProfiledCurve` document, or (older files) a bare curve.
+pub fn read_prefill_curve(path: &std::path::Path) -> Result<ProfiledCurve> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading --prefill-curve {}", path.display()))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+    if let Ok(p) = serde_json::from_value::<ProfiledCurve>(v.clone()) {
+        return Ok(p);
     }
-    let curve = match &args.prefill_curve {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading --prefill-curve {}", path.display()))?;
-            let v: serde_json::Value = serde_json::from_str(&text)
-                .with_context(|| format!("{} is not JSON", path.display()))?;
-            Some(
-                serde_json::from_value::<PrefillCurve>(v.get("curve").cloned().unwrap_or(v))
-                    .with_context(|| {
-                        format!(
-                            "{} is not a prefill curve from `servebench profile-prefill`",
-                            path.display()
-                        )
-                    })?,
+    let curve: PrefillCurve = serde_json::from_value(v.get("curve").cloned().unwrap_or(v))
+        .with_context(|| {
+            format!(
+                "{} is not a prefill curve from `servebench profile-prefill`",
+                path.display()
             )
-        }
-        None => None,
-    };
-    let baseline = match &args.baseline {
-        Some(dir) => baseline_by_class(dir)?,
-        None => Default::default(),
-    };
-    Ok(ExperienceOptions {
-        ux: UxParams {
-            scheme,
-            alpha: args.alpha,
-            idle_cost,
-        },
-        fluidity: FluidityParams {
-            tbt_deadline_ms: args.fluidity_tbt_ms,
-            slack_ms: args.fluidity_slack_ms,
-            threshold: args.fluidity_threshold,
-            quantile: args.fluidity_quantile,
-            curve,
-        },
-        baseline,
+        })?;
+    Ok(ProfiledCurve {
+        curve,
+        target: "unknown".into(),
+        model: "unknown".into(),
+        engine: None,
+        engine_version: None,
+        created_at: String::new(),
+        points: Vec::new(),
     })
 }
 
 /// Isolated TTFT (P50, P99) per class from a baseline run folder.
-fn baseline_by_class(
-    dir: &std::path::Path,
-) -> Result<std::collections::BTreeMap<String, (f64, f64)>> {
+fn baseline_by_class(dir: &std::path::Path) -> Result<BTreeMap<String, (f64, f64)>> {
     let records = read_requests(&dir.join("requests.jsonl"), 0)
         .with_context(|| format!("reading the --baseline run {}", dir.display()))?;
-    let mut by_class: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
+    let mut by_class: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for r in records
         .iter()
-        .filter(|r| r.phase == crate::record::Phase::Measure && r.outcome.is_ok())
+        .filter(|r| r.phase == Phase::Measure && r.outcome.is_ok())
     {
-        if let Some(t) = r.first_token_at() {
+        // The TTFT written with the record (exact); else from its µs timestamps.
+        let ttft = r.derived.as_ref().and_then(|d| d.ttft_ms).or_else(|| {
+            let (t, s) = (r.first_token_at()?, r.sent_at?);
+            Some((t - s) as f64 / 1e6)
+        });
+        if let Some(ttft) = ttft {
             let class = r.class.clone().unwrap_or_else(|| "default".into());
-            by_class
-                .entry(class)
-                .or_default()
-                .push((t - r.sent_at) as f64 / 1e6);
+            by_class.entry(class).or_default().push(ttft);
         }
     }
     if by_class.is_empty() {
@@ -133,31 +131,72 @@ fn baseline_by_class(
         .collect())
 }
 
+/// The command line, with credentials redacted: URL user info, credential header values,
+/// bearer tokens.
+pub fn redacted_command_line() -> Vec<String> {
+    redact_args(std::env::args())
+}
+
+/// Redacts credentials from command-line arguments.
+pub fn redact_args(args: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut after_header = false;
+    for a in args {
+        let shown = if after_header || a.starts_with("--header=") {
+            let (prefix, h) = a
+                .split_once('=')
+                .filter(|_| !after_header)
+                .unwrap_or(("", &a));
+            match h.split_once(':') {
+                Some((k, _)) if crate::config::is_credential_header(k) => {
+                    let sep = if prefix.is_empty() { "" } else { "=" };
+                    format!("{prefix}{sep}{k}: <redacted>")
+                }
+                _ => a.clone(),
+            }
+        } else if a.contains("://") && a.contains('@') {
+            match BaseUrl::parse(&a) {
+                Ok(u) if u.basic_auth.is_some() => u.to_string(),
+                _ => a.clone(),
+            }
+        } else {
+            a.clone()
+        };
+        after_header = a == "--header";
+        out.push(shown);
+    }
+    out
+}
+
 /// Validates flags into a configuration. `url` is the target (the simulator's when built in).
+/// Reads every file the flags name, so nothing starts on a configuration that cannot run.
 pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
+    let t = &args.target;
     let url = BaseUrl::parse(url)?;
-    let api_key = match &args.api_key_file {
+    let api_key = match &t.api_key_file {
         Some(path) => Some(Secret::new(
             std::fs::read_to_string(path)
                 .with_context(|| format!("reading the API key file {}", path.display()))?
                 .trim()
                 .to_owned(),
         )),
-        None => std::env::var(&args.api_key_env)
+        None => std::env::var(&t.api_key_env)
             .ok()
             .filter(|k| !k.is_empty())
             .map(Secret::new),
     };
     let mut headers = Vec::new();
-    for h in &args.headers {
+    for h in &t.headers {
         let Some((k, v)) = h.split_once(':') else {
             bail!("--header `{h}` is not of the form 'Name: value'");
         };
         headers.push((k.trim().to_owned(), v.trim().to_owned()));
     }
-    let (dataset, dataset_info) = match &args.dataset {
+    let w = &args.workload;
+    let (dataset, dataset_info) = match &w.dataset {
         Some(path) => {
-            let (d, info) = crate::workload::datasets::load(path, args.dataset_format.as_deref())?;
+            let (d, info) =
+                crate::workload::datasets::load(path, w.dataset_format.map(|f| f.as_str()))?;
             if info.truncated {
                 eprintln!(
                     "note: {} ends mid-record (truncated file): using its {} complete records",
@@ -170,39 +209,40 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
         None => (None, None),
     };
     let workload = workload_of(
-        args.workload.as_deref(),
-        args.input_tokens,
-        args.output_tokens,
+        w.workload.as_deref(),
+        w.input_tokens,
+        w.output_tokens,
         dataset.as_deref(),
     )?;
-    let load = match (args.concurrency, args.rate) {
-        _ if args.arrival == ArrivalArg::Trace => {
+    let l = &args.load;
+    let load = match (l.concurrency, l.rate) {
+        _ if l.arrival == ArrivalArg::Trace => {
             if !matches!(
                 dataset.as_deref(),
                 Some(crate::workload::datasets::Dataset::Trace(_))
             ) {
                 bail!("--arrival trace replays a trace's timestamps: pass --dataset FILE in trace format (one {{\"timestamp\", \"input_length\", \"output_length\"}} per line)");
             }
-            if !(args.speed > 0.0 && args.speed.is_finite()) {
+            if !(l.speed > 0.0 && l.speed.is_finite()) {
                 bail!("--speed must be a positive factor");
             }
-            LoadPattern::Trace { speed: args.speed }
+            LoadPattern::Trace { speed: l.speed }
         }
         (_, Some(rate)) => {
             if !(rate > 0.0 && rate.is_finite()) {
-                bail!("--rate must be a positive number of requests per second");
+                bail!(
+                    "--rate must be a positive number of requests per second (0.5 = one every 2 s)"
+                );
             }
-            let arrival = match args.arrival {
+            let arrival = match l.arrival {
                 ArrivalArg::Poisson => Arrival::Poisson,
                 ArrivalArg::Constant => Arrival::Constant,
                 ArrivalArg::Trace => unreachable!("handled above"),
                 ArrivalArg::Gamma => {
-                    if args.burstiness.is_nan() || args.burstiness <= 0.0 {
+                    if !(l.burstiness > 0.0 && l.burstiness.is_finite()) {
                         bail!("--burstiness must be positive (1 = Poisson-like)");
                     }
-                    Arrival::Gamma {
-                        cv: args.burstiness,
-                    }
+                    Arrival::Gamma { cv: l.burstiness }
                 }
             };
             LoadPattern::Open {
@@ -216,36 +256,44 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
             concurrency: c.unwrap_or(if builtin { 64 } else { 32 }),
         },
     };
-    let duration = args
-        .duration
-        .as_deref()
-        .map(parse_duration)
-        .transpose()
-        .map_err(anyhow::Error::msg)?;
+    if l.max_concurrency == Some(0) {
+        bail!("--max-concurrency must be at least 1");
+    }
+    let lim = &args.limits;
     let limits = Limits {
-        requests: args
-            .requests
-            .or(if duration.is_none() { Some(1000) } else { None }),
-        duration,
+        requests: lim.requests.or(if lim.duration.is_none() {
+            Some(1000)
+        } else {
+            None
+        }),
+        duration: lim.duration,
     };
+    if limits.duration.is_some_and(|d| d.is_zero()) {
+        bail!("--duration must be longer than zero");
+    }
     let warmup =
-        match args.warmup.as_str() {
+        match lim.warmup.as_str() {
             "auto" => Warmup::Auto,
             "none" | "0" => Warmup::None,
             n => Warmup::Requests(n.parse().with_context(|| {
                 format!("--warmup `{n}`: use auto, none, or a number of requests")
             })?),
         };
-    let slo = args
-        .slo
-        .as_deref()
-        .map(|s| SloSpec::parse(s, args.slo_target))
-        .transpose()?;
-    if !(0.0..=1.0).contains(&args.slo_target) {
+    if !(0.0..=1.0).contains(&lim.max_failures) {
+        bail!("--max-failures must be a share between 0 and 1 (0.05 = 5 %)");
+    }
+    let s = &args.slo;
+    if !(0.0..=1.0).contains(&s.slo_target) {
         bail!("--slo-target must be between 0 and 1 (0.99 = 99 % of requests)");
     }
+    let slo = s
+        .slo
+        .as_deref()
+        .map(|v| SloSpec::parse(v, s.slo_target))
+        .transpose()?;
+    let b = &args.body;
     let mut extra_body = Vec::new();
-    if let Some(extra) = &args.extra_body {
+    if let Some(extra) = &b.extra_body {
         let v: serde_json::Value =
             serde_json::from_str(extra).context("--extra-body is not valid JSON")?;
         let serde_json::Value::Object(map) = v else {
@@ -253,18 +301,35 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
         };
         extra_body.extend(map);
     }
-    let out_dir = args
-        .out
-        .clone()
-        .unwrap_or_else(|| default_run_dir(crate::clock::RunClock::start().unix_us(0)));
+    let u = &args.ux;
+    if !(0.0..=1.0).contains(&u.fluidity_threshold) || !(0.0..=1.0).contains(&u.fluidity_quantile) {
+        bail!("--fluidity-threshold and --fluidity-quantile are shares between 0 and 1");
+    }
+    let prefill = if u.no_fluidity {
+        PrefillSetup::Off
+    } else if let Some(path) = &u.prefill_curve {
+        PrefillSetup::Curve(read_prefill_curve(path)?)
+    } else {
+        PrefillSetup::Profile(ProfilePlan {
+            lengths: None,
+            repeats: u.profile_repeats.max(1),
+            budget: u.profile_budget,
+            max_prompt_tokens: None,
+        })
+    };
+    let baseline = match &u.baseline {
+        Some(dir) => baseline_by_class(dir)?,
+        None => BTreeMap::new(),
+    };
+    let out_dir = prepare_run_dir(args.output.out.as_deref(), args.output.force)?;
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
     let config = RunConfig {
         target: Target {
             url,
-            model: args.model.clone().unwrap_or_default(),
-            endpoint: match args.endpoint {
+            model: t.model.clone().unwrap_or_default(),
+            endpoint: match t.endpoint {
                 EndpointArg::Chat => Endpoint::Chat,
                 EndpointArg::Completions => Endpoint::Completions,
             },
@@ -273,10 +338,10 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
             builtin_simulator: builtin,
         },
         request: RequestOptions {
-            ignore_eos: args.ignore_eos,
-            prefix_cache: !args.no_prefix_cache,
-            usage_per_chunk: args.usage_per_chunk,
-            temperature: Some(args.temperature),
+            ignore_eos: b.ignore_eos,
+            prefix_cache: !b.no_prefix_cache,
+            usage_per_chunk: b.usage_per_chunk,
+            temperature: Some(b.temperature),
             extra_body,
         },
         workload,
@@ -285,19 +350,44 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
         load,
         limits,
         warmup,
-        seed: args.seed,
+        warmup_max: lim.warmup_max,
+        seed: w.seed,
         slo,
-        request_timeout: parse_duration(&args.timeout).map_err(anyhow::Error::msg)?,
-        grace: parse_duration(&args.grace).map_err(anyhow::Error::msg)?,
-        client_threads: args.client_threads.unwrap_or(cores).max(1),
+        max_failure_share: lim.max_failures,
+        max_concurrency: l.max_concurrency,
+        arrival_clock: args.output.arrival_clock,
+        prefill,
+        ux: ux_params(args)?,
+        fluidity: FluidityParams {
+            tbt_deadline_ms: u.fluidity_tbt_ms,
+            slack_ms: u.fluidity_slack_ms,
+            threshold: u.fluidity_threshold,
+            quantile: u.fluidity_quantile,
+            curve: None,
+            curve_source: String::new(),
+        },
+        request_timeout: lim.timeout,
+        grace: lim.grace,
+        client_threads: args.output.client_threads.unwrap_or(cores).max(1),
         out_dir,
-        quiet: args.quiet,
+        command_line: redacted_command_line(),
+        quiet: args.output.quiet,
     };
     Ok(Resolved {
         config,
-        ready_timeout: parse_duration(&args.ready_timeout).map_err(anyhow::Error::msg)?,
-        tokenizer_name: args.tokenizer.clone(),
-        experience: experience_options(args)?,
+        tokenizer_name: w.tokenizer.clone(),
+        baseline,
+        system: SystemInfo {
+            hardware: t.hardware.clone(),
+            gpus: t.gpus,
+            sut_boundary: match t.sut_boundary {
+                SutBoundaryArg::Engine => "engine",
+                SutBoundaryArg::Gateway => "gateway",
+                SutBoundaryArg::Compound => "compound",
+            }
+            .into(),
+            notes: t.notes.clone(),
+        },
     })
 }
 
@@ -334,63 +424,47 @@ pub fn workload_of(
     Ok(w)
 }
 
-fn describe_load(c: &RunConfig) -> String {
-    let limits = match (c.limits.requests, c.limits.duration) {
-        (Some(n), Some(d)) => format!("{n} requests or {:.0} s, whichever first", d.as_secs_f64()),
-        (Some(n), None) => format!("{n} requests"),
-        (None, Some(d)) => format!("{:.0} s", d.as_secs_f64()),
-        (None, None) => "until stopped".into(),
-    };
-    match c.load {
-        LoadPattern::Closed { concurrency } => {
-            format!("closed loop, concurrency {concurrency}; {limits}")
-        }
-        LoadPattern::Trace { speed } => {
-            format!("trace replay at {speed}x the recorded arrival times; {limits}")
-        }
-        LoadPattern::Open {
-            rate_per_s,
-            arrival,
-        } => {
-            let a = match arrival {
-                Arrival::Poisson => "Poisson".to_owned(),
-                Arrival::Constant => "constant".to_owned(),
-                Arrival::Gamma { cv } => format!("gamma (CV {cv})"),
-            };
-            format!("open loop, {rate_per_s} req/s {a} arrivals; {limits}")
-        }
-    }
-}
-
 /// A target ready to measure: the built-in simulator when no `--url` was given (kept alive
-/// here), the resolved configuration with the model discovered, and the tokenizer.
+/// here), the resolved configuration with the model discovered, the server's facts and the
+/// tokenizer.
 pub struct Ready {
     pub sim: Option<SimServer>,
     pub resolved: Resolved,
+    pub server: ServerInfo,
     pub tokenizer: tokenizer::SharedTokenizer,
 }
 
-/// Starts the simulator if needed, resolves the flags, waits for the server and discovers
-/// the model. `Ok(Err(code))`: the server could not be used (the message is printed).
+/// Validates the flags, starts the simulator if needed, waits for the server, checks the
+/// model and loads the tokenizer. `Ok(Err(code))`: the server could not be used (the
+/// message is printed).
 pub fn ready(args: &RunArgs) -> Result<std::result::Result<Ready, u8>> {
-    let sim = match &args.url {
+    // Everything the flags name is checked first, against a placeholder URL when the
+    // simulator will supply the real one.
+    let placeholder = args
+        .target
+        .url
+        .clone()
+        .unwrap_or_else(|| "http://127.0.0.1:1/v1".into());
+    let mut resolved = resolve(args, &placeholder, args.target.url.is_none())?;
+    let sim = match &args.target.url {
         Some(_) => None,
         None => {
             let mut cfg = super::args::sim_config(
-                &args.sim_preset,
-                args.sim_config.as_deref(),
-                args.sim_ttft_ms,
-                args.sim_itl_ms,
+                &args.sim.sim_preset,
+                args.sim.sim_config.as_deref(),
+                args.sim.sim_ttft_ms,
+                args.sim.sim_itl_ms,
             )?;
-            cfg.seed = args.seed;
+            cfg.seed = args.workload.seed;
             let what = match &cfg.fixed {
                 Some(f) => format!("fixed timing: TTFT {} ms, ITL {} ms", f.ttft_ms, f.itl_ms),
                 None => format!(
                     "engine model, preset {}",
-                    args.sim_config
+                    args.sim
+                        .sim_config
                         .as_ref()
                         .map(|p| p.display().to_string())
-                        .unwrap_or_else(|| args.sim_preset.clone())
+                        .unwrap_or_else(|| args.sim.sim_preset.clone())
                 ),
             };
             let server = SimServer::spawn(cfg, 0).context("starting the built-in simulator")?;
@@ -398,92 +472,219 @@ pub fn ready(args: &RunArgs) -> Result<std::result::Result<Ready, u8>> {
                 "No --url given: using the built-in simulator at {} ({what}). Pass --url to test a real server.",
                 server.base_url(),
             );
+            resolved.config.target.url = BaseUrl::parse(&server.base_url())?;
             Some(server)
         }
     };
-    let url = args
-        .url
-        .clone()
-        .unwrap_or_else(|| sim.as_ref().map(|s| s.base_url()).unwrap_or_default());
-    let mut resolved = resolve(args, &url, sim.is_some())?;
-    // Readiness and model discovery, on a small runtime of its own.
+    // Readiness and discovery, on a small runtime of its own.
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let models = match rt.block_on(engine::wait_until_ready(
-        &resolved.config,
-        resolved.ready_timeout,
+    let server = match rt.block_on(runner::wait_until_ready(
+        &resolved.config.target,
+        args.target.ready_timeout,
     )) {
-        Ok(m) => m,
+        Ok(s) => s,
         Err(e) => {
             eprintln!("error: {e}");
             return Ok(Err(exit::USAGE));
         }
     };
     drop(rt);
-    if resolved.config.target.model.is_empty() {
-        resolved.config.target.model = models.first().cloned().unwrap_or_else(|| "default".into());
+    let target = &mut resolved.config.target;
+    if target.model.is_empty() {
+        target.model = server
+            .models
+            .first()
+            .cloned()
+            .unwrap_or_else(|| "default".into());
+    } else if !args.target.no_model_check
+        && !server.models.is_empty()
+        && !server.models.contains(&target.model)
+    {
+        eprintln!(
+            "error: the server does not list model `{}`; it serves: {}\n(pass one of those to --model, or --no-model-check for servers that ignore the field)",
+            target.model,
+            server.models.join(", ")
+        );
+        return Ok(Err(exit::USAGE));
+    }
+    match &mut resolved.config.prefill {
+        PrefillSetup::Profile(plan) => plan.max_prompt_tokens = server.context_tokens,
+        PrefillSetup::Curve(c) => {
+            let found = c.mismatches(
+                &target.url.to_string(),
+                &target.model,
+                server.engine.as_deref(),
+                server.version.as_deref(),
+            );
+            if !found.is_empty() {
+                eprintln!(
+                    "WARNING: the --prefill-curve was profiled elsewhere: {}. Fluidity deadlines would be another system's; profile this one (omit --prefill-curve) for figures you can compare.",
+                    found.join("; ")
+                );
+            }
+        }
+        PrefillSetup::Off => {}
     }
     let tokenizer = tokenizer::load_for(&resolved.tokenizer_name, &resolved.config.target)?;
     Ok(Ok(Ready {
         sim,
         resolved,
+        server,
         tokenizer,
     }))
 }
 
+/// Host facts recorded with every run.
+pub fn host_info() -> crate::report::HostInfo {
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_default();
+    let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned())
+        })
+        .unwrap_or_default();
+    crate::report::HostInfo {
+        hostname,
+        os: std::env::consts::OS.into(),
+        arch: std::env::consts::ARCH.into(),
+        cpus: std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1),
+        cpu_model,
+    }
+}
+
+/// The exit status of a finished run and why.
+pub fn verdict(r: &crate::metrics::RunSummary, config: &RunConfig, interrupted: bool) -> Verdict {
+    let mut reasons = Vec::new();
+    let mut status = exit::OK;
+    if interrupted {
+        reasons.push("interrupted (Ctrl-C); everything measured was written".into());
+        status = exit::INTERRUPTED;
+    }
+    let counted = r.requests.total
+        - r.failures
+            .by_kind
+            .get(&FailureKind::Cancelled)
+            .copied()
+            .unwrap_or(0);
+    if r.requests.total > 0 && r.requests.completed == 0 {
+        reasons.push(format!(
+            "no request succeeded ({} failed)",
+            r.requests.failed
+        ));
+        if status == exit::OK {
+            status = exit::FAILED;
+        }
+    } else if counted > 0 {
+        let failed = r.requests.failed
+            - r.failures
+                .by_kind
+                .get(&FailureKind::Cancelled)
+                .copied()
+                .unwrap_or(0);
+        let share = failed as f64 / counted as f64;
+        if share > config.max_failure_share {
+            reasons.push(format!(
+                "{:.1} % of requests failed, above --max-failures {:.1} %",
+                share * 100.0,
+                config.max_failure_share * 100.0
+            ));
+            if status == exit::OK {
+                status = exit::FAILED;
+            }
+        }
+    }
+    if let Some(slo) = &r.slo {
+        if !slo.passed {
+            reasons.push(format!("SLO not met ({})", slo.spec));
+            if status == exit::OK {
+                status = exit::FAILED;
+            }
+        }
+    }
+    if reasons.is_empty() {
+        reasons.push(format!(
+            "{:.1} % of requests succeeded{}",
+            (1.0 - failed_share(r)) * 100.0,
+            if r.slo.is_some() { "; SLO met" } else { "" }
+        ));
+    }
+    Verdict {
+        exit_status: status,
+        reasons,
+    }
+}
+
 /// Runs the whole pipeline; returns the exit status.
 pub fn run(args: RunArgs) -> Result<u8> {
+    let detail = args.output.detail;
     let Ready {
         sim,
         resolved,
+        server,
         tokenizer: tok,
     } = match ready(&args)? {
         Ok(r) => r,
         Err(code) => return Ok(code),
     };
-    let experience_opts = resolved.experience;
     let config = resolved.config;
     eprintln!(
         "Running {} against {} (model {}); records stream to {}",
-        describe_load(&config),
+        crate::report::tables::describe_load(&config),
         config.target.url,
         config.target.model,
         config.out_dir.join("requests.jsonl").display()
     );
-
-    let output = match engine::run(&config, tok.clone()) {
+    let output = match runner::run(&config, tok.clone(), &server) {
         Ok(o) => o,
-        Err(
-            e @ (engine::EngineError::Refused(_)
-            | engine::EngineError::Unreachable { .. }
-            | engine::EngineError::NotReady { .. }),
-        ) => {
+        Err(RunError::Ready(e)) => {
             eprintln!("error: {e}");
             return Ok(exit::USAGE);
         }
         Err(e) => return Err(e.into()),
     };
-    let mut summary = summarize(&output.records, config.slo.as_ref());
-    let experience =
-        crate::metrics::experience::summarize(&output.records, &summary, &experience_opts);
-    enrich_requests(
-        &config.out_dir.join("requests.jsonl"),
-        &experience.per_request,
-    )?;
-    summary.experience = Some(experience);
+    let params = SummaryParams {
+        slo: config.slo.clone(),
+        ux: config.ux,
+        fluidity: output.fluidity.clone(),
+        baseline: resolved.baseline,
+        warmup: Some(output.warmup.clone()),
+    };
+    let summary = summarize(&output.records, &params);
+    let measured: Vec<&crate::record::RequestRecord> = output
+        .records
+        .iter()
+        .filter(|r| r.phase == Phase::Measure)
+        .collect();
+    let generator = judge(&measured, &output.generator);
+    let verdict = verdict(&summary, &config, output.interrupted);
+    if let Some(curve) = &output.prefill_curve {
+        if matches!(config.prefill, PrefillSetup::Profile(_)) {
+            let path = config.out_dir.join("prefill-curve.json");
+            std::fs::write(&path, serde_json::to_vec_pretty(curve)?)
+                .with_context(|| format!("writing {}", path.display()))?;
+        }
+    }
     let report = RunReport {
-        started_unix_us: output.started_unix_us,
-        finished_unix_us: output.finished_unix_us,
+        schema_version: crate::report::SCHEMA_VERSION,
+        tool: ToolInfo::default(),
+        started_at: crate::clock::iso8601_ms(output.started_unix_us),
+        finished_at: crate::clock::iso8601_ms(output.finished_unix_us),
+        started_at_us: output.started_unix_us,
+        finished_at_us: output.finished_unix_us,
         interrupted: output.interrupted,
-        target_url: config.target.url.to_string(),
-        model: config.target.model.clone(),
-        endpoint: format!("{:?}", config.target.endpoint).to_lowercase(),
-        builtin_simulator: config.target.builtin_simulator,
-        workload: format!("{}: {}", config.workload.name, config.workload.description),
-        load: describe_load(&config),
-        seed: config.seed,
-        tokenizer: TokenizerInfo {
+        command_line: config.command_line.clone(),
+        host: host_info(),
+        system: resolved.system,
+        server,
+        tokenizer: crate::report::TokenizerInfo {
             name: tok.name().to_owned(),
             source: tok.source().to_owned(),
             vocab_size: tok.vocab_size(),
@@ -495,56 +696,24 @@ pub fn run(args: RunArgs) -> Result<u8> {
             },
         },
         warmup: output.warmup.clone(),
+        prefill_profile: output.profile.clone(),
+        prefill_curve: output.prefill_curve.clone(),
+        timing: TimingNotes::new(generator.arrival_clock == "kernel_rx"),
         summary,
-        generator: output.generator.clone(),
+        generator,
+        verdict,
+        config,
     };
-    write_run_json(&config.out_dir, &run_json(&report, &config))?;
-    print!("{}", terminal::render(&report));
-    println!("\nRun folder: {}", config.out_dir.display());
-    drop(sim);
-    Ok(match &report.summary.goodput {
-        Some(g) if !g.passed => exit::SLO_FAILED,
-        _ => exit::OK,
-    })
-}
-
-/// Adds each measured request's `fluidity`, `user_idle_ms` and `deadline_misses` to its line
-/// of `requests.jsonl` (rewritten through a temporary file, then renamed).
-fn enrich_requests(path: &std::path::Path, per_request: &[RequestExperience]) -> Result<()> {
-    use std::io::{BufRead, Write};
-    let by_id: std::collections::HashMap<u64, &RequestExperience> =
-        per_request.iter().map(|e| (e.id, e)).collect();
-    let tmp = path.with_extension("jsonl.tmp");
-    {
-        let input = std::io::BufReader::new(
-            std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?,
-        );
-        let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
-        for line in input.lines() {
-            let line = line?;
-            let mut v: serde_json::Value = match serde_json::from_str(&line) {
-                Ok(v) => v,
-                Err(_) => {
-                    writeln!(out, "{line}")?;
-                    continue;
-                }
-            };
-            let measured = v.get("phase").and_then(|p| p.as_str()) == Some("measure");
-            if let (true, Some(e)) = (
-                measured,
-                v.get("id")
-                    .and_then(|i| i.as_u64())
-                    .and_then(|id| by_id.get(&id)),
-            ) {
-                v["fluidity"] = serde_json::json!(e.fluidity);
-                v["user_idle_ms"] = serde_json::json!(e.user_idle_ms);
-                v["deadline_misses"] = serde_json::json!(e.deadline_misses);
-            }
-            serde_json::to_writer(&mut out, &v)?;
-            out.write_all(b"\n")?;
-        }
-        out.flush()?;
+    write_run_json(&report.config.out_dir, &run_json(&report))?;
+    if detail {
+        print!("{}", terminal::render_detail(&report));
+    } else {
+        print!("{}", terminal::render(&report));
     }
-    std::fs::rename(&tmp, path).with_context(|| format!("rewriting {}", path.display()))?;
-    Ok(())
+    println!(
+        "\nRun folder: {} (every table: --detail, or run.json)",
+        report.config.out_dir.display()
+    );
+    drop(sim);
+    Ok(report.verdict.exit_status)
 }

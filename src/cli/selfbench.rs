@@ -7,8 +7,11 @@
 
 use super::args::{Cli, Command, SelfbenchArgs};
 use super::run::resolve;
-use crate::engine;
-use crate::metrics::{summarize, Distribution};
+use crate::metrics::generator::judge;
+use crate::metrics::{summarize, Distribution, SummaryParams};
+use crate::record::run::GeneratorReport;
+use crate::record::RequestRecord;
+use crate::runner::{self, RunOutput, ServerInfo};
 use crate::sim::{SimConfig, SimServer};
 use anyhow::{Context, Result};
 use clap::Parser;
@@ -28,6 +31,8 @@ fn config_for(
         "--quiet",
         "--warmup",
         "none",
+        "--no-fluidity",
+        "--force",
         "--model",
         "sim",
         "--out",
@@ -56,14 +61,23 @@ fn line(name: &str, d: Option<Distribution>, unit: &str) {
     }
 }
 
+/// Runs `cfg` and judges the generator.
+fn run_judged(cfg: &crate::config::RunConfig) -> Result<(RunOutput, GeneratorReport)> {
+    let out = runner::run(cfg, crate::tokenizer::reference(), &ServerInfo::default())?;
+    let measured: Vec<&RequestRecord> = out.records.iter().collect();
+    let report = judge(&measured, &out.generator);
+    Ok((out, report))
+}
+
 /// A closed-loop run of `streams` streams, two requests each, against a simulator with
-/// `cfg`; returns the records and the simulator's ground truth.
+/// `cfg`; returns the records, the generator's report and the simulator's ground truth.
 fn closed_run(
     cfg: SimConfig,
     streams: u32,
     args: &SelfbenchArgs,
     tag: &str,
-) -> Result<(engine::RunOutput, Vec<crate::sim::TruthRecord>)> {
+    clock: &str,
+) -> Result<(RunOutput, GeneratorReport, Vec<crate::sim::TruthRecord>)> {
     let sim = SimServer::spawn(cfg, 0)?;
     let dir = std::env::temp_dir().join(format!("servebench-selfbench-{tag}-{streams}"));
     let extra: Vec<String> = vec![
@@ -75,52 +89,67 @@ fn closed_run(
         "16".into(),
         "--output-tokens".into(),
         args.output_tokens.to_string(),
+        "--arrival-clock".into(),
+        clock.into(),
     ];
     let run_cfg = config_for(&sim.base_url(), &extra, &dir, args.client_threads)?;
-    let out = engine::run(&run_cfg, crate::tokenizer::reference())?;
+    let (out, report) = run_judged(&run_cfg)?;
     let truth = sim
         .truth()
         .wait_for(out.records.len(), std::time::Duration::from_secs(10));
-    Ok((out, truth))
+    Ok((out, report, truth))
 }
 
-/// Accuracy at `streams` concurrent streams: TTFT 100 ms, ITL 20 ms (server writes logged).
+/// Accuracy at `streams` concurrent streams: TTFT 100 ms, ITL 20 ms (server writes logged),
+/// once with each arrival clock, side by side.
 fn accuracy(streams: u32, args: &SelfbenchArgs) -> Result<()> {
-    let (out, truth) = closed_run(SimConfig::fixed(100.0, 20.0), streams, args, "acc")?;
-    let truth: HashMap<String, _> = truth
-        .into_iter()
-        .map(|t| (t.response_id.clone(), t))
-        .collect();
-    let (mut lag_us, mut send_us) = (Vec::new(), Vec::new());
-    for r in &out.records {
-        let Some(t) = r.response_id.as_ref().and_then(|id| truth.get(id)) else {
-            continue;
-        };
-        send_us.push((out.clock.offset_of(t.received) as f64 - r.sent_at as f64) / 1e3);
-        for (c, (w, _)) in r.chunks.iter().zip(&t.chunk_writes) {
-            lag_us.push((c.at as f64 - out.clock.offset_of(*w) as f64) / 1e3);
-        }
-    }
     println!(
         "accuracy, {streams} streams (TTFT 100 ms, ITL 20 ms, {} tokens each):",
         args.output_tokens
     );
-    line(
-        "chunk arrival - server write",
-        Distribution::of(&mut lag_us),
-        "µs",
-    );
-    line(
-        "server receipt - sent_at",
-        Distribution::of(&mut send_us),
-        "µs",
-    );
-    println!(
-        "  generator: {:.2} cores, {:.1} µs CPU per chunk, kept_up={}",
-        out.generator.cpu_cores_used,
-        out.generator.cpu_us_per_chunk.unwrap_or(0.0),
-        out.generator.kept_up
-    );
+    for clock in ["kernel", "read"] {
+        let (out, report, truth) =
+            closed_run(SimConfig::fixed(100.0, 20.0), streams, args, "acc", clock)?;
+        let truth: HashMap<String, _> = truth
+            .into_iter()
+            .map(|t| (t.response_id.clone(), t))
+            .collect();
+        let (mut lag_us, mut send_us) = (Vec::new(), Vec::new());
+        for r in &out.records {
+            let Some(t) = r.response_id.as_ref().and_then(|id| truth.get(id)) else {
+                continue;
+            };
+            if let Some(sent) = r.sent_at {
+                send_us.push((out.clock.offset_of(t.received) as f64 - sent as f64) / 1e3);
+            }
+            for (c, (w, _)) in r.chunks.iter().zip(&t.chunk_writes) {
+                lag_us.push((c.at as f64 - out.clock.offset_of(*w) as f64) / 1e3);
+            }
+        }
+        println!(
+            "  arrival clock {clock} (run used: {}):",
+            report.arrival_clock
+        );
+        line(
+            "chunk arrival - server write",
+            Distribution::of(&mut lag_us),
+            "µs",
+        );
+        line(
+            "server receipt - sent_at",
+            Distribution::of(&mut send_us),
+            "µs",
+        );
+        println!(
+            "    generator: {:.2} cores, {}, kept_up={}",
+            report.cpu_cores_used,
+            report
+                .cpu_us_per_chunk
+                .map(|v| format!("{v:.1} µs CPU per chunk"))
+                .unwrap_or_else(|| "no per-chunk CPU figure".into()),
+            report.kept_up
+        );
+    }
     Ok(())
 }
 
@@ -132,8 +161,8 @@ fn throughput(streams: u32, args: &SelfbenchArgs, engine_model: bool) -> Result<
     } else {
         SimConfig::fixed(0.0, 1.0)
     };
-    let (out, truth) = closed_run(cfg, streams, args, "tput")?;
-    let summary = summarize(&out.records, None);
+    let (out, report, truth) = closed_run(cfg, streams, args, "tput", "kernel")?;
+    let summary = summarize(&out.records, &SummaryParams::default());
     let tokens: u64 = truth
         .iter()
         .map(|t| t.chunk_writes.iter().map(|w| w.1 as u64).sum::<u64>())
@@ -158,9 +187,9 @@ fn throughput(streams: u32, args: &SelfbenchArgs, engine_model: bool) -> Result<
         sent_rate,
         summary.output_tokens_per_s,
         (summary.output_tokens_per_s / sent_rate - 1.0) * 100.0,
-        out.generator.cpu_us_per_chunk.unwrap_or(0.0),
-        out.generator.cpu_cores_used,
-        out.generator.kept_up
+        report.cpu_us_per_chunk.unwrap_or(f64::NAN),
+        report.cpu_cores_used,
+        report.kept_up
     );
     Ok(())
 }
@@ -184,8 +213,8 @@ fn open_loop(rate: f64, args: &SelfbenchArgs) -> Result<()> {
     .map(|s| s.to_string())
     .collect();
     let cfg = config_for(&sim.base_url(), &extra, &dir, args.client_threads)?;
-    let out = engine::run(&cfg, crate::tokenizer::reference())?;
-    let mut sent: Vec<u64> = out.records.iter().map(|r| r.sent_at).collect();
+    let (out, report) = run_judged(&cfg)?;
+    let mut sent: Vec<u64> = out.records.iter().filter_map(|r| r.sent_at).collect();
     sent.sort_unstable();
     let gaps: Vec<f64> = sent
         .windows(2)
@@ -206,9 +235,23 @@ fn open_loop(rate: f64, args: &SelfbenchArgs) -> Result<()> {
         (achieved / plan_rate - 1.0) * 100.0,
         sd / mean
     );
+    let us = |d: Option<Distribution>| {
+        d.map(|d| Distribution {
+            p50: d.p50 * 1e3,
+            p99: d.p99 * 1e3,
+            p999: d.p999 * 1e3,
+            max: d.max * 1e3,
+            ..d
+        })
+    };
+    line(
+        "dispatch lag (started - scheduled)",
+        us(report.dispatch_lag_ms),
+        "µs",
+    );
     line(
         "send lag (sent_at - scheduled)",
-        out.generator.send_lag_ms.map(|d| Distribution {
+        report.send_lag_ms.map(|d| Distribution {
             p50: d.p50 * 1e3,
             p99: d.p99 * 1e3,
             p999: d.p999 * 1e3,

@@ -11,7 +11,7 @@ use super::pool::Pool;
 use super::sse::SseParser;
 use crate::clock::{Nanos, RunClock};
 use crate::config::Target;
-use crate::record::{Chunk, FailureKind, Outcome, Phase, RequestRecord};
+use crate::record::{Chunk, Draft, FailureKind, Outcome, Phase, RequestRecord};
 
 /// A request ready to send: its bytes were built off the hot path.
 #[derive(Debug, Clone)]
@@ -44,6 +44,8 @@ pub fn http_request(target: &Target, body: &[u8]) -> Vec<u8> {
     );
     if let Some(key) = &target.api_key {
         let _ = write!(head, "Authorization: Bearer {}\r\n", key.expose());
+    } else if let Some(auth) = target.url.basic_auth_header() {
+        let _ = write!(head, "Authorization: {auth}\r\n");
     }
     for (k, v) in &target.headers {
         let _ = write!(head, "{k}: {v}\r\n");
@@ -54,20 +56,10 @@ pub fn http_request(target: &Target, body: &[u8]) -> Vec<u8> {
     bytes
 }
 
-/// A request being measured: the record plus what is needed to settle token counts later.
+/// A request being measured: its draft record plus the stream's end markers.
 #[derive(Debug, Default)]
 pub struct Exchange {
-    pub record: RequestRecord,
-    /// Answer text, concatenated (for tokenizer-based counts).
-    pub content_text: String,
-    /// Reasoning text, concatenated.
-    pub reasoning_text: String,
-    /// Cumulative `completion_tokens` streamed with each content chunk, when the server
-    /// streams usage per chunk.
-    pub cumulative_usage: Vec<Option<u32>>,
-    /// The latest `usage` object as the server sent it (parsed into the record by
-    /// [`Exchange::take_usage`]).
-    usage_raw: String,
+    pub draft: Draft,
     saw_done: bool,
     refused: bool,
 }
@@ -75,33 +67,39 @@ pub struct Exchange {
 impl Exchange {
     pub fn new(req: &PreparedRequest, phase: Phase, scheduled_at: Option<Nanos>) -> Self {
         Self {
-            record: RequestRecord {
-                id: req.id,
-                phase,
-                class: req.class.clone(),
-                session: req.session,
-                scheduled_at,
-                input_tokens: req.input_tokens,
-                max_tokens: req.max_tokens,
+            draft: Draft {
+                record: RequestRecord {
+                    id: req.id,
+                    phase,
+                    class: req.class.clone(),
+                    session: req.session,
+                    scheduled_at,
+                    input_tokens: req.input_tokens,
+                    max_tokens: req.max_tokens,
+                    ..Default::default()
+                },
                 ..Default::default()
             },
             ..Default::default()
         }
     }
 
-    /// Moves the latest streamed `usage` into the record (called once, when settling).
-    pub fn take_usage(&mut self) {
-        if !self.usage_raw.is_empty() {
-            self.record.usage = serde_json::from_str(&self.usage_raw).ok();
-            self.usage_raw.clear();
-        }
+    /// The record being filled.
+    pub fn record(&self) -> &RequestRecord {
+        &self.draft.record
+    }
+
+    /// The draft, once the exchange is over.
+    pub fn into_draft(self) -> Draft {
+        self.draft
     }
 
     /// Marks the exchange as ended by `outcome` unless it already has an ending.
     pub fn fail_if_unfinished(&mut self, kind: FailureKind, detail: &str, at: Nanos) {
-        if self.record.finished_at == 0 {
-            self.record.finished_at = at;
-            self.record.outcome = Outcome::failed(kind, detail);
+        let r = &mut self.draft.record;
+        if r.finished_at == 0 {
+            r.finished_at = at;
+            r.outcome = Outcome::failed(kind, detail);
         }
     }
 
@@ -112,9 +110,9 @@ impl Exchange {
             return Ok(());
         }
         let chunk = parse_chunk(data).map_err(|e| Outcome::failed(FailureKind::Protocol, e))?;
-        if self.record.response_id.is_none() {
+        if self.draft.record.response_id.is_none() {
             if let Some(id) = &chunk.id {
-                self.record.response_id = Some(id.to_string());
+                self.draft.record.response_id = Some(id.to_string());
             }
         }
         if let Some(err) = chunk.error {
@@ -135,62 +133,62 @@ impl Exchange {
             cumulative = serde_json::from_str::<Count>(usage.get())
                 .ok()
                 .and_then(|c| c.completion_tokens);
-            self.usage_raw.clear();
-            self.usage_raw.push_str(usage.get());
+            self.draft.usage_raw.clear();
+            self.draft.usage_raw.push_str(usage.get());
         }
         if let Some(t) = chunk.timings.and_then(parse_timings) {
-            self.record.server_timing = Some(t);
+            self.draft.record.server_timing = Some(t);
         }
         if let Some(reason) = &chunk.finish_reason {
             if reason == "content_filter" {
                 self.refused = true;
             }
-            self.record.finish_reason = Some(reason.to_string());
+            self.draft.record.finish_reason = Some(reason.to_string());
         }
         if chunk.refusal.as_deref().is_some_and(|r| !r.is_empty()) {
             self.refused = true;
         }
         if let Some(text) = chunk.reasoning.as_deref().filter(|t| !t.is_empty()) {
-            self.reasoning_text.push_str(text);
-            self.record.reasoning_chunks.push(Chunk {
+            self.draft.reasoning_text.push_str(text);
+            self.draft.record.reasoning_chunks.push(Chunk {
                 at,
                 tokens: 0,
                 bytes: text.len() as u32,
             });
         }
         if let Some(text) = chunk.content.as_deref().filter(|t| !t.is_empty()) {
-            self.content_text.push_str(text);
+            self.draft.content_text.push_str(text);
             // Draft 5.1.3.1: whitespace-only output is not the first token, but it is output:
             // it stays a chunk (its tokens count), and the first token is the first non-blank one.
-            if self.record.first_content.is_none() && !text.trim().is_empty() {
-                self.record.first_content = Some(self.record.chunks.len());
+            if self.draft.record.first_content.is_none() && !text.trim().is_empty() {
+                self.draft.record.first_content = Some(self.draft.record.chunks.len());
             }
-            self.record.chunks.push(Chunk {
+            self.draft.record.chunks.push(Chunk {
                 at,
                 tokens: 0,
                 bytes: text.len() as u32,
             });
-            self.cumulative_usage.push(cumulative);
+            self.draft.cumulative_usage.push(cumulative);
         }
         Ok(())
     }
 
     /// The outcome of a stream that ended normally at `at`.
     fn finish_stream(&mut self, at: Nanos) {
-        self.record.finished_at = at;
-        self.record.outcome = if self.refused {
+        self.draft.record.finished_at = at;
+        self.draft.record.outcome = if self.refused {
             Outcome::failed(
                 FailureKind::Refused,
                 "the server refused the content (content_filter or refusal)",
             )
-        } else if self.saw_done || self.record.finish_reason.is_some() {
+        } else if self.saw_done || self.draft.record.finish_reason.is_some() {
             Outcome::Ok
         } else {
             Outcome::failed(
                 FailureKind::StreamCut,
                 format!(
                     "stream ended without [DONE] or finish_reason after {} content chunks",
-                    self.record.chunks.len()
+                    self.draft.record.chunks.len()
                 ),
             )
         };
@@ -213,7 +211,11 @@ pub async fn execute(
     req: &PreparedRequest,
     url_for_errors: &str,
 ) {
-    ex.record.queued_at = clock.now();
+    // The caller normally stamps the attempt before racing this future against cancellation
+    // (so a request cancelled before its first poll still has a real attempt time).
+    if ex.draft.record.queued_at == 0 {
+        ex.draft.record.queued_at = clock.now();
+    }
     let mut retried = false;
     loop {
         let acquired = if retried {
@@ -224,23 +226,25 @@ pub async fn execute(
         let (mut conn, reused) = match acquired {
             Ok(c) => c,
             Err(e) => {
-                ex.record.finished_at = clock.now();
-                ex.record.connect_ns = ex.record.finished_at - ex.record.queued_at;
-                ex.record.outcome =
+                ex.draft.record.finished_at = clock.now();
+                ex.draft.record.connect_ns =
+                    ex.draft.record.finished_at - ex.draft.record.queued_at;
+                ex.draft.record.outcome =
                     Outcome::failed(FailureKind::Connect, connect_advice(&e, url_for_errors));
                 return;
             }
         };
-        ex.record.reused_connection = reused;
-        ex.record.sent_at = clock.now();
-        ex.record.connect_ns = ex.record.sent_at - ex.record.queued_at;
+        ex.draft.record.reused_connection = reused;
+        let sent = clock.now();
+        ex.draft.record.sent_at = Some(sent);
+        ex.draft.record.connect_ns = sent - ex.draft.record.queued_at;
         let head = match conn.write_request(&req.http_bytes).await {
             Ok(()) => conn.read_head().await,
             Err(e) => Err(HttpError::Io(e)),
         };
         let head = match head {
             Ok((head, first_byte)) => {
-                ex.record.first_byte_at = Some(clock.offset_of(first_byte));
+                ex.draft.record.first_byte_at = Some(clock.offset_of(first_byte));
                 head
             }
             Err(e) => {
@@ -252,8 +256,8 @@ pub async fn execute(
                     retried = true;
                     continue;
                 }
-                ex.record.finished_at = clock.now();
-                ex.record.outcome = match e {
+                ex.draft.record.finished_at = clock.now();
+                ex.draft.record.outcome = match e {
                     HttpError::Invalid(d) => Outcome::failed(FailureKind::Protocol, d),
                     other => {
                         Outcome::failed(FailureKind::StreamCut, format!("no response: {other}"))
@@ -262,7 +266,7 @@ pub async fn execute(
                 return;
             }
         };
-        ex.record.http_status = Some(head.status);
+        ex.draft.record.http_status = Some(head.status);
         let mut decoder = BodyDecoder::new(head.body);
 
         if head.status != 200 {
@@ -280,7 +284,7 @@ pub async fn execute(
                 clock,
             )
             .await;
-            ex.record.finished_at = clock.now();
+            ex.draft.record.finished_at = clock.now();
             let mut detail = format!(
                 "HTTP {}: {}",
                 head.status,
@@ -289,7 +293,7 @@ pub async fn execute(
             if let Some(ra) = &head.retry_after {
                 detail.push_str(&format!(" (Retry-After: {ra})"));
             }
-            ex.record.outcome = Outcome::failed(FailureKind::HttpStatus, detail);
+            ex.draft.record.outcome = Outcome::failed(FailureKind::HttpStatus, detail);
             if matches!(end, Ok(BodyEnd::Complete)) && head.keep_alive {
                 pool.release(conn);
             }
@@ -329,19 +333,19 @@ pub async fn execute(
                 if decoder.ends_at_close() && !sse.has_pending() {
                     ex.finish_stream(now);
                 } else {
-                    ex.record.finished_at = now;
-                    ex.record.outcome = Outcome::failed(
+                    ex.draft.record.finished_at = now;
+                    ex.draft.record.outcome = Outcome::failed(
                         FailureKind::StreamCut,
                         format!(
                             "connection closed mid-stream after {} content chunks",
-                            ex.record.chunks.len()
+                            ex.draft.record.chunks.len()
                         ),
                     );
                 }
             }
             Err(outcome) => {
-                ex.record.finished_at = now;
-                ex.record.outcome = outcome;
+                ex.draft.record.finished_at = now;
+                ex.draft.record.outcome = outcome;
             }
         }
         return;
@@ -399,11 +403,12 @@ fn connect_advice(e: &HttpError, url: &str) -> String {
 mod tests {
     use super::*;
     use crate::client::sse::SseParser;
-    use crate::client::token_counts::settle;
+    use crate::record::settle::settle;
+    use crate::record::RequestRecord;
     use crate::tokenizer::TiktokenTokenizer;
 
     /// Replays a recorded transcript as if it arrived in one read per event.
-    fn replay(name: &str) -> Exchange {
+    fn replay(name: &str) -> RequestRecord {
         let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
         let bytes = std::fs::read(&path).unwrap();
         let mut ex = Exchange::default();
@@ -415,12 +420,11 @@ mod tests {
             true
         });
         ex.finish_stream(at);
-        settle(&mut ex, &TiktokenTokenizer::cl100k());
-        ex
+        settle(ex.into_draft(), &TiktokenTokenizer::cl100k())
     }
 
     /// Replays a recorded HTTP response (head + de-chunked body, as `curl -i` saves it).
-    fn replay_http(name: &str) -> (crate::client::http::ResponseHead, Exchange) {
+    fn replay_http(name: &str) -> (crate::client::http::ResponseHead, RequestRecord) {
         let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
         let bytes = std::fs::read(&path).unwrap();
         let (head, len) = crate::client::http::parse_head(&bytes).unwrap().unwrap();
@@ -433,35 +437,28 @@ mod tests {
             true
         });
         ex.finish_stream(at);
-        settle(&mut ex, &TiktokenTokenizer::cl100k());
-        (head, ex)
+        (head, settle(ex.into_draft(), &TiktokenTokenizer::cl100k()))
     }
 
     #[test]
     fn fresh_llama_cpp_transcripts() {
         let (head, ex) = replay_http("llama.cpp-11434/chat_stream_usage.http");
         assert_eq!(head.status, 200);
-        assert!(ex.record.outcome.is_ok());
-        assert_eq!(ex.record.output_tokens, 24);
+        assert!(ex.outcome.is_ok());
+        assert_eq!(ex.output_tokens, 24);
         assert_eq!(
-            ex.record.output_tokens_source,
+            ex.output_tokens_source,
             crate::record::TokenSource::ServerUsage
         );
-        assert!(ex
-            .record
-            .server_timing
-            .as_ref()
-            .unwrap()
-            .prompt_ms
-            .is_some());
+        assert!(ex.server_timing.as_ref().unwrap().prompt_ms.is_some());
         let (_, ex) = replay_http("llama.cpp-11434/completions_stream_usage.http");
-        assert_eq!(ex.record.output_tokens, 24);
-        assert_eq!(ex.record.chunks.iter().map(|c| c.tokens).sum::<u32>(), 24);
+        assert_eq!(ex.output_tokens, 24);
+        assert_eq!(ex.chunks.iter().map(|c| c.tokens).sum::<u32>(), 24);
         // Without include_usage llama.cpp sends no usage: N comes from the tokenizer.
         let (_, ex) = replay_http("llama.cpp-11434/chat_stream_no_usage.http");
-        assert!(ex.record.usage.is_none());
+        assert!(ex.usage.is_none());
         assert_eq!(
-            ex.record.output_tokens_source,
+            ex.output_tokens_source,
             crate::record::TokenSource::Tokenizer
         );
         let bytes = std::fs::read(format!(
@@ -479,7 +476,7 @@ mod tests {
     #[test]
     fn llama_cpp_chat_transcript() {
         let ex = replay("llama.cpp/sse_chat.txt");
-        let r = &ex.record;
+        let r = &ex;
         assert!(r.outcome.is_ok());
         assert_eq!(
             r.response_id.as_deref(),
@@ -507,7 +504,7 @@ mod tests {
             "llama.cpp/sse_ja.txt",
         ] {
             let ex = replay(name);
-            let r = &ex.record;
+            let r = &ex;
             assert!(r.outcome.is_ok(), "{name}");
             let usage = r.usage_completion_tokens().unwrap() as u32;
             assert_eq!(r.output_tokens, usage, "{name}");
@@ -530,7 +527,7 @@ mod tests {
             .unwrap();
         ex.finish_stream(6);
         assert_eq!(
-            ex.record.outcome.failure_kind(),
+            ex.record().outcome.failure_kind(),
             Some(FailureKind::StreamCut)
         );
     }
@@ -544,7 +541,10 @@ mod tests {
         )
         .unwrap();
         ex.finish_stream(6);
-        assert_eq!(ex.record.outcome.failure_kind(), Some(FailureKind::Refused));
+        assert_eq!(
+            ex.record().outcome.failure_kind(),
+            Some(FailureKind::Refused)
+        );
         let mut ex = Exchange::default();
         let err = ex
             .on_event(br#"{"error":{"message":"overloaded"}}"#, 5)
@@ -559,9 +559,9 @@ mod tests {
             .unwrap();
         ex.on_event(br#"{"choices":[{"delta":{"content":"Hi"}}]}"#, 9)
             .unwrap();
-        assert_eq!(ex.record.first_token_at(), Some(9));
+        assert_eq!(ex.record().first_token_at(), Some(9));
         assert_eq!(
-            (ex.record.chunks.len(), ex.record.first_content),
+            (ex.record().chunks.len(), ex.record().first_content),
             (2, Some(1))
         );
     }

@@ -8,8 +8,10 @@
 //! servers send is supported: responses with `Content-Length`, `Transfer-Encoding: chunked`,
 //! or a body delimited by connection close; no 1xx, no pipelining, no redirects.
 
+use super::rx_stream::RxStream;
 use crate::config::BaseUrl;
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use thiserror::Error;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -30,11 +32,19 @@ pub enum HttpError {
 
 /// A TCP or TLS stream.
 pub enum Stream {
-    Plain(TcpStream),
-    Tls(Box<TlsStream<TcpStream>>),
+    Plain(RxStream),
+    Tls(Box<TlsStream<RxStream>>),
 }
 
 impl Stream {
+    /// When the bytes of the latest read reached the socket, by the kernel's stamp.
+    fn last_arrival(&self) -> Option<std::time::Instant> {
+        match self {
+            Stream::Plain(s) => s.last_arrival(),
+            Stream::Tls(s) => s.get_ref().0.last_arrival(),
+        }
+    }
+
     async fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
             Stream::Plain(s) => s.read(buf).await,
@@ -58,10 +68,27 @@ impl Stream {
 pub struct Connector {
     url: BaseUrl,
     tls: Option<(TlsConnector, rustls::pki_types::ServerName<'static>)>,
+    /// Ask the kernel to timestamp received bytes (`SO_TIMESTAMPNS`).
+    kernel_timestamps: bool,
+    /// Reads that carried a kernel timestamp, and reads in all (for the run's clock report).
+    pub stamps: Arc<ReadStamps>,
+}
+
+/// How many reads carried the kernel's receive timestamp.
+#[derive(Debug, Default)]
+pub struct ReadStamps {
+    pub kernel: AtomicU64,
+    pub total: AtomicU64,
 }
 
 impl Connector {
+    /// A connector that timestamps arrivals with the kernel's receive time where it can.
     pub fn new(url: &BaseUrl) -> Result<Self, HttpError> {
+        Self::with_clock(url, true)
+    }
+
+    /// A connector; `kernel_timestamps` false uses the time each read returned.
+    pub fn with_clock(url: &BaseUrl, kernel_timestamps: bool) -> Result<Self, HttpError> {
         let tls = if url.tls {
             let mut roots = rustls::RootCertStore::empty();
             roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
@@ -80,6 +107,8 @@ impl Connector {
         Ok(Self {
             url: url.clone(),
             tls,
+            kernel_timestamps,
+            stamps: Arc::default(),
         })
     }
 
@@ -87,13 +116,14 @@ impl Connector {
     pub async fn connect(&self) -> Result<Conn, HttpError> {
         let tcp = TcpStream::connect((self.url.socket_host(), self.url.port)).await?;
         tcp.set_nodelay(true)?;
+        let (rx, _) = RxStream::new(tcp, self.kernel_timestamps);
         let stream = match &self.tls {
-            None => Stream::Plain(tcp),
+            None => Stream::Plain(rx),
             Some((connector, name)) => {
-                Stream::Tls(Box::new(connector.connect(name.clone(), tcp).await?))
+                Stream::Tls(Box::new(connector.connect(name.clone(), rx).await?))
             }
         };
-        Ok(Conn::new(stream))
+        Ok(Conn::new(stream, self.stamps.clone()))
     }
 }
 
@@ -106,6 +136,8 @@ pub struct ResponseHead {
     pub keep_alive: bool,
     pub retry_after: Option<String>,
     pub content_type: Option<String>,
+    /// The `Server` header (engines name themselves there).
+    pub server: Option<String>,
 }
 
 /// How the end of the body is found.
@@ -125,14 +157,16 @@ pub struct Conn {
     buf: Vec<u8>,
     start: usize,
     end: usize,
-    /// When the last read returned (taken right after `read`, before any parsing).
+    /// When the bytes of the last read arrived: the kernel's receive stamp where there is
+    /// one, else the moment `read` returned (taken before any parsing).
     last_read: std::time::Instant,
     /// Requests completed on this connection.
     pub uses: u64,
+    stamps: Arc<ReadStamps>,
 }
 
 impl Conn {
-    fn new(stream: Stream) -> Self {
+    fn new(stream: Stream, stamps: Arc<ReadStamps>) -> Self {
         Self {
             stream,
             buf: vec![0; READ_SIZE],
@@ -140,6 +174,7 @@ impl Conn {
             end: 0,
             last_read: std::time::Instant::now(),
             uses: 0,
+            stamps,
         }
     }
 
@@ -149,7 +184,7 @@ impl Conn {
         match &self.stream {
             Stream::Plain(s) => {
                 let mut probe = [0u8; 1];
-                !matches!(s.try_read(&mut probe), Err(ref e) if e.kind() == io::ErrorKind::WouldBlock)
+                !matches!(s.tcp().try_read(&mut probe), Err(ref e) if e.kind() == io::ErrorKind::WouldBlock)
             }
             Stream::Tls(_) => false,
         }
@@ -178,7 +213,15 @@ impl Conn {
             }
         }
         let n = self.stream.read(&mut self.buf[self.end..]).await?;
-        self.last_read = std::time::Instant::now();
+        let returned = std::time::Instant::now();
+        self.stamps.total.fetch_add(1, Ordering::Relaxed);
+        self.last_read = match self.stream.last_arrival() {
+            Some(arrived) if arrived <= returned => {
+                self.stamps.kernel.fetch_add(1, Ordering::Relaxed);
+                arrived
+            }
+            _ => returned,
+        };
         self.end += n;
         Ok(n)
     }
@@ -238,6 +281,7 @@ pub fn parse_head(bytes: &[u8]) -> Result<Option<(ResponseHead, usize)>, HttpErr
     let mut keep_alive = !http10;
     let mut retry_after = None;
     let mut content_type = None;
+    let mut server = None;
     for h in resp.headers.iter() {
         let value = std::str::from_utf8(h.value).unwrap_or("").trim();
         if h.name.eq_ignore_ascii_case("content-length") {
@@ -262,6 +306,8 @@ pub fn parse_head(bytes: &[u8]) -> Result<Option<(ResponseHead, usize)>, HttpErr
             retry_after = Some(value.to_owned());
         } else if h.name.eq_ignore_ascii_case("content-type") {
             content_type = Some(value.to_owned());
+        } else if h.name.eq_ignore_ascii_case("server") {
+            server = Some(value.to_owned());
         }
     }
     let body = if chunked {
@@ -281,6 +327,7 @@ pub fn parse_head(bytes: &[u8]) -> Result<Option<(ResponseHead, usize)>, HttpErr
             keep_alive,
             retry_after,
             content_type,
+            server,
         },
         len,
     )))
@@ -389,19 +436,20 @@ impl BodyDecoder {
                 }
                 State::Size => {
                     let rest = &input[pos..];
-                    let Some(nl) = memchr::memchr(b'\n', rest) else {
-                        if rest.len() > 1024 {
-                            return Err(HttpError::Invalid("chunk-size line too long".into()));
+                    let (used, size) = match httparse::parse_chunk_size(rest) {
+                        Ok(httparse::Status::Complete(done)) => done,
+                        Ok(httparse::Status::Partial) => {
+                            if rest.len() > 1024 {
+                                return Err(HttpError::Invalid("chunk-size line too long".into()));
+                            }
+                            break;
                         }
-                        break;
+                        Err(_) => {
+                            let shown = String::from_utf8_lossy(&rest[..rest.len().min(20)]);
+                            return Err(HttpError::Invalid(format!("bad chunk size `{shown}`")));
+                        }
                     };
-                    let line = &rest[..nl];
-                    let line = line.strip_suffix(b"\r").unwrap_or(line);
-                    let hex = line.split(|&b| b == b';').next().unwrap_or(b"");
-                    let hex = std::str::from_utf8(hex).unwrap_or("").trim();
-                    let size = u64::from_str_radix(hex, 16)
-                        .map_err(|_| HttpError::Invalid(format!("bad chunk size `{hex}`")))?;
-                    pos += nl + 1;
+                    pos += used;
                     self.state = if size == 0 {
                         State::Trailer
                     } else {

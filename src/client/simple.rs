@@ -10,6 +10,8 @@ use std::time::Duration;
 pub struct SimpleResponse {
     pub status: u16,
     pub body: Vec<u8>,
+    /// The `Server` header.
+    pub server: Option<String>,
 }
 
 /// Sends one request with an optional JSON body to `path` (absolute, e.g. `/v1/models`).
@@ -29,10 +31,13 @@ pub async fn call(
             url.host_header(),
             env!("CARGO_PKG_VERSION")
         );
+        let bearer = target.and_then(|t| t.api_key.as_ref());
+        if let Some(key) = bearer {
+            head.push_str(&format!("Authorization: Bearer {}\r\n", key.expose()));
+        } else if let Some(auth) = url.basic_auth_header() {
+            head.push_str(&format!("Authorization: {auth}\r\n"));
+        }
         if let Some(t) = target {
-            if let Some(key) = &t.api_key {
-                head.push_str(&format!("Authorization: Bearer {}\r\n", key.expose()));
-            }
             for (k, v) in &t.headers {
                 head.push_str(&format!("{k}: {v}\r\n"));
             }
@@ -61,6 +66,7 @@ pub async fn call(
         Ok(SimpleResponse {
             status: head.status,
             body: out,
+            server: head.server,
         })
     })
     .await

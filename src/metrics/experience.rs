@@ -1,19 +1,20 @@
-//! The user-experience summary of a run: deadlines and idle time, smooth goodput, fluidity,
-//! fluid token rate, fairness and ITL shape, each with its parameters next to it.
+//! The user-experience part of a run's summary: deadlines and idle time, smooth goodput,
+//! fluidity, fluid token rate and fairness, each with its parameters next to it.
+//!
+//! Called by [`super::summary::summarize`] with the per-request measurements it already
+//! computed, so nothing here re-measures a request.
 
 use super::distribution::{percentile_sorted, Distribution};
 use super::fairness::{fairness, Fairness};
-use super::fluidity::{fluidity_index, min_decode_deadline_ms, FluidityInput, PrefillCurve};
-use super::modality::{modality, Modality};
-use super::request::{measure, RequestMetrics};
-use super::summary::RunSummary;
-use super::ux::{evaluate, smooth_goodput, token_times_ms, SmoothGoodput, UxParams};
-use crate::record::{Phase, RequestRecord};
-use serde::Serialize;
+use super::fluidity::{fluid_rate, FluidRate, FluidityInput, PrefillCurve};
+use super::request::RequestMetrics;
+use super::ux::{smooth_goodput, token_times_ms, SmoothGoodput, UxParams, UxWindow};
+use crate::record::RequestRecord;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// Parameters of the fluidity-index (Etalon).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// Parameters of the fluidity-index.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FluidityParams {
     /// Decode deadline D_d for the reported fluidity distribution, ms (Etalon's medium target).
     pub tbt_deadline_ms: f64,
@@ -23,8 +24,10 @@ pub struct FluidityParams {
     pub threshold: f64,
     /// Share of requests that must be fluid for the fluid token rate (q).
     pub quantile: f64,
-    /// Prefill-time curve from `servebench profile-prefill`; fitted from the run when absent.
+    /// Prefill-time curve from isolated requests; fluidity is not computed without one.
     pub curve: Option<PrefillCurve>,
+    /// Where the curve came from, in words.
+    pub curve_source: String,
 }
 
 impl Default for FluidityParams {
@@ -35,17 +38,49 @@ impl Default for FluidityParams {
             threshold: 0.9,
             quantile: 0.99,
             curve: None,
+            curve_source: "none".into(),
         }
     }
 }
 
-/// Everything the user-experience metrics need besides the records.
-#[derive(Debug, Clone, Default)]
-pub struct ExperienceOptions {
-    pub ux: UxParams,
-    pub fluidity: FluidityParams,
-    /// Isolated TTFT (P50, P99) per class, from `--baseline`.
-    pub baseline: BTreeMap<String, (f64, f64)>,
+impl FluidityParams {
+    /// D_p of a request: predicted isolated prefill time for its prompt + slack, ms.
+    pub fn prefill_deadline_ms(&self, r: &RequestRecord) -> Option<f64> {
+        Some(self.curve?.predict_ms(prompt_tokens(r)) + self.slack_ms)
+    }
+
+    /// The fluidity inputs of a measured request: its token gaps (the first is the TTFT),
+    /// and, for a request that failed, the tokens it never delivered.
+    pub fn input(&self, r: &RequestRecord) -> Option<FluidityInput> {
+        let prefill_deadline_ms = self.prefill_deadline_ms(r)?;
+        let times = token_times_ms(r);
+        let mut gaps = Vec::with_capacity(times.len());
+        let mut prev = 0.0;
+        for t in &times {
+            gaps.push(t - prev);
+            prev = *t;
+        }
+        let complete = r.outcome.is_ok() && r.first_content.is_some();
+        let missing = if complete {
+            0
+        } else {
+            // At least one token was owed: the answer never finished.
+            (r.max_tokens as u64)
+                .saturating_sub(r.reasoning_tokens as u64 + times.len() as u64)
+                .max(1)
+        };
+        Some(FluidityInput {
+            gaps_ms: gaps,
+            prefill_deadline_ms,
+            missing,
+        })
+    }
+}
+
+/// Prompt tokens of a request as the prefill curve counts them: the server's count when it
+/// gave one.
+pub fn prompt_tokens(r: &RequestRecord) -> f64 {
+    r.usage_prompt_tokens().unwrap_or(r.input_tokens as u64) as f64
 }
 
 /// The fluidity distribution and its parameters.
@@ -55,9 +90,11 @@ pub struct FluiditySummary {
     pub quantile: f64,
     pub tbt_deadline_ms: f64,
     pub slack_ms: f64,
-    /// Where D_p came from and its coefficients.
+    /// Where D_p came from.
     pub prefill_curve_source: String,
     pub prefill_curve: PrefillCurve,
+    /// Requests in the distribution (failed ones included, as not fluid).
+    pub n: usize,
     pub p1: f64,
     pub p5: f64,
     pub p50: f64,
@@ -68,7 +105,7 @@ pub struct FluiditySummary {
     pub curve_vs_tbt: Vec<(f64, f64)>,
 }
 
-/// Token rates by three definitions, side by side (Etalon figure 5a).
+/// Token rates by three definitions, side by side (Etalon, figure 5a).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RateComparison {
     pub fluid_tokens_per_s: Option<f64>,
@@ -76,188 +113,72 @@ pub struct RateComparison {
     pub inverse_p99_tbt_per_s: Option<f64>,
 }
 
-/// Per-request user-experience values, written back into `requests.jsonl`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RequestExperience {
-    pub id: u64,
-    pub fluidity: Option<f64>,
-    pub user_idle_ms: f64,
-    pub deadline_misses: u32,
-}
-
-/// The user-experience part of `summary` (flattened into it).
+/// The user-experience part of the summary (flattened into it in `run.json`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Experience {
     pub deadlines: String,
+    /// Per-request user idle latency inside the smooth-goodput window, ms.
     pub user_idle_ms: Option<Distribution>,
     /// Share of requests that met every deadline.
     pub deadline_attainment: f64,
-    pub smooth_goodput: SmoothGoodput,
+    pub smooth_goodput: Option<SmoothGoodput>,
     pub fluidity: Option<FluiditySummary>,
-    pub fluid_token_rate_per_s: Option<f64>,
+    /// Why fluidity is absent, when it is.
+    pub fluidity_note: Option<String>,
+    pub fluid_token_rate: Option<FluidRate>,
     pub token_rates: RateComparison,
-    /// SLO attainment and goodput (the same figures as `goodput`), when SLOs were given.
-    pub slo: Option<super::slo::SloResult>,
     pub fairness: Option<Fairness>,
-    pub itl_modality: Option<Modality>,
-    #[serde(skip)]
-    pub per_request: Vec<RequestExperience>,
 }
 
-/// Fits D_p from the run itself: per input-length bucket (powers of two), the fastest 10 %
-/// of TTFTs stand in for isolated requests.
-pub fn curve_from_run(pairs: &[(f64, f64)]) -> Option<PrefillCurve> {
-    let mut buckets: BTreeMap<i32, Vec<(f64, f64)>> = BTreeMap::new();
-    for &(p, t) in pairs {
-        buckets
-            .entry(p.max(1.0).log2().floor() as i32)
-            .or_default()
-            .push((p, t));
-    }
-    let mut points = Vec::new();
-    for (_, mut v) in buckets {
-        v.sort_by(|a, b| a.1.total_cmp(&b.1));
-        let keep = (v.len() / 10).max(1);
-        points.extend_from_slice(&v[..keep]);
-    }
-    PrefillCurve::fit(&points)
-}
-
-/// Computes the user-experience metrics of the measured requests.
-pub fn summarize(
-    records: &[RequestRecord],
-    summary: &RunSummary,
-    opts: &ExperienceOptions,
+/// Computes the user-experience metrics of the measured requests, given each one's
+/// measurements (`None`: failed or no answer) and the run's TPOT and ITL distributions.
+pub fn experience(
+    measured: &[&RequestRecord],
+    metrics: &[Option<RequestMetrics>],
+    ux: &UxParams,
+    fl: &FluidityParams,
+    baseline: &BTreeMap<String, (f64, f64)>,
+    tpot: Option<Distribution>,
+    itl: Option<Distribution>,
 ) -> Experience {
-    let measured: Vec<&RequestRecord> = records
-        .iter()
-        .filter(|r| r.phase == Phase::Measure)
-        .collect();
-    let option = summary.itl_method.option;
-    let metrics: Vec<Option<RequestMetrics>> =
-        measured.iter().map(|r| measure(r, option)).collect();
-    let window_end = summary.window.end;
-
-    // Deadlines, idle time, smooth goodput.
-    let outcomes: Vec<_> = measured
-        .iter()
-        .map(|r| evaluate(r, &opts.ux.scheme, window_end))
-        .collect();
+    // Deadlines, idle time and smooth goodput inside a window fixed by commitments.
+    let window = UxWindow::of(measured, &ux.scheme);
+    let outcomes: Vec<_> = match &window {
+        Some(w) => measured.iter().map(|r| w.evaluate(r, &ux.scheme)).collect(),
+        None => Vec::new(),
+    };
     let idle = Distribution::of(&mut outcomes.iter().map(|o| o.user_idle_ms).collect());
     let met = outcomes.iter().filter(|o| o.met).count();
-    let sg = smooth_goodput(&outcomes, &opts.ux, summary.window.duration_s);
+    let sg = window.map(|w| smooth_goodput(&outcomes, ux, &w));
 
-    // Fluidity.
-    let prompt =
-        |r: &RequestRecord| r.usage_prompt_tokens().unwrap_or(r.input_tokens as u64) as f64;
-    let (curve, source) = match opts.fluidity.curve {
-        Some(c) => (Some(c), "given (--prefill-curve)".to_owned()),
-        None => {
-            let pairs: Vec<(f64, f64)> = measured
-                .iter()
-                .zip(&metrics)
-                .filter_map(|(r, m)| Some((prompt(r), m.as_ref()?.ttft_ms)))
-                .collect();
+    // Fluidity, from the isolated prefill curve only.
+    let inputs: Vec<FluidityInput> = measured.iter().filter_map(|r| fl.input(r)).collect();
+    let (fluidity, fluidity_note, rate) =
+        if let (Some(curve), false) = (fl.curve, inputs.is_empty()) {
+            fluidity_summary(fl, curve, &inputs)
+        } else if fl.curve.is_none() {
             (
-                curve_from_run(&pairs),
-                "fitted from this run: fastest 10 % of TTFTs per input-length bucket".to_owned(),
+                None,
+                Some(format!(
+                    "not measured: no isolated prefill curve ({})",
+                    fl.curve_source
+                )),
+                None,
             )
-        }
-    };
-    let mut per_request: Vec<RequestExperience> = measured
-        .iter()
-        .zip(&outcomes)
-        .map(|(r, o)| RequestExperience {
-            id: r.id,
-            fluidity: None,
-            user_idle_ms: o.user_idle_ms,
-            deadline_misses: o.deadline_misses,
-        })
-        .collect();
-    let mut fluidity = None;
-    let mut fluid_rate = None;
-    if let Some(curve) = curve {
-        let inputs: Vec<(usize, FluidityInput)> = measured
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| r.outcome.is_ok() && r.first_content.is_some())
-            .map(|(i, r)| {
-                let times = token_times_ms(r);
-                let mut gaps = Vec::with_capacity(times.len());
-                let mut prev = 0.0;
-                for t in times {
-                    gaps.push(t - prev);
-                    prev = t;
-                }
-                let input = FluidityInput {
-                    gaps_ms: gaps,
-                    prefill_deadline_ms: curve.predict_ms(prompt(r)) + opts.fluidity.slack_ms,
-                };
-                (i, input)
-            })
-            .collect();
-        let f = &opts.fluidity;
-        let mut values: Vec<f64> = Vec::with_capacity(inputs.len());
-        for (i, input) in &inputs {
-            let v = fluidity_index(&input.gaps_ms, f.tbt_deadline_ms, input.prefill_deadline_ms);
-            per_request[*i].fluidity = Some(v);
-            values.push(v);
-        }
-        if !values.is_empty() {
-            let plain: Vec<FluidityInput> = inputs.iter().map(|(_, i)| i.clone()).collect();
-            let share_at = |dd: f64| {
-                plain
-                    .iter()
-                    .filter(|i| {
-                        fluidity_index(&i.gaps_ms, dd, i.prefill_deadline_ms) >= f.threshold
-                    })
-                    .count() as f64
-                    / plain.len() as f64
-            };
-            let curve_vs_tbt = [10.0, 20.0, 25.0, 50.0, 100.0, 200.0, 500.0]
-                .iter()
-                .map(|&dd| (dd, share_at(dd)))
-                .collect();
-            values.sort_unstable_by(f64::total_cmp);
-            fluidity = Some(FluiditySummary {
-                threshold: f.threshold,
-                quantile: f.quantile,
-                tbt_deadline_ms: f.tbt_deadline_ms,
-                slack_ms: f.slack_ms,
-                prefill_curve_source: source,
-                prefill_curve: curve,
-                p1: percentile_sorted(&values, 1.0),
-                p5: percentile_sorted(&values, 5.0),
-                p50: percentile_sorted(&values, 50.0),
-                mean: values.iter().sum::<f64>() / values.len() as f64,
-                share_meeting: values.iter().filter(|&&v| v >= f.threshold).count() as f64
-                    / values.len() as f64,
-                curve_vs_tbt,
-            });
-            fluid_rate =
-                min_decode_deadline_ms(&plain, f.threshold, f.quantile).map(|dd| 1000.0 / dd);
-        }
-    }
+        } else {
+            (None, Some("not measured: no measured request".into()), None)
+        };
 
-    // Fairness over classes.
-    let classed: Vec<(&str, &RequestMetrics)> = measured
+    // Fairness over classes; failed requests stay in their class (as starved).
+    let classed: Vec<(&str, Option<&RequestMetrics>)> = measured
         .iter()
-        .zip(&metrics)
-        .filter_map(|(r, m)| Some((r.class.as_deref()?, m.as_ref()?)))
+        .zip(metrics)
+        .filter_map(|(r, m)| Some((r.class.as_deref()?, m.as_ref())))
         .collect();
-    let fairness = if classed.is_empty() {
-        None
-    } else {
-        fairness(&classed, &opts.baseline)
-    };
+    let fairness = fairness(&classed, baseline);
 
-    let itl: Vec<f64> = metrics
-        .iter()
-        .flatten()
-        .flat_map(|m| m.itl_ms.iter().copied())
-        .collect();
     Experience {
-        deadlines: opts.ux.scheme.to_string(),
+        deadlines: ux.scheme.to_string(),
         user_idle_ms: idle,
         deadline_attainment: if outcomes.is_empty() {
             0.0
@@ -266,29 +187,62 @@ pub fn summarize(
         },
         smooth_goodput: sg,
         fluidity,
-        fluid_token_rate_per_s: fluid_rate,
+        fluidity_note,
         token_rates: RateComparison {
-            fluid_tokens_per_s: fluid_rate,
-            inverse_mean_tpot_per_s: summary
-                .tpot_ms
-                .filter(|d| d.mean > 0.0)
-                .map(|d| 1000.0 / d.mean),
-            inverse_p99_tbt_per_s: summary
-                .itl_ms
-                .filter(|d| d.p99 > 0.0)
-                .map(|d| 1000.0 / d.p99),
+            fluid_tokens_per_s: rate.as_ref().and_then(FluidRate::tokens_per_s),
+            inverse_mean_tpot_per_s: tpot.filter(|d| d.mean > 0.0).map(|d| 1000.0 / d.mean),
+            inverse_p99_tbt_per_s: itl.filter(|d| d.p99 > 0.0).map(|d| 1000.0 / d.p99),
         },
-        slo: summary.goodput.clone(),
+        fluid_token_rate: rate,
         fairness,
-        itl_modality: modality(&itl),
-        per_request,
     }
+}
+
+/// The fluidity distribution, its share-vs-deadline curve and the fluid token rate.
+fn fluidity_summary(
+    fl: &FluidityParams,
+    curve: PrefillCurve,
+    inputs: &[FluidityInput],
+) -> (Option<FluiditySummary>, Option<String>, Option<FluidRate>) {
+    let share_at = |dd: f64| {
+        inputs
+            .iter()
+            .filter(|i| i.index(dd) >= fl.threshold)
+            .count() as f64
+            / inputs.len() as f64
+    };
+    let mut values: Vec<f64> = inputs.iter().map(|i| i.index(fl.tbt_deadline_ms)).collect();
+    values.sort_unstable_by(f64::total_cmp);
+    let summary = FluiditySummary {
+        threshold: fl.threshold,
+        quantile: fl.quantile,
+        tbt_deadline_ms: fl.tbt_deadline_ms,
+        slack_ms: fl.slack_ms,
+        prefill_curve_source: fl.curve_source.clone(),
+        prefill_curve: curve,
+        n: values.len(),
+        p1: percentile_sorted(&values, 1.0),
+        p5: percentile_sorted(&values, 5.0),
+        p50: percentile_sorted(&values, 50.0),
+        mean: values.iter().sum::<f64>() / values.len() as f64,
+        share_meeting: values.iter().filter(|&&v| v >= fl.threshold).count() as f64
+            / values.len() as f64,
+        curve_vs_tbt: [10.0, 20.0, 25.0, 50.0, 100.0, 200.0, 500.0]
+            .iter()
+            .map(|&dd| (dd, share_at(dd)))
+            .collect(),
+    };
+    (
+        Some(summary),
+        None,
+        fluid_rate(inputs, fl.threshold, fl.quantile),
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::summarize as run_summary;
+    use crate::metrics::request::{measure, ItlOption};
     use crate::record::{FailureKind, Outcome};
 
     const MS: u64 = 1_000_000;
@@ -300,46 +254,84 @@ mod tests {
         }
     }
 
-    #[test]
-    fn failed_requests_are_charged_idle_time_to_the_window_end() {
-        let ok = rec(0, "a", 0, &[100, 150, 200], 10);
-        let mut cut = rec(1, "a", 0, &[100], 10);
-        cut.outcome = Outcome::failed(FailureKind::StreamCut, "x");
-        cut.finished_at = 120 * MS;
-        let mut late = rec(2, "b", 0, &[100, 150, 2000], 10);
-        late.finished_at = 2000 * MS;
-        let records = vec![ok, cut, late];
-        let s = run_summary(&records, None);
-        let e = summarize(&records, &s, &ExperienceOptions::default());
-        // Reading deadlines: D0 1 s, 20 tokens/s.
-        assert_eq!(e.per_request[0].user_idle_ms, 0.0);
-        // The cut request's 2nd token was due at 1050 ms; the window ended at 2000 ms.
-        assert_eq!(e.per_request[1].user_idle_ms, 950.0);
-        // The slow request's 3rd token was due at 1100 ms and came at 2000 ms.
-        assert_eq!(e.per_request[2].user_idle_ms, 900.0);
-        assert!((e.deadline_attainment - 1.0 / 3.0).abs() < 1e-12);
-        // Benefit: 3 + 1 + 3 tokens − 5·(0.95 + 0.9) over 2 s.
-        assert!(
-            (e.smooth_goodput.value - (7.0 - 5.0 * 1.85) / 2.0).abs() < 1e-9,
-            "{}",
-            e.smooth_goodput.value
-        );
-        let f = e.fairness.unwrap();
-        assert_eq!(f.classes["a"].count, 1);
-        assert!(f.jain_index < 1.0);
+    fn run(records: &[RequestRecord], fl: &FluidityParams) -> Experience {
+        let measured: Vec<&RequestRecord> = records.iter().collect();
+        let metrics: Vec<_> = records.iter().map(|r| measure(r, ItlOption::B)).collect();
+        experience(
+            &measured,
+            &metrics,
+            &UxParams::default(),
+            fl,
+            &BTreeMap::new(),
+            None,
+            None,
+        )
     }
 
     #[test]
-    fn run_fitted_curve_uses_the_fastest_requests() {
-        let pairs = vec![
-            (100.0, 50.0),
-            (100.0, 500.0),
-            (100.0, 400.0),
-            (1000.0, 90.0),
-            (1000.0, 900.0),
-        ];
-        let c = curve_from_run(&pairs).unwrap();
-        assert!((c.predict_ms(100.0) - 50.0).abs() < 1e-6);
-        assert!((c.predict_ms(1000.0) - 90.0).abs() < 1e-6);
+    fn failed_requests_are_charged_idle_time_to_the_window_end() {
+        // Closed loop (no planned sends): the window runs from the first send (0) to when
+        // the last committed answer was due in full. Reading deadlines: D0 1 s, 20 tokens/s,
+        // so a 3-token answer is due at 1,100 ms.
+        let ok = rec(0, "a", 0, &[100, 150, 200], 10);
+        let mut cut = rec(1, "a", 0, &[100], 10);
+        cut.max_tokens = 3;
+        cut.outcome = Outcome::failed(FailureKind::StreamCut, "x");
+        cut.finished_at = 120 * MS;
+        let late = rec(2, "b", 0, &[100, 150, 2000], 10);
+        let e = run(&[ok, cut, late], &FluidityParams::default());
+        let sg = e.smooth_goodput.unwrap();
+        assert_eq!(sg.window.duration_s, 1.1);
+        assert!(!sg.window.outcome_independent);
+        // ok: on time. cut: its 2nd token was due at 1,050 ms, charged to the window end
+        // (1,100 ms): 50 ms. late: its 3rd token (due 1,100 ms) came after the window: it
+        // delivered 2 tokens in the window and is charged 1,100 − 1,100 = 0 for the third.
+        let idle = e.user_idle_ms.unwrap();
+        assert_eq!((idle.min, idle.max), (0.0, 50.0));
+        assert!((e.deadline_attainment - 1.0 / 3.0).abs() < 1e-12);
+        // Benefit: 3 + 1 + 2 tokens − 5·0.05 over 1.1 s.
+        assert!((sg.value - (6.0 - 0.25) / 1.1).abs() < 1e-9, "{}", sg.value);
+        // No prefill curve: fluidity is not measured, and says why.
+        assert!(e.fluidity.is_none());
+        assert!(e
+            .fluidity_note
+            .unwrap()
+            .contains("no isolated prefill curve"));
+        let f = e.fairness.unwrap();
+        assert_eq!(f.classes["a"].count, 2);
+        assert_eq!(f.classes["a"].failed, 1);
+    }
+
+    #[test]
+    fn fluidity_uses_the_isolated_curve_and_counts_failures_as_not_fluid() {
+        // Isolated prefill: 100 ms flat; slack 50 ms: D_p = 150 ms. D_d = 50 ms.
+        let fl = FluidityParams {
+            curve: Some(PrefillCurve {
+                a_ms: 100.0,
+                b_ms_per_token: 0.0,
+                c_ms_per_token2: 0.0,
+                r2: 1.0,
+                n: 3,
+            }),
+            curve_source: "test".into(),
+            ..FluidityParams::default()
+        };
+        // Queued for 3 s: the first token misses D_p by far; every later one is on time.
+        let queued = rec(0, "a", 0, &[3000, 3050, 3100, 3150], 10);
+        let fast = rec(1, "a", 0, &[100, 150, 200, 250], 10);
+        let mut failed = rec(2, "a", 0, &[], 10);
+        failed.max_tokens = 4;
+        failed.outcome = Outcome::failed(FailureKind::HttpStatus, "HTTP 429");
+        let e = run(&[queued, fast, failed], &fl);
+        let f = e.fluidity.unwrap();
+        assert_eq!(f.n, 3);
+        // queued: misses = floor((3000 − 150) / 50) + 1 = 58 of 61 deadlines; fast: all 4;
+        // failed: 0 of 4.
+        assert!((f.p50 - 3.0 / 61.0).abs() < 1e-12, "{}", f.p50);
+        assert!((f.share_meeting - 1.0 / 3.0).abs() < 1e-12);
+        assert!(matches!(
+            e.fluid_token_rate,
+            Some(FluidRate::NotReached { .. })
+        ));
     }
 }

@@ -1,11 +1,18 @@
-//! Etalon's fluidity-index (seed 002, Algorithm 1) and fluid token generation rate.
+//! The fluidity-index and fluid token generation rate of "Etalon: Holistic Performance
+//! Evaluation Framework for LLM Inference Systems" (its Algorithm 1).
 //!
 //! Each request gets a prefill deadline D_p = predicted prefill time for its prompt length +
 //! a scheduling slack, and every later token a decode deadline D_d. A token early by s
 //! lends s of slack to the tokens after it; a token late resets the slack and counts one
 //! missed deadline per D_d it overran. The fluidity-index is the share of deadlines met.
 //! The fluid token generation rate is 1 / (the smallest D_d at which at least q of the
-//! requests have a fluidity-index ≥ f), found by bisection.
+//! requests have a fluidity-index ≥ f), found by bisection, or "unbounded" when the data
+//! cannot bound it.
+//!
+//! The prediction of prefill time comes from requests profiled in isolation (Etalon §4:
+//! "profiling the request in isolation, in the absence of any other variables like
+//! scheduling delays"), never from the run under test: otherwise queueing would move every
+//! request's deadline and two loads of one server would be judged against different targets.
 
 use serde::{Deserialize, Serialize};
 
@@ -80,6 +87,62 @@ impl PrefillCurve {
     }
 }
 
+/// A prefill curve with where it was profiled, as saved by `servebench profile-prefill`
+/// and by every run that profiled one. Using it against another server, model or engine
+/// version is allowed but warned about: the deadlines would be someone else's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfiledCurve {
+    pub curve: PrefillCurve,
+    /// Base URL of the server it was profiled on.
+    pub target: String,
+    pub model: String,
+    #[serde(default)]
+    pub engine: Option<String>,
+    #[serde(default)]
+    pub engine_version: Option<String>,
+    /// ISO 8601.
+    #[serde(default)]
+    pub created_at: String,
+    /// `(prompt_tokens, ttft_ms)` points the curve was fitted to.
+    #[serde(default)]
+    pub points: Vec<(f64, f64)>,
+}
+
+impl ProfiledCurve {
+    /// What differs between where the curve was profiled and `(target, model, engine,
+    /// version)`, in words; empty when nothing does.
+    pub fn mismatches(
+        &self,
+        target: &str,
+        model: &str,
+        engine: Option<&str>,
+        version: Option<&str>,
+    ) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.target != target {
+            out.push(format!("server {} (now {target})", self.target));
+        }
+        if self.model != model {
+            out.push(format!("model {} (now {model})", self.model));
+        }
+        if engine.is_some() && self.engine.as_deref() != engine {
+            out.push(format!(
+                "engine {} (now {})",
+                self.engine.as_deref().unwrap_or("unknown"),
+                engine.unwrap_or("unknown")
+            ));
+        }
+        if version.is_some() && self.engine_version.as_deref() != version {
+            out.push(format!(
+                "engine version {} (now {})",
+                self.engine_version.as_deref().unwrap_or("unknown"),
+                version.unwrap_or("unknown")
+            ));
+        }
+        out
+    }
+}
+
 /// Gaussian elimination with partial pivoting on the top-left k×k system.
 fn solve(mut m: [[f64; 3]; 3], mut v: [f64; 3], k: usize) -> Option<Vec<f64>> {
     for col in 0..k {
@@ -106,6 +169,17 @@ fn solve(mut m: [[f64; 3]; 3], mut v: [f64; 3], k: usize) -> Option<Vec<f64>> {
 /// Algorithm 1: the share of deadlines met. `gaps_ms[0]` is the time to the first token, the
 /// rest the gaps between consecutive tokens (0 for tokens that arrived in the same chunk).
 pub fn fluidity_index(gaps_ms: &[f64], decode_deadline_ms: f64, prefill_deadline_ms: f64) -> f64 {
+    fluidity_index_with_missing(gaps_ms, decode_deadline_ms, prefill_deadline_ms, 0)
+}
+
+/// Algorithm 1 for a request that ended before delivering `missing` of its tokens: each
+/// token that never came is one more missed deadline.
+pub fn fluidity_index_with_missing(
+    gaps_ms: &[f64],
+    decode_deadline_ms: f64,
+    prefill_deadline_ms: f64,
+    missing: u64,
+) -> f64 {
     let dd = decode_deadline_ms.max(1e-9);
     let mut total = 0u64;
     let mut missed = 0u64;
@@ -122,6 +196,8 @@ pub fn fluidity_index(gaps_ms: &[f64], decode_deadline_ms: f64, prefill_deadline
             slack = 0.0;
         }
     }
+    total += missing;
+    missed += missing;
     if total == 0 {
         1.0
     } else {
@@ -136,32 +212,78 @@ pub struct FluidityInput {
     pub gaps_ms: Vec<f64>,
     /// D_p for this request: predicted prefill time + scheduling slack, ms.
     pub prefill_deadline_ms: f64,
+    /// Tokens the request never delivered (it failed): each a missed deadline.
+    pub missing: u64,
+}
+
+impl FluidityInput {
+    pub fn index(&self, decode_deadline_ms: f64) -> f64 {
+        fluidity_index_with_missing(
+            &self.gaps_ms,
+            decode_deadline_ms,
+            self.prefill_deadline_ms,
+            self.missing,
+        )
+    }
+}
+
+/// The fluid token generation rate, or why the data cannot give one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum FluidRate {
+    /// 1 / D_d at the smallest decode deadline D_d meeting the target.
+    Bounded {
+        tokens_per_s: f64,
+        decode_deadline_ms: f64,
+    },
+    /// Even the smallest deadline the bisection tries (0.01 ms) meets the target: the time
+    /// requests saved against their prefill deadlines covers every later token, so the data
+    /// put no upper bound on the rate.
+    Unbounded { reason: String },
+    /// Even a 60 s decode deadline does not meet the target (failures, or huge stalls).
+    NotReached { reason: String },
+}
+
+impl FluidRate {
+    pub fn tokens_per_s(&self) -> Option<f64> {
+        match self {
+            FluidRate::Bounded { tokens_per_s, .. } => Some(*tokens_per_s),
+            _ => None,
+        }
+    }
 }
 
 /// The smallest D_d (ms) at which at least `quantile` of requests reach `threshold`, by
-/// bisection to 0.01 ms; `None` if even a 60 s deadline does not.
-pub fn min_decode_deadline_ms(
-    inputs: &[FluidityInput],
-    threshold: f64,
-    quantile: f64,
-) -> Option<f64> {
+/// bisection to 0.01 ms between 0.01 ms and 60 s; `None` for no requests.
+pub fn fluid_rate(inputs: &[FluidityInput], threshold: f64, quantile: f64) -> Option<FluidRate> {
+    const LO_MS: f64 = 0.01;
+    const HI_MS: f64 = 60_000.0;
     if inputs.is_empty() {
         return None;
     }
-    let meets = |dd: f64| {
-        let ok = inputs
-            .iter()
-            .filter(|i| fluidity_index(&i.gaps_ms, dd, i.prefill_deadline_ms) >= threshold)
-            .count();
-        ok as f64 >= quantile * inputs.len() as f64 - 1e-9
+    let share = |dd: f64| {
+        inputs.iter().filter(|i| i.index(dd) >= threshold).count() as f64 / inputs.len() as f64
     };
-    let (mut lo, mut hi) = (0.01, 60_000.0);
-    if !meets(hi) {
-        return None;
+    let meets = |dd: f64| share(dd) >= quantile - 1e-9;
+    if !meets(HI_MS) {
+        let failed = inputs.iter().filter(|i| i.missing > 0).count();
+        return Some(FluidRate::NotReached {
+            reason: format!(
+                "only {:.1} % of requests reach fluidity {threshold} even at D_d = 60 s ({failed} failed requests count as not fluid); the target is {:.1} %",
+                share(HI_MS) * 100.0,
+                quantile * 100.0
+            ),
+        });
     }
-    if meets(lo) {
-        return Some(lo);
+    if meets(LO_MS) {
+        return Some(FluidRate::Unbounded {
+            reason: format!(
+                "{:.1} % of requests stay fluid even at D_d = {LO_MS} ms: the time they saved against their prefill deadlines covers every later token, so the data bound no rate",
+                share(LO_MS) * 100.0
+            ),
+        });
     }
+    let (mut lo, mut hi) = (LO_MS, HI_MS);
     while hi - lo > 0.01 {
         let mid = (lo + hi) / 2.0;
         if meets(mid) {
@@ -170,7 +292,10 @@ pub fn min_decode_deadline_ms(
             lo = mid;
         }
     }
-    Some(hi)
+    Some(FluidRate::Bounded {
+        tokens_per_s: 1000.0 / hi,
+        decode_deadline_ms: hi,
+    })
 }
 
 #[cfg(test)]
@@ -215,10 +340,56 @@ mod tests {
                     .chain(std::iter::repeat_n(20.0, 50))
                     .collect(),
                 prefill_deadline_ms: 100.0,
+                missing: 0,
             })
             .collect();
-        let dd = min_decode_deadline_ms(&inputs, 0.9, 0.99).unwrap();
+        let Some(FluidRate::Bounded {
+            decode_deadline_ms: dd,
+            tokens_per_s,
+        }) = fluid_rate(&inputs, 0.9, 0.99)
+        else {
+            panic!("a bounded rate")
+        };
         assert!((dd - 20.0).abs() < 0.05, "{dd}");
+        assert!((tokens_per_s - 50.0).abs() < 0.2, "{tokens_per_s}");
+    }
+
+    #[test]
+    fn slack_that_covers_every_token_is_unbounded_not_a_huge_rate() {
+        // TTFT 3 s against a 10 s prefill deadline: 7 s of slack absorbs 50 gaps of 20 ms at
+        // any D_d. The old bisection returned 100,000 tok/s here.
+        let inputs = vec![FluidityInput {
+            gaps_ms: std::iter::once(3000.0)
+                .chain(std::iter::repeat_n(20.0, 50))
+                .collect(),
+            prefill_deadline_ms: 10_000.0,
+            missing: 0,
+        }];
+        assert!(matches!(
+            fluid_rate(&inputs, 0.9, 0.99),
+            Some(FluidRate::Unbounded { .. })
+        ));
+    }
+
+    #[test]
+    fn failed_requests_count_their_missing_tokens_as_misses() {
+        // 9 tokens on time, 1 never came: 9 met of 10.
+        let gaps: Vec<f64> = std::iter::once(100.0)
+            .chain(std::iter::repeat_n(50.0, 8))
+            .collect();
+        assert_eq!(fluidity_index_with_missing(&gaps, 50.0, 100.0, 1), 0.9);
+        // A request rejected before any token: nothing met.
+        assert_eq!(fluidity_index_with_missing(&[], 50.0, 100.0, 16), 0.0);
+        // Most requests failed: the target is not reached at any deadline.
+        let failed = FluidityInput {
+            gaps_ms: vec![],
+            prefill_deadline_ms: 100.0,
+            missing: 10,
+        };
+        assert!(matches!(
+            fluid_rate(&[failed], 0.9, 0.99),
+            Some(FluidRate::NotReached { .. })
+        ));
     }
 
     #[test]

@@ -1,4 +1,9 @@
-//! Per-request measurements (DESIGN section 3), derived from one record.
+//! Per-request measurements, derived from one record: TTFT, TPOT, E2E, ITL samples, jitter,
+//! pauses (docs/metrics.md gives the definitions and their sources).
+//!
+//! With a reasoning model, TTFT is the time to the first *answer* token (the draft's 5.1.3.1
+//! asks the report to say which; the time to the first reasoning token is kept beside it), so
+//! TPOT and the decode rate are taken over answer tokens, the ones between TTFT and E2E.
 
 use super::distribution::{percentile_sorted, std_dev};
 use crate::clock::Nanos;
@@ -19,7 +24,7 @@ pub enum ItlOption {
 impl ItlOption {
     pub fn describe(self) -> &'static str {
         match self {
-            ItlOption::A => "A: time between chunks (multi-token chunks counted once)",
+            ItlOption::A => "A: time between chunks (a multi-token chunk is one sample)",
             ItlOption::B => "B: chunk arrival time given to each of its tokens (direct when chunks carry one token)",
             ItlOption::C => "C: server-reported per-token times",
         }
@@ -45,7 +50,7 @@ pub struct RequestMetrics {
     pub jitter_ms: Option<f64>,
     /// Largest ITL sample.
     pub max_pause_ms: Option<f64>,
-    /// E2E / N.
+    /// E2E / N (N: every generated token, reasoning included).
     pub normalized_ms_per_token: Option<f64>,
     /// (N − 1) / (t_last − t_first), tokens/s.
     pub decode_tokens_per_s: Option<f64>,
@@ -57,26 +62,44 @@ pub struct RequestMetrics {
     pub ttft_from_schedule_ms: Option<f64>,
     /// Open loop: last content event − scheduled.
     pub e2e_from_schedule_ms: Option<f64>,
+    /// Every generated token (reasoning included).
     pub output_tokens: u32,
+    /// Answer tokens (what TPOT and the SLO goodput count).
+    pub answer_tokens: u32,
+}
+
+/// TTFT, E2E and TPOT (ms) of a request that completed with an answer.
+pub fn latencies(r: &RequestRecord) -> Option<(f64, f64, Option<f64>)> {
+    if !r.outcome.is_ok() {
+        return None;
+    }
+    let sent = r.sent_at?;
+    let first = r.first_token_at()?;
+    let last = r.last_token_at()?;
+    let n = answer_tokens_from_first(r);
+    let ttft_ms = ms(first.saturating_sub(sent));
+    let e2e_ms = ms(last.saturating_sub(sent));
+    let tpot_ms = (n >= 2).then(|| (e2e_ms - ttft_ms) / (n - 1) as f64);
+    Some((ttft_ms, e2e_ms, tpot_ms))
+}
+
+/// Answer tokens from the first (non-blank) token on: leading whitespace is outside TTFT's span.
+fn answer_tokens_from_first(r: &RequestRecord) -> u32 {
+    if r.first_content == Some(0) {
+        r.answer_tokens()
+    } else {
+        r.token_chunks().iter().map(|c| c.tokens).sum()
+    }
 }
 
 /// Measurements of a request that completed with at least one content event.
 pub fn measure(r: &RequestRecord, itl: ItlOption) -> Option<RequestMetrics> {
-    if !r.outcome.is_ok() {
-        return None;
-    }
+    let (ttft_ms, e2e_ms, tpot_ms) = latencies(r)?;
+    let sent = r.sent_at?;
     let first = r.first_token_at()?;
     let last = r.last_token_at()?;
     let n_all = r.output_tokens;
-    // Tokens from the first (non-blank) token on: leading whitespace is outside TTFT's span.
-    let n = if r.first_content == Some(0) {
-        n_all
-    } else {
-        r.token_chunks().iter().map(|c| c.tokens).sum()
-    };
-    let ttft_ms = ms(first.saturating_sub(r.sent_at));
-    let e2e_ms = ms(last.saturating_sub(r.sent_at));
-    let tpot_ms = (n >= 2).then(|| (e2e_ms - ttft_ms) / (n - 1) as f64);
+    let n = answer_tokens_from_first(r);
     let itl_ms = itl_samples(r, itl);
     let jitter_ms = (itl_ms.len() >= 2).then(|| std_dev(&itl_ms));
     let max_pause_ms = itl_ms
@@ -93,13 +116,12 @@ pub fn measure(r: &RequestRecord, itl: ItlOption) -> Option<RequestMetrics> {
         itl_ms,
         normalized_ms_per_token: (n_all >= 1).then(|| e2e_ms / n_all as f64),
         decode_tokens_per_s: (n >= 2 && span > 0).then(|| (n - 1) as f64 / (span as f64 / 1e9)),
-        ttfb_ms: r.first_byte_at.map(|t| ms(t.saturating_sub(r.sent_at))),
-        time_to_first_reasoning_ms: r
-            .first_reasoning_at()
-            .map(|t| ms(t.saturating_sub(r.sent_at))),
+        ttfb_ms: r.first_byte_at.map(|t| ms(t.saturating_sub(sent))),
+        time_to_first_reasoning_ms: r.first_reasoning_at().map(|t| ms(t.saturating_sub(sent))),
         ttft_from_schedule_ms: r.scheduled_at.map(|s| ms(first.saturating_sub(s))),
         e2e_from_schedule_ms: r.scheduled_at.map(|s| ms(last.saturating_sub(s))),
         output_tokens: n_all,
+        answer_tokens: r.answer_tokens(),
     })
 }
 
@@ -154,7 +176,7 @@ mod tests {
 
     fn rec(chunks: &[(u64, u32)]) -> RequestRecord {
         RequestRecord {
-            sent_at: 100 * MS,
+            sent_at: Some(100 * MS),
             first_byte_at: Some(150 * MS),
             chunks: chunks
                 .iter()
@@ -206,6 +228,26 @@ mod tests {
             (one.tpot_ms, one.jitter_ms, one.max_pause_ms),
             (None, None, None)
         );
+    }
+
+    #[test]
+    fn reasoning_tokens_are_output_but_tpot_is_over_the_answer() {
+        // 6 reasoning tokens, then 3 answer tokens at 300, 320, 340 ms.
+        let mut r = rec(&[(300, 1), (320, 1), (340, 1)]);
+        r.output_tokens = 9;
+        r.reasoning_tokens = 6;
+        let m = measure(&r, ItlOption::B).unwrap();
+        assert_eq!((m.ttft_ms, m.e2e_ms), (200.0, 240.0));
+        assert_eq!(m.tpot_ms, Some(20.0)); // (240 − 200) / (3 − 1)
+        assert_eq!(m.normalized_ms_per_token, Some(240.0 / 9.0));
+        assert_eq!((m.output_tokens, m.answer_tokens), (9, 3));
+    }
+
+    #[test]
+    fn never_sent_requests_have_no_latency() {
+        let mut r = rec(&[(300, 1)]);
+        r.sent_at = None;
+        assert!(measure(&r, ItlOption::B).is_none());
     }
 
     #[test]

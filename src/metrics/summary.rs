@@ -1,12 +1,31 @@
-//! From all records of a run to its summary: distributions, throughput, goodput, warnings.
+//! From all records of a run to its one summary: distributions, throughput, goodput, the
+//! user-experience figures, failures and warnings. Pure: records and parameters in, one
+//! `RunSummary` out; every per-request measurement is computed once, here.
 
 use super::distribution::{samples_needed, Distribution};
+use super::experience::{experience, Experience, FluidityParams};
+use super::failures::{breakdown, FailureBreakdown};
+use super::modality::{shape, Shape};
 use super::request::{measure, ItlOption, RequestMetrics};
-use super::slo::{evaluate, SloResult, SloSpec};
+use super::slo::{evaluate, RunFigures, RunMetric, SloResult, SloSpec};
+use super::ux::UxParams;
+use super::warnings::Warning;
 use crate::clock::Nanos;
-use crate::record::{ChunkTokenSource, Phase, RequestRecord, TokenSource};
+use crate::record::{ChunkTokenSource, FailureKind, Phase, RequestRecord, TokenSource};
 use serde::Serialize;
 use std::collections::BTreeMap;
+
+/// Everything the summary needs besides the records (all known before the run).
+#[derive(Debug, Clone, Default)]
+pub struct SummaryParams {
+    pub slo: Option<SloSpec>,
+    pub ux: UxParams,
+    pub fluidity: FluidityParams,
+    /// Isolated TTFT (P50, P99) per class, from `--baseline`.
+    pub baseline: BTreeMap<String, (f64, f64)>,
+    /// What the warm-up did (for its warnings), when the run had one to report.
+    pub warmup: Option<crate::record::run::WarmupReport>,
+}
 
 /// Request counts of the measured phase.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -15,11 +34,16 @@ pub struct RequestCounts {
     pub completed: u64,
     pub failed: u64,
     pub failed_by_kind: BTreeMap<String, u64>,
+    /// Requests whose bytes never reached the server (no connection).
+    pub never_sent: u64,
     /// Completed with fewer output tokens than `max_tokens` asked for.
     pub ended_early: u64,
+    /// Completed requests that streamed reasoning before their answer.
+    pub with_reasoning: u64,
 }
 
-/// The measurement window: first send to last byte of measured requests.
+/// The measurement window: from the first measured request's attempt (its planned send time
+/// in open loop) to the last byte of any measured request.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Window {
     #[serde(skip)]
@@ -37,15 +61,38 @@ pub struct SteadyState {
     pub requests_per_s: f64,
 }
 
+/// Open loop: did the server keep up with the arrivals (draft 5.2.3.1)?
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ArrivalBalance {
+    /// Planned arrivals per second over the steady part of the arrival span.
+    pub arrival_rate_per_s: f64,
+    /// Completions per second over the same span.
+    pub completion_rate_per_s: f64,
+    /// completion / arrival; below 0.9 the draft calls the server saturated. `None` when the
+    /// run was too short compared with its latency to tell (arrival span < 3× median E2E).
+    pub completion_share: Option<f64>,
+    pub saturated: bool,
+}
+
 /// How the ITL samples were formed and why.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ItlChoice {
     pub option: ItlOption,
     pub description: String,
     pub reason: String,
-    /// Share of content chunks that carried exactly one token.
-    pub single_token_chunk_share: f64,
+    /// Share of answer tokens that arrived in single-token chunks.
+    pub single_token_share: f64,
     pub mean_tokens_per_chunk: f64,
+}
+
+impl ItlChoice {
+    /// The report's name for the figure: per token, or per chunk under option A.
+    pub fn title(&self) -> &'static str {
+        match self.option {
+            ItlOption::A => "Time Between Chunks",
+            _ => "Inter-Token Latency",
+        }
+    }
 }
 
 /// How token counts were obtained.
@@ -88,6 +135,7 @@ pub struct ServerComparison {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunSummary {
     pub requests: RequestCounts,
+    pub failures: FailureBreakdown,
     pub window: Window,
     pub ttft_ms: Option<Distribution>,
     pub tpot_ms: Option<Distribution>,
@@ -106,43 +154,52 @@ pub struct RunSummary {
     pub connect_ms: Option<Distribution>,
     /// P99 / P50 of ITL (draft 5.4.4.3 tail indicator).
     pub itl_tail_ratio: Option<f64>,
+    /// Modes and tail of the ITL distribution.
+    pub itl_shape: Shape,
+    /// Every generated token (reasoning included) per second of the window.
     pub output_tokens_per_s: f64,
+    /// Answer tokens only, per second of the window.
+    pub answer_tokens_per_s: f64,
     pub input_tokens_per_s: f64,
     pub requests_per_s: f64,
     pub total_output_tokens: u64,
+    pub total_reasoning_tokens: u64,
     pub total_input_tokens: u64,
     pub success_rate: f64,
     pub steady_state: SteadyState,
+    pub arrival_balance: Option<ArrivalBalance>,
     pub itl_method: ItlChoice,
     pub token_counting: TokenCounting,
     pub ttft_by_input_tokens: Vec<InputBucket>,
     pub server: Option<ServerComparison>,
-    /// Goodput and SLO attainment, when SLOs were given.
-    pub goodput: Option<SloResult>,
-    pub warnings: Vec<String>,
-    /// User-experience metrics (deadlines, smooth goodput, fluidity, fairness), added by
-    /// `experience::summarize`; flattened into `summary` in `run.json`.
+    /// SLO verdicts, when `--slo` was given.
+    pub slo: Option<SloResult>,
+    /// User-experience metrics; flattened into `summary` in `run.json`.
     #[serde(flatten)]
-    pub experience: Option<super::experience::Experience>,
+    pub experience: Experience,
+    pub warnings: Vec<Warning>,
 }
 
 /// Chooses the ITL option per draft B.2.1: server per-token times when every request has
-/// them; direct (B) when more than 90 % of chunks carry one token; chunk timing (A) otherwise.
+/// them; direct (B) when more than 90 % of the answer tokens arrived in single-token chunks;
+/// time between chunks (A) otherwise. Counting tokens rather than chunks matters: with one
+/// 8-token chunk per nine single-token ones, 90 % of chunks carry one token but almost half
+/// of the tokens arrive in bulk.
 pub fn choose_itl(records: &[&RequestRecord]) -> ItlChoice {
-    let (mut chunks, mut single, mut tokens) = (0u64, 0u64, 0u64);
+    let (mut chunks, mut single_tokens, mut tokens) = (0u64, 0u64, 0u64);
     for r in records {
         for c in &r.chunks {
             chunks += 1;
             tokens += c.tokens as u64;
             if c.tokens == 1 {
-                single += 1;
+                single_tokens += 1;
             }
         }
     }
-    let share = if chunks == 0 {
+    let share = if tokens == 0 {
         1.0
     } else {
-        single as f64 / chunks as f64
+        single_tokens as f64 / tokens as f64
     };
     let mean = if chunks == 0 {
         0.0
@@ -165,7 +222,7 @@ pub fn choose_itl(records: &[&RequestRecord]) -> ItlChoice {
         (
             ItlOption::B,
             format!(
-                "{:.1} % of chunks carried one token (> 90 %): direct measurement",
+                "{:.1} % of answer tokens arrived in single-token chunks (> 90 %): direct measurement",
                 share * 100.0
             ),
         )
@@ -173,7 +230,7 @@ pub fn choose_itl(records: &[&RequestRecord]) -> ItlChoice {
         (
             ItlOption::A,
             format!(
-                "only {:.1} % of chunks carried one token and the server gave no per-token times: reported as time between chunks",
+                "only {:.1} % of answer tokens arrived in single-token chunks ({mean:.2} tokens per chunk) and the server gave no per-token times",
                 share * 100.0
             ),
         )
@@ -182,7 +239,7 @@ pub fn choose_itl(records: &[&RequestRecord]) -> ItlChoice {
         option,
         description: option.describe().to_owned(),
         reason,
-        single_token_chunk_share: share,
+        single_token_share: share,
         mean_tokens_per_chunk: mean,
     }
 }
@@ -210,12 +267,36 @@ fn delivered_tokens(r: &RequestRecord) -> u64 {
     if r.outcome.is_ok() {
         r.output_tokens as u64
     } else {
+        r.chunks.iter().map(|c| c.tokens as u64).sum::<u64>() + r.reasoning_tokens as u64
+    }
+}
+
+/// Answer tokens a request delivered.
+fn delivered_answer_tokens(r: &RequestRecord) -> u64 {
+    if r.outcome.is_ok() {
+        r.answer_tokens() as u64
+    } else {
         r.chunks.iter().map(|c| c.tokens as u64).sum()
     }
 }
 
+/// The measurement window of `measured`: first attempt to last byte.
+pub fn window_of(measured: &[&RequestRecord]) -> Window {
+    let start = measured.iter().map(|r| r.attempted_at()).min().unwrap_or(0);
+    let end = measured
+        .iter()
+        .map(|r| r.finished_at.max(r.attempted_at()))
+        .max()
+        .unwrap_or(0);
+    Window {
+        start,
+        end,
+        duration_s: end.saturating_sub(start) as f64 / 1e9,
+    }
+}
+
 /// Summarises the measured requests among `records`.
-pub fn summarize(records: &[RequestRecord], slo: Option<&SloSpec>) -> RunSummary {
+pub fn summarize(records: &[RequestRecord], params: &SummaryParams) -> RunSummary {
     let measured: Vec<&RequestRecord> = records
         .iter()
         .filter(|r| r.phase == Phase::Measure)
@@ -237,11 +318,17 @@ pub fn summarize(records: &[RequestRecord], slo: Option<&SloSpec>) -> RunSummary
         ..Default::default()
     };
     for r in &measured {
+        if r.sent_at.is_none() {
+            counts.never_sent += 1;
+        }
         match r.outcome.failure_kind() {
             None => {
                 counts.completed += 1;
                 if r.output_tokens < r.max_tokens {
                     counts.ended_early += 1;
+                }
+                if !r.reasoning_chunks.is_empty() {
+                    counts.with_reasoning += 1;
                 }
             }
             Some(kind) => {
@@ -251,22 +338,8 @@ pub fn summarize(records: &[RequestRecord], slo: Option<&SloSpec>) -> RunSummary
         }
     }
 
-    let start = measured
-        .iter()
-        .map(|r| r.scheduled_at.unwrap_or(r.sent_at).min(r.sent_at))
-        .min()
-        .unwrap_or(0);
-    let end = measured
-        .iter()
-        .map(|r| r.finished_at.max(r.sent_at))
-        .max()
-        .unwrap_or(0);
-    let duration_s = end.saturating_sub(start) as f64 / 1e9;
-    let window = Window {
-        start,
-        end,
-        duration_s,
-    };
+    let window = window_of(&measured);
+    let duration_s = window.duration_s;
     let per_s = |x: f64| {
         if duration_s > 0.0 {
             x / duration_s
@@ -274,8 +347,9 @@ pub fn summarize(records: &[RequestRecord], slo: Option<&SloSpec>) -> RunSummary
             0.0
         }
     };
-
     let total_output_tokens: u64 = measured.iter().map(|r| delivered_tokens(r)).sum();
+    let total_answer_tokens: u64 = measured.iter().map(|r| delivered_answer_tokens(r)).sum();
+    let total_reasoning_tokens = total_output_tokens - total_answer_tokens;
     let total_input_tokens: u64 = measured
         .iter()
         .filter(|r| r.http_status == Some(200))
@@ -283,35 +357,138 @@ pub fn summarize(records: &[RequestRecord], slo: Option<&SloSpec>) -> RunSummary
         .sum();
 
     // Steady state: tokens and completions after the first 10 % of the window.
+    let (start, end) = (window.start, window.end);
     let cut = start + (end.saturating_sub(start)) / 10;
     let steady_s = end.saturating_sub(cut) as f64 / 1e9;
     let steady_tokens: u64 = measured
         .iter()
-        .flat_map(|r| r.chunks.iter())
+        .flat_map(|r| r.chunks.iter().chain(&r.reasoning_chunks))
         .filter(|c| c.at >= cut)
         .map(|c| c.tokens as u64)
         .sum();
     let steady_done = ok.iter().filter(|r| r.finished_at >= cut).count();
+    let steady_per_s = |x: f64| if steady_s > 0.0 { x / steady_s } else { 0.0 };
     let steady_state = SteadyState {
         excluded_s: cut.saturating_sub(start) as f64 / 1e9,
-        output_tokens_per_s: if steady_s > 0.0 {
-            steady_tokens as f64 / steady_s
-        } else {
-            0.0
-        },
-        requests_per_s: if steady_s > 0.0 {
-            steady_done as f64 / steady_s
-        } else {
-            0.0
-        },
+        output_tokens_per_s: steady_per_s(steady_tokens as f64),
+        requests_per_s: steady_per_s(steady_done as f64),
     };
 
-    let itl_ms = dist(metrics.iter().flat_map(|m| m.itl_ms.iter().copied()));
+    let itl_values: Vec<f64> = metrics
+        .iter()
+        .flat_map(|m| m.itl_ms.iter().copied())
+        .collect();
+    let itl_ms = dist(itl_values.iter().copied());
     let ttft_ms = dist(metrics.iter().map(|m| m.ttft_ms));
+    let tpot_ms = dist(metrics.iter().filter_map(|m| m.tpot_ms));
+    let e2e_ms = dist(metrics.iter().map(|m| m.e2e_ms));
+    let jitter_ms = dist(metrics.iter().filter_map(|m| m.jitter_ms));
+    let max_pause_ms = dist(metrics.iter().filter_map(|m| m.max_pause_ms));
 
+    let token_counting = token_counting(&ok);
+    let ttft_by_input_tokens = bucket_ttft(&measured, &per_request);
+    let server = server_comparison(&measured, &per_request);
+    let exp = experience(
+        &measured,
+        &per_request,
+        &params.ux,
+        &params.fluidity,
+        &params.baseline,
+        tpot_ms,
+        itl_ms,
+    );
+    let output_tokens_per_s = per_s(total_output_tokens as f64);
+    let requests_per_s = per_s(counts.completed as f64);
+    let success_rate = if counts.total == 0 {
+        0.0
+    } else {
+        counts.completed as f64 / counts.total as f64
+    };
+    let slo = params.slo.as_ref().map(|spec| {
+        let idle = exp.user_idle_ms;
+        let distribution = |m: RunMetric| match m {
+            RunMetric::TtftMs => ttft_ms,
+            RunMetric::TpotMs => tpot_ms,
+            RunMetric::E2eMs => e2e_ms,
+            RunMetric::ItlMs => itl_ms,
+            RunMetric::JitterMs => jitter_ms,
+            RunMetric::MaxPauseMs => max_pause_ms,
+            RunMetric::UserIdleMs => idle,
+        };
+        evaluate(
+            spec,
+            &per_request.iter().map(Option::as_ref).collect::<Vec<_>>(),
+            duration_s,
+            &RunFigures {
+                distribution: &distribution,
+                output_tokens_per_s,
+                requests_per_s,
+                success_rate,
+            },
+        )
+    });
+    let arrival_balance = arrival_balance(&measured, e2e_ms);
+
+    let mut summary = RunSummary {
+        failures: breakdown(&measured),
+        window,
+        ttft_ms,
+        tpot_ms,
+        itl_tail_ratio: itl_ms.filter(|d| d.p50 > 0.0).map(|d| d.p99 / d.p50),
+        itl_shape: shape(&itl_values, itl_ms.as_ref()),
+        itl_ms,
+        e2e_ms,
+        jitter_ms,
+        max_pause_ms,
+        ttfb_ms: dist(metrics.iter().filter_map(|m| m.ttfb_ms)),
+        time_to_first_reasoning_ms: dist(
+            metrics.iter().filter_map(|m| m.time_to_first_reasoning_ms),
+        ),
+        normalized_latency_ms_per_token: dist(
+            metrics.iter().filter_map(|m| m.normalized_ms_per_token),
+        ),
+        decode_tokens_per_s: dist(metrics.iter().filter_map(|m| m.decode_tokens_per_s)),
+        ttft_from_schedule_ms: dist(metrics.iter().filter_map(|m| m.ttft_from_schedule_ms)),
+        e2e_from_schedule_ms: dist(metrics.iter().filter_map(|m| m.e2e_from_schedule_ms)),
+        connect_ms: dist(measured.iter().map(|r| r.connect_ns as f64 / 1e6)),
+        output_tokens_per_s,
+        answer_tokens_per_s: per_s(total_answer_tokens as f64),
+        input_tokens_per_s: per_s(total_input_tokens as f64),
+        requests_per_s,
+        total_output_tokens,
+        total_reasoning_tokens,
+        total_input_tokens,
+        success_rate,
+        requests: counts,
+        steady_state,
+        arrival_balance,
+        itl_method,
+        token_counting,
+        ttft_by_input_tokens,
+        server,
+        slo,
+        experience: exp,
+        warnings: Vec::new(),
+    };
+    summary.warnings = warnings(&summary);
+    if let Some(w) = &params.warmup {
+        if w.policy.starts_with("none") {
+            summary.warnings.push(Warning::ColdStart);
+        } else if w.capped {
+            summary.warnings.push(Warning::WarmupCapped {
+                requests: w.requests,
+                output_tokens: w.output_tokens,
+                cap_s: w.cap_s,
+            });
+        }
+    }
+    summary
+}
+
+fn token_counting(ok: &[&RequestRecord]) -> TokenCounting {
     let mut by_out: BTreeMap<String, u64> = BTreeMap::new();
     let mut by_chunk: BTreeMap<String, u64> = BTreeMap::new();
-    for r in &ok {
+    for r in ok {
         let o = match r.output_tokens_source {
             TokenSource::ServerUsage => "server_usage",
             TokenSource::Tokenizer => "tokenizer",
@@ -329,7 +506,7 @@ pub fn summarize(records: &[RequestRecord], slo: Option<&SloSpec>) -> RunSummary
         .iter()
         .filter(|r| r.usage_prompt_tokens().is_some())
         .count();
-    let token_counting = TokenCounting {
+    TokenCounting {
         output_tokens_source: by_out,
         chunk_tokens_source: by_chunk,
         input_tokens_source: if !ok.is_empty() && server_prompt_counts == ok.len() {
@@ -337,60 +514,45 @@ pub fn summarize(records: &[RequestRecord], slo: Option<&SloSpec>) -> RunSummary
         } else {
             "tokenizer".into()
         },
-    };
+    }
+}
 
-    let ttft_by_input_tokens = bucket_ttft(&measured, &per_request);
-    let server = server_comparison(&measured, &per_request);
-    let slo_result = slo.map(|s| {
-        evaluate(
-            s,
-            &per_request.iter().map(Option::as_ref).collect::<Vec<_>>(),
-            duration_s,
-        )
-    });
-
-    let mut summary = RunSummary {
-        window,
-        ttft_ms,
-        tpot_ms: dist(metrics.iter().filter_map(|m| m.tpot_ms)),
-        itl_tail_ratio: itl_ms.filter(|d| d.p50 > 0.0).map(|d| d.p99 / d.p50),
-        itl_ms,
-        e2e_ms: dist(metrics.iter().map(|m| m.e2e_ms)),
-        jitter_ms: dist(metrics.iter().filter_map(|m| m.jitter_ms)),
-        max_pause_ms: dist(metrics.iter().filter_map(|m| m.max_pause_ms)),
-        ttfb_ms: dist(metrics.iter().filter_map(|m| m.ttfb_ms)),
-        time_to_first_reasoning_ms: dist(
-            metrics.iter().filter_map(|m| m.time_to_first_reasoning_ms),
-        ),
-        normalized_latency_ms_per_token: dist(
-            metrics.iter().filter_map(|m| m.normalized_ms_per_token),
-        ),
-        decode_tokens_per_s: dist(metrics.iter().filter_map(|m| m.decode_tokens_per_s)),
-        ttft_from_schedule_ms: dist(metrics.iter().filter_map(|m| m.ttft_from_schedule_ms)),
-        e2e_from_schedule_ms: dist(metrics.iter().filter_map(|m| m.e2e_from_schedule_ms)),
-        connect_ms: dist(measured.iter().map(|r| r.connect_ns as f64 / 1e6)),
-        output_tokens_per_s: per_s(total_output_tokens as f64),
-        input_tokens_per_s: per_s(total_input_tokens as f64),
-        requests_per_s: per_s(counts.completed as f64),
-        total_output_tokens,
-        total_input_tokens,
-        success_rate: if counts.total == 0 {
-            0.0
-        } else {
-            counts.completed as f64 / counts.total as f64
-        },
-        requests: counts,
-        steady_state,
-        itl_method,
-        token_counting,
-        ttft_by_input_tokens,
-        server,
-        goodput: slo_result,
-        warnings: Vec::new(),
-        experience: None,
-    };
-    summary.warnings = warnings(&summary);
-    summary
+/// Arrivals against completions over the steady part of an open-loop run's arrival span
+/// (draft 5.2.3.1: completion rate below 90 % of the arrival rate means saturation).
+fn arrival_balance(
+    measured: &[&RequestRecord],
+    e2e: Option<Distribution>,
+) -> Option<ArrivalBalance> {
+    let planned: Vec<Nanos> = measured.iter().filter_map(|r| r.scheduled_at).collect();
+    if planned.len() < 10 || planned.len() != measured.len() {
+        return None;
+    }
+    let first = *planned.iter().min()?;
+    let last = *planned.iter().max()?;
+    let cut = first + (last - first) / 10;
+    let span_s = (last - cut) as f64 / 1e9;
+    if span_s <= 0.0 {
+        return None;
+    }
+    let arrivals = planned.iter().filter(|&&t| t >= cut && t <= last).count();
+    let completions = measured
+        .iter()
+        .filter(|r| r.outcome.is_ok() && r.finished_at >= cut && r.finished_at <= last)
+        .count();
+    let arrival_rate = arrivals as f64 / span_s;
+    let completion_rate = completions as f64 / span_s;
+    // Completions trail arrivals by a request's latency: over a span not much longer than
+    // that, a server that keeps up would still look short. The shortest E2E stands for the
+    // latency without queueing (a saturated server's median grows with the run).
+    let long_enough = e2e.is_some_and(|d| span_s * 1e3 >= 3.0 * d.min)
+        || (e2e.is_none() && completions == 0 && span_s >= 10.0);
+    let share = (long_enough && arrival_rate > 0.0).then(|| completion_rate / arrival_rate);
+    Some(ArrivalBalance {
+        arrival_rate_per_s: arrival_rate,
+        completion_rate_per_s: completion_rate,
+        completion_share: share,
+        saturated: share.is_some_and(|s| s < 0.9),
+    })
 }
 
 fn bucket_ttft(
@@ -462,7 +624,7 @@ fn server_comparison(
     })
 }
 
-fn warnings(s: &RunSummary) -> Vec<String> {
+fn warnings(s: &RunSummary) -> Vec<Warning> {
     let mut w = Vec::new();
     for (name, d) in [
         ("TTFT", s.ttft_ms),
@@ -472,57 +634,96 @@ fn warnings(s: &RunSummary) -> Vec<String> {
     ] {
         let Some(d) = d else { continue };
         if d.n < samples_needed(99.0) {
-            w.push(format!(
-                "{name} P99 from {} samples: below the 1,000 the draft requires (5.1.4.3); treat P99 as indicative",
-                d.n
-            ));
-        }
-        if d.n < samples_needed(99.9) && d.n >= samples_needed(99.0) {
-            w.push(format!(
-                "{name} P99.9 from {} samples: below the 10,000 the draft requires (5.1.4.3)",
-                d.n
-            ));
+            w.push(Warning::FewSamples {
+                metric: name,
+                percentile: "P99",
+                samples: d.n,
+                needed: samples_needed(99.0),
+            });
+        } else if d.n < samples_needed(99.9) {
+            w.push(Warning::FewSamples {
+                metric: name,
+                percentile: "P99.9",
+                samples: d.n,
+                needed: samples_needed(99.9),
+            });
         }
     }
     if s.requests.total > 0 && s.requests.completed == 0 {
-        w.push("no request completed: every latency figure is missing".into());
+        w.push(Warning::NoRequestCompleted {
+            total: s.requests.total,
+        });
     } else if s.requests.failed > 0 {
-        w.push(format!(
-            "{} of {} requests failed ({}); latency figures cover completed requests only",
-            s.requests.failed,
-            s.requests.total,
-            s.requests
+        w.push(Warning::Failures {
+            failed: s.requests.failed,
+            total: s.requests.total,
+            by_kind: s
+                .requests
                 .failed_by_kind
                 .iter()
                 .map(|(k, n)| format!("{k}: {n}"))
                 .collect::<Vec<_>>()
-                .join(", ")
-        ));
+                .join(", "),
+        });
     }
     if s.requests.ended_early > 0 {
-        w.push(format!(
-            "{} requests ended before max_tokens (EOS or stop): output lengths differ from the workload's",
-            s.requests.ended_early
-        ));
+        w.push(Warning::EndedEarly {
+            requests: s.requests.ended_early,
+        });
+    }
+    if s.requests.with_reasoning > 0 {
+        w.push(Warning::ReasoningBeforeAnswer {
+            requests: s.requests.with_reasoning,
+        });
     }
     if s.itl_method.option == ItlOption::A {
-        w.push(format!(
-            "ITL reported as time between chunks: {}",
-            s.itl_method.reason
-        ));
+        w.push(Warning::ItlBetweenChunks {
+            reason: s.itl_method.reason.clone(),
+        });
+    }
+    if let Some(b) = s.arrival_balance.filter(|b| b.saturated) {
+        w.push(Warning::ServerSaturated {
+            completion_share: b.completion_share.unwrap_or(0.0),
+        });
+    }
+    if s.experience
+        .smooth_goodput
+        .as_ref()
+        .is_some_and(|g| !g.window.outcome_independent)
+    {
+        w.push(Warning::UxWindowDependsOnOutcomes);
     }
     w
+}
+
+/// The failure kinds present, for callers that decide an exit status.
+pub fn failed_share(s: &RunSummary) -> f64 {
+    if s.requests.total == 0 {
+        0.0
+    } else {
+        s.requests.failed as f64 / s.requests.total as f64
+    }
+}
+
+/// Whether any failure is of `kind`.
+pub fn has_failure(s: &RunSummary, kind: FailureKind) -> bool {
+    s.failures.by_kind.contains_key(&kind)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{FailureKind, Outcome};
+    use crate::record::{Chunk, FailureKind, Outcome};
+    use proptest::prelude::*;
 
     const MS: u64 = 1_000_000;
 
     fn ok(id: u64, sent_ms: u64, token_ms: &[u64]) -> RequestRecord {
         RequestRecord::completed_for_tests(id, sent_ms, token_ms, 100)
+    }
+
+    fn summarize_plain(records: &[RequestRecord]) -> RunSummary {
+        summarize(records, &SummaryParams::default())
     }
 
     #[test]
@@ -535,12 +736,13 @@ mod tests {
         failed.finished_at = 450 * MS;
         let mut warm = ok(3, 0, &[5000]);
         warm.phase = Phase::Warmup;
-        let s = summarize(&[a, b, failed, warm], None);
+        let s = summarize_plain(&[a, b, failed, warm]);
         assert_eq!(
             (s.requests.total, s.requests.completed, s.requests.failed),
             (3, 2, 1)
         );
         assert_eq!(s.requests.failed_by_kind["stream_cut"], 1);
+        assert_eq!(s.failures.by_kind[&FailureKind::StreamCut], 1);
         assert_eq!(s.window.duration_s, 1.0);
         assert_eq!(s.total_output_tokens, 11); // 5 + 5 + 1 delivered before the cut
         assert_eq!(s.output_tokens_per_s, 11.0);
@@ -560,17 +762,183 @@ mod tests {
         assert_eq!(s.itl_method.option, ItlOption::B);
         // Steady state keeps what arrived from 100 ms on (a token at 100 ms included): 11 over 0.9 s.
         assert!((s.steady_state.output_tokens_per_s - 11.0 / 0.9).abs() < 1e-9);
-        assert!(s.warnings.iter().any(|w| w.contains("P99 from 2 samples")));
+        assert!(s.warnings.iter().any(|w| matches!(
+            w,
+            Warning::FewSamples {
+                metric: "TTFT",
+                samples: 2,
+                ..
+            }
+        )));
         assert!(s.ttft_by_input_tokens.is_empty());
     }
 
+    /// A request that could not connect never got a `sent_at`; its attempt time still places
+    /// it in the window. Before, the window started at the clock's origin: a connect failure
+    /// at 60 s cut a 100 tok/s run to 37.5 tok/s.
     #[test]
-    fn multi_token_chunks_switch_to_option_a() {
-        let mut a = ok(0, 0, &[100, 200]);
-        a.chunks.iter_mut().for_each(|c| c.tokens = 4);
-        a.output_tokens = 8;
-        let s = summarize(&[a], None);
+    fn a_connect_failure_does_not_stretch_the_window() {
+        let records: Vec<RequestRecord> = (0..10)
+            .map(|i| {
+                let start = 60_000 + i * 100;
+                ok(
+                    i,
+                    start,
+                    &(1..=10).map(|k| start + k * 10).collect::<Vec<_>>(),
+                )
+            })
+            .chain(std::iter::once(RequestRecord {
+                id: 10,
+                queued_at: 60_500 * MS,
+                finished_at: 60_501 * MS,
+                outcome: Outcome::failed(FailureKind::Connect, "connection refused"),
+                max_tokens: 10,
+                ..Default::default()
+            }))
+            .collect();
+        let s = summarize_plain(&records);
+        // 100 tokens from 60.0 s to 61.0 s.
+        assert_eq!(s.window.duration_s, 1.0);
+        assert_eq!(s.output_tokens_per_s, 100.0);
+        assert_eq!(s.requests.never_sent, 1);
+    }
+
+    #[test]
+    fn option_a_is_chosen_by_the_share_of_tokens_not_of_chunks() {
+        // Nine single-token chunks and one 8-token chunk: 90 % of chunks carry one token,
+        // but only 9 of 17 tokens (53 %) arrived alone.
+        let mut a = ok(0, 0, &[100, 110, 120, 130, 140, 150, 160, 170, 180, 190]);
+        a.chunks[9].tokens = 8;
+        a.output_tokens = 17;
+        a.max_tokens = 17;
+        let s = summarize_plain(&[a]);
         assert_eq!(s.itl_method.option, ItlOption::A);
-        assert_eq!(s.itl_method.mean_tokens_per_chunk, 4.0);
+        assert!((s.itl_method.single_token_share - 9.0 / 17.0).abs() < 1e-12);
+        assert_eq!(s.itl_method.title(), "Time Between Chunks");
+    }
+
+    #[test]
+    fn reasoning_tokens_count_as_output_and_the_answer_is_reported_beside() {
+        let mut a = ok(0, 0, &[500, 600, 700, 800]);
+        a.reasoning_chunks = (1..=4)
+            .map(|k| Chunk {
+                at: k * 100 * MS,
+                tokens: 3,
+                bytes: 9,
+            })
+            .collect();
+        a.reasoning_tokens = 12;
+        a.output_tokens = 16;
+        a.max_tokens = 16;
+        let s = summarize_plain(&[a]);
+        // 16 tokens over the 0.8 s window; 4 of them answer.
+        assert_eq!(s.output_tokens_per_s, 20.0);
+        assert_eq!(s.answer_tokens_per_s, 5.0);
+        assert_eq!(s.total_reasoning_tokens, 12);
+        assert_eq!(s.requests.ended_early, 0, "reasoning is not ending early");
+        assert_eq!(s.requests.with_reasoning, 1);
+        assert_eq!(s.time_to_first_reasoning_ms.unwrap().p50, 100.0);
+        assert_eq!(s.ttft_ms.unwrap().p50, 500.0);
+    }
+
+    /// An open-loop run of `n` requests planned 200 ms apart, each answering 8 tokens 50 ms
+    /// apart after `ttft_ms[i]`.
+    fn open_loop(ttft_ms: &[u64]) -> Vec<RequestRecord> {
+        ttft_ms
+            .iter()
+            .enumerate()
+            .map(|(i, &ttft)| {
+                let start = i as u64 * 200;
+                let mut r = ok(
+                    i as u64,
+                    start,
+                    &(0..8).map(|k| start + ttft + k * 50).collect::<Vec<_>>(),
+                );
+                r.scheduled_at = Some(start * MS);
+                r
+            })
+            .collect()
+    }
+
+    /// Turns request `i` into one that ended after `kept` tokens: rejected (429) when 0,
+    /// else a stream cut.
+    fn abandon(records: &mut [RequestRecord], i: usize, kept: usize) {
+        let r = &mut records[i];
+        r.chunks.truncate(kept);
+        if kept == 0 {
+            r.first_content = None;
+            r.http_status = Some(429);
+        }
+        r.finished_at = r.chunks.last().map_or(r.queued_at + MS, |c| c.at + MS);
+        r.outcome = Outcome::failed(FailureKind::HttpStatus, "HTTP 429");
+        r.output_tokens = kept as u32;
+    }
+
+    #[test]
+    fn rejecting_the_slowest_request_no_longer_raises_smooth_goodput() {
+        // The last request is very slow (TTFT 20 s). Rejecting it with a 429 shortened the
+        // old window (last byte) from ~22 s to ~1 s and raised smooth goodput many times.
+        let mut ttfts = vec![100; 6];
+        ttfts.push(20_000);
+        let full = open_loop(&ttfts);
+        let mut rejected = full.clone();
+        abandon(&mut rejected, 6, 0);
+        let g = |recs: &[RequestRecord]| {
+            let s = summarize_plain(recs);
+            let sg = s.experience.smooth_goodput.unwrap();
+            assert!(sg.window.outcome_independent);
+            (sg.value, sg.window.duration_s)
+        };
+        let (full_g, full_t) = g(&full);
+        let (rej_g, rej_t) = g(&rejected);
+        assert_eq!(full_t, rej_t, "T does not depend on outcomes");
+        assert!(rej_g <= full_g, "{rej_g} > {full_g}");
+    }
+
+    proptest! {
+        /// Dropping or abandoning any request of an open-loop run, after any number of its
+        /// tokens, never raises smooth goodput, whatever the run's timings. T is whatever
+        /// the summary computes (it is not held fixed by the test).
+        #[test]
+        fn abandoning_any_request_never_raises_smooth_goodput(
+            ttfts in proptest::collection::vec(10u64..30_000, 2..12),
+            which in 0usize..12,
+            kept in 0usize..9,
+            alpha in 0.0f64..20.0,
+        ) {
+            let params = SummaryParams {
+                ux: UxParams { alpha, ..UxParams::default() },
+                ..SummaryParams::default()
+            };
+            let full = open_loop(&ttfts);
+            let which = which % full.len();
+            let mut dropped = full.clone();
+            abandon(&mut dropped, which, kept.min(8));
+            let g_full = summarize(&full, &params).experience.smooth_goodput.unwrap().value;
+            let g_drop = summarize(&dropped, &params).experience.smooth_goodput.unwrap().value;
+            prop_assert!(g_drop <= g_full + 1e-9, "{g_drop} > {g_full}");
+        }
+    }
+
+    #[test]
+    fn open_loop_completions_below_90_percent_of_arrivals_is_saturation() {
+        // 100 arrivals 100 ms apart over 9.9 s; the server finishes one every 200 ms.
+        let records: Vec<RequestRecord> = (0..100)
+            .map(|i| {
+                let planned = i * 100;
+                let done = 200 + i * 200;
+                let mut r = ok(i, planned, &[done - 10, done]);
+                r.scheduled_at = Some(planned * MS);
+                r
+            })
+            .collect();
+        let s = summarize_plain(&records);
+        let b = s.arrival_balance.unwrap();
+        assert!(b.saturated, "{b:?}");
+        assert!(b.completion_share.unwrap() < 0.6);
+        assert!(s
+            .warnings
+            .iter()
+            .any(|w| matches!(w, Warning::ServerSaturated { .. })));
     }
 }

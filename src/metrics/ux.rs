@@ -1,12 +1,18 @@
-//! User-experience deadlines (seed 003): per-token deadlines, user idle latency, smooth goodput.
+//! User-experience deadlines ("Revisiting Service Level Objectives and System Level Metrics in
+//! Large Language Model Serving"): per-token deadlines, user idle latency, smooth goodput.
 //!
-//! A scheme gives the k-th output token (k = 1..N) a deadline d_k, in ms after the request was
+//! A scheme gives the k-th answer token (k = 1..N) a deadline d_k, in ms after the request was
 //! sent. The user's idle latency is the longest the user was left waiting past a deadline,
 //! l = max(0, max_k(t_k − d_k)). A request's benefit is the tokens it delivered minus
-//! α·f(l); smooth goodput is the sum of benefits per second of the measurement window.
-//! A request that failed or was abandoned keeps the tokens it delivered and is charged idle
-//! time up to the end of the window for the token that never came, so giving up on a request
-//! can never raise smooth goodput.
+//! α·f(l); smooth goodput is the sum of benefits over a window of length T, divided by T.
+//!
+//! The window must not depend on how requests turned out, or dropping a slow request would
+//! shorten T and raise the figure. It is therefore fixed by commitments alone (see
+//! [`UxWindow`]): it ends when every committed answer was due in full. Within it, a request
+//! counts the tokens it delivered by the window's end; one that had not delivered all of them
+//! by then (it failed, was abandoned, or ran late) is charged as still waiting at the
+//! window's end for its next token. Giving up on a request can then never raise smooth
+//! goodput (proved in docs/metrics.md, and tested below).
 
 use crate::clock::Nanos;
 use crate::record::RequestRecord;
@@ -27,6 +33,18 @@ pub enum DeadlineScheme {
 }
 
 impl DeadlineScheme {
+    /// Deadline of token `k` when every earlier token came on time (ms after sending): when
+    /// an answer of `k` tokens was due in full.
+    pub fn nominal_deadline(&self, k: usize) -> f64 {
+        match *self {
+            DeadlineScheme::TtftTbt { ttft_ms, tbt_ms } => {
+                ttft_ms + (k.max(1) as f64 - 1.0) * tbt_ms
+            }
+            DeadlineScheme::E2e { e2e_ms } => e2e_ms,
+            DeadlineScheme::Reading { .. } => self.deadline(k, None),
+        }
+    }
+
     /// Deadline of token `k` (1-based), given the previous token's time (ms).
     pub fn deadline(&self, k: usize, prev_token_ms: Option<f64>) -> f64 {
         match *self {
@@ -123,11 +141,19 @@ pub struct DeadlineOutcome {
     pub met: bool,
 }
 
-/// Token arrival times in ms after `sent_at`: a chunk of n tokens gives n tokens at its time.
+/// When the user committed the request: `sent_at`, or for a request that was never sent,
+/// when it was attempted.
+pub fn committed_at(r: &RequestRecord) -> Nanos {
+    r.sent_at.unwrap_or(r.queued_at)
+}
+
+/// Answer-token arrival times in ms after the commitment: a chunk of n tokens gives n tokens
+/// at its time.
 pub fn token_times_ms(r: &RequestRecord) -> Vec<f64> {
-    let mut out = Vec::with_capacity(r.output_tokens as usize);
+    let start = committed_at(r);
+    let mut out = Vec::with_capacity(r.answer_tokens() as usize);
     for c in r.token_chunks() {
-        let t = c.at.saturating_sub(r.sent_at) as f64 / 1e6;
+        let t = c.at.saturating_sub(start) as f64 / 1e6;
         out.extend(std::iter::repeat_n(t, c.tokens as usize));
     }
     out
@@ -166,12 +192,65 @@ pub fn evaluate_times(
     }
 }
 
-/// Deadline outcome of a record within a window ending at `window_end`.
-pub fn evaluate(r: &RequestRecord, scheme: &DeadlineScheme, window_end: Nanos) -> DeadlineOutcome {
+/// Deadline outcome of one record on its own: a request that failed (or delivered no answer)
+/// is charged for the next token up to the moment it ended. This is the per-request figure
+/// written to `requests.jsonl`.
+pub fn evaluate(r: &RequestRecord, scheme: &DeadlineScheme) -> DeadlineOutcome {
     let times = token_times_ms(r);
     let cut_off = (!r.outcome.is_ok() || r.first_content.is_none())
-        .then(|| window_end.saturating_sub(r.sent_at) as f64 / 1e6);
+        .then(|| r.finished_at.saturating_sub(committed_at(r)) as f64 / 1e6);
     evaluate_times(&times, scheme, cut_off)
+}
+
+/// The window smooth goodput is computed over, fixed by commitments only.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct UxWindow {
+    #[serde(skip)]
+    pub start: Nanos,
+    #[serde(skip)]
+    pub end: Nanos,
+    /// T, s.
+    pub duration_s: f64,
+    /// True when the commitments themselves were planned (open loop, trace): then nothing
+    /// about the window depends on outcomes. In closed loop each send waits for an earlier
+    /// answer, so commitments (and the window) depend on outcomes; reports say so.
+    pub outcome_independent: bool,
+}
+
+impl UxWindow {
+    /// From each measured request's commitment time (planned send time in open loop) and
+    /// the deadline of its last requested token: the window runs from the first commitment
+    /// to the moment the last committed answer was due in full.
+    pub fn of(records: &[&RequestRecord], scheme: &DeadlineScheme) -> Option<Self> {
+        let commit = |r: &RequestRecord| r.scheduled_at.unwrap_or_else(|| committed_at(r));
+        let start = records.iter().map(|r| commit(r)).min()?;
+        let end = records
+            .iter()
+            .map(|r| {
+                let due_ms = scheme.nominal_deadline(r.max_tokens.max(1) as usize);
+                commit(r) + (due_ms.max(0.0) * 1e6) as Nanos
+            })
+            .max()?;
+        Some(Self {
+            start,
+            end,
+            duration_s: end.saturating_sub(start) as f64 / 1e9,
+            outcome_independent: records.iter().all(|r| r.scheduled_at.is_some()),
+        })
+    }
+
+    /// Deadline outcome of `r` inside the window: tokens after the window's end do not
+    /// count, and a request that had not delivered every token by then is charged as still
+    /// waiting for its next one at the window's end.
+    pub fn evaluate(&self, r: &RequestRecord, scheme: &DeadlineScheme) -> DeadlineOutcome {
+        let start = committed_at(r);
+        let end_ms = self.end.saturating_sub(start) as f64 / 1e6;
+        let mut times = token_times_ms(r);
+        let all = times.len();
+        times.retain(|&t| t <= end_ms);
+        let complete = r.outcome.is_ok() && r.first_content.is_some() && times.len() == all;
+        evaluate_times(&times, scheme, (!complete).then_some(end_ms))
+    }
 }
 
 /// Smooth goodput of a run.
@@ -185,16 +264,19 @@ pub struct SmoothGoodput {
     pub d0_ms: Option<f64>,
     pub f: IdleCost,
     pub scheme: String,
-    /// Plain output tokens/s over the same window, for comparison.
+    /// Answer tokens delivered inside the window per second of it, for comparison.
     pub throughput_tokens_per_s: f64,
+    /// The window T.
+    pub window: UxWindow,
 }
 
-/// Σ (delivered − α·f(idle)) / window.
+/// Σ (delivered − α·f(idle)) / T, over outcomes evaluated inside `window`.
 pub fn smooth_goodput(
     outcomes: &[DeadlineOutcome],
     params: &UxParams,
-    window_s: f64,
+    window: &UxWindow,
 ) -> SmoothGoodput {
+    let window_s = window.duration_s;
     let benefit: f64 = outcomes
         .iter()
         .map(|o| {
@@ -216,6 +298,7 @@ pub fn smooth_goodput(
         f: params.idle_cost,
         scheme: params.scheme.to_string(),
         throughput_tokens_per_s: per_s(tokens as f64),
+        window: *window,
     }
 }
 
@@ -320,14 +403,14 @@ mod tests {
         fn abandoning_never_increases_smooth_goodput(times in times_strategy(), cut in 0usize..60, extra in 0.0f64..1000.0, alpha in 0.0f64..20.0) {
             let params = UxParams { alpha, ..UxParams::default() };
             let window_end = times.last().copied().unwrap_or(0.0) + extra;
-            let window_s = window_end / 1000.0 + 1.0;
+            let window = UxWindow { start: 0, end: (window_end * 1e6) as Nanos, duration_s: window_end / 1000.0 + 1.0, outcome_independent: true };
             let full = evaluate_times(&times, &params.scheme, None);
             let cut = cut.min(times.len());
             let abandoned = evaluate_times(&times[..cut], &params.scheme, Some(window_end));
             for cost in [IdleCost::Linear, IdleCost::Quadratic, IdleCost::Log1p] {
                 let p = UxParams { idle_cost: cost, ..params };
-                let g_full = smooth_goodput(&[full], &p, window_s).value;
-                let g_cut = smooth_goodput(&[abandoned], &p, window_s).value;
+                let g_full = smooth_goodput(&[full], &p, &window).value;
+                let g_cut = smooth_goodput(&[abandoned], &p, &window).value;
                 prop_assert!(g_cut <= g_full + 1e-9, "{g_cut} > {g_full}");
             }
         }

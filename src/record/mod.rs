@@ -1,13 +1,19 @@
 //! What one request left behind: the domain record every later stage reads.
 //!
 //! A `RequestRecord` holds times as nanosecond offsets on the run's clock
-//! ([`crate::clock::RunClock`]). It is the single source of truth for metrics: nothing is
-//! summarised while the run is going, so every figure can be recomputed from
-//! `requests.jsonl` later. The wire form written to disk lives in [`wire`].
+//! ([`crate::clock::RunClock`]). It is the single source of truth for metrics: every figure
+//! can be recomputed from `requests.jsonl` later. A record is built by the client as a
+//! [`draft::Draft`], settled once (token counts, per-request figures: [`settle`]) and then
+//! written once; nothing reads it back to patch it. The wire form lives in [`wire`]; facts
+//! about the run as a whole (warm-up, the generator's own health) live in [`run`].
 
+pub mod draft;
 pub mod outcome;
+pub mod run;
+pub mod settle;
 pub mod wire;
 
+pub use draft::Draft;
 pub use outcome::{FailureKind, Outcome};
 
 use crate::clock::Nanos;
@@ -32,6 +38,8 @@ pub enum Phase {
     Warmup,
     /// Warm-up verification probe.
     Probe,
+    /// Isolated prefill profiling at concurrency 1 (the fluidity-index's prefill deadline).
+    Profile,
     /// The measured run.
     #[default]
     Measure,
@@ -105,14 +113,16 @@ pub struct RequestRecord {
     pub response_id: Option<String>,
     /// Open loop: when the plan said to send. `None` in closed loop.
     pub scheduled_at: Option<Nanos>,
-    /// When the request began waiting for a connection.
+    /// When the request was attempted: it began waiting for a connection. Always set, also
+    /// for requests that never reached the server.
     pub queued_at: Nanos,
     /// Time spent getting a connection (pool wait, TCP and TLS set-up), ns.
     pub connect_ns: Nanos,
     /// Whether the connection was reused from the keep-alive pool.
     pub reused_connection: bool,
-    /// Just before the request bytes were written.
-    pub sent_at: Nanos,
+    /// Just before the request bytes were written; `None` when they never were (no
+    /// connection could be made).
+    pub sent_at: Option<Nanos>,
     /// First response byte (status line).
     pub first_byte_at: Option<Nanos>,
     /// Content events (non-empty text), in arrival order.
@@ -129,8 +139,12 @@ pub struct RequestRecord {
     pub input_tokens: u32,
     /// `max_tokens` sent.
     pub max_tokens: u32,
-    /// Output tokens `N`, from `output_tokens_source`.
+    /// Output tokens `N`: every token generated, reasoning included (from
+    /// `output_tokens_source`). For a failed request, what was counted before it ended.
     pub output_tokens: u32,
+    /// Of `output_tokens`, those spent on reasoning (`reasoning_content` / `reasoning`
+    /// deltas, or `completion_tokens_details.reasoning_tokens`).
+    pub reasoning_tokens: u32,
     pub output_tokens_source: TokenSource,
     pub chunk_tokens_source: ChunkTokenSource,
     /// `usage` exactly as the server sent it.
@@ -139,6 +153,34 @@ pub struct RequestRecord {
     pub finish_reason: Option<String>,
     /// HTTP status of the response, when one came.
     pub http_status: Option<u16>,
+    /// Per-request figures computed when the record settled (see [`settle`]).
+    pub derived: Option<Derived>,
+}
+
+/// Per-request figures, computed once when the record settles and written with it, so
+/// dashboards need not recompute them. Their parameters (deadlines, prefill curve) are known
+/// before the measured phase starts.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Derived {
+    /// First answer token − `sent_at`, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_ms: Option<f64>,
+    /// (E2E − TTFT) / (answer tokens − 1), ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tpot_ms: Option<f64>,
+    /// Last answer token − `sent_at`, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub e2e_ms: Option<f64>,
+    /// How long the user was left waiting past a token deadline, ms (for a request that
+    /// failed: up to the moment it ended).
+    pub user_idle_ms: f64,
+    /// Tokens that arrived after their deadline (for a failed request, the next token that
+    /// never came counts as one).
+    pub deadline_misses: u32,
+    /// Etalon fluidity-index (0–1); `None` when no prefill curve was available. A failed
+    /// request counts its undelivered tokens as missed deadlines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fluidity: Option<f64>,
 }
 
 impl RequestRecord {
@@ -175,6 +217,18 @@ impl RequestRecord {
         self.usage.as_ref()?.get("completion_tokens")?.as_u64()
     }
 
+    /// Output tokens that were the answer (not reasoning).
+    pub fn answer_tokens(&self) -> u32 {
+        self.output_tokens.saturating_sub(self.reasoning_tokens)
+    }
+
+    /// When the request was attempted: its planned send time in open loop, else when it
+    /// began waiting for a connection. Real for every record, sent or not.
+    pub fn attempted_at(&self) -> Nanos {
+        self.scheduled_at
+            .map_or(self.queued_at, |s| s.min(self.queued_at))
+    }
+
     /// Prompt tokens served from the server's prefix cache, if it said.
     pub fn usage_cached_tokens(&self) -> Option<u64> {
         self.usage
@@ -193,7 +247,8 @@ impl RequestRecord {
         const MS: u64 = 1_000_000;
         RequestRecord {
             id,
-            sent_at: sent_ms * MS,
+            queued_at: sent_ms * MS,
+            sent_at: Some(sent_ms * MS),
             chunks: token_ms
                 .iter()
                 .map(|&t| Chunk {

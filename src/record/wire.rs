@@ -5,7 +5,8 @@
 //! versioned on its own (`run.json` carries `schema_version`).
 
 use super::{
-    Chunk, ChunkTokenSource, FailureKind, Outcome, Phase, RequestRecord, ServerTiming, TokenSource,
+    Chunk, ChunkTokenSource, Derived, FailureKind, Outcome, Phase, RequestRecord, ServerTiming,
+    TokenSource,
 };
 use crate::clock::{Nanos, RunClock};
 use serde::{Deserialize, Serialize};
@@ -40,11 +41,13 @@ pub struct WireRecord {
     pub turn: Option<u32>,
     pub response_id: Option<String>,
     pub scheduled_at_us: Option<u64>,
+    /// When the request was attempted (began waiting for a connection).
     pub queued_at_us: u64,
     /// Pool wait plus TCP/TLS set-up, ms.
     pub connect_ms: f64,
     pub reused_connection: bool,
-    pub sent_at_us: u64,
+    /// `null` when the request bytes were never written (no connection).
+    pub sent_at_us: Option<u64>,
     pub first_byte_at_us: Option<u64>,
     pub first_token_at_us: Option<u64>,
     /// Content events: `[arrival_us, tokens]`.
@@ -60,7 +63,11 @@ pub struct WireRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http_status: Option<u16>,
     pub input_tokens: u32,
+    /// Every generated token, reasoning included.
     pub output_tokens: u32,
+    /// Of `output_tokens`, reasoning tokens.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub reasoning_tokens: u32,
     pub output_tokens_source: TokenSource,
     pub chunk_tokens_source: ChunkTokenSource,
     pub max_tokens: u32,
@@ -68,6 +75,10 @@ pub struct WireRecord {
     pub usage: Option<serde_json::Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_timing: Option<ServerTiming>,
+    /// Per-request figures (`ttft_ms`, `tpot_ms`, `e2e_ms`, `user_idle_ms`,
+    /// `deadline_misses`, `fluidity`), computed once when the record settled.
+    #[serde(default, flatten, skip_serializing_if = "Option::is_none")]
+    pub derived: Option<Derived>,
 }
 
 impl WireRecord {
@@ -86,7 +97,7 @@ impl WireRecord {
             queued_at_us: us(r.queued_at),
             connect_ms: r.connect_ns as f64 / 1e6,
             reused_connection: r.reused_connection,
-            sent_at_us: us(r.sent_at),
+            sent_at_us: r.sent_at.map(us),
             first_byte_at_us: r.first_byte_at.map(us),
             first_token_at_us: r.first_token_at().map(us),
             chunks: chunks(&r.chunks),
@@ -107,12 +118,14 @@ impl WireRecord {
             http_status: r.http_status,
             input_tokens: r.input_tokens,
             output_tokens: r.output_tokens,
+            reasoning_tokens: r.reasoning_tokens,
             output_tokens_source: r.output_tokens_source,
             chunk_tokens_source: r.chunk_tokens_source,
             max_tokens: r.max_tokens,
             finish_reason: r.finish_reason.clone(),
             usage: r.usage.clone(),
             server_timing: r.server_timing.clone(),
+            derived: r.derived.clone(),
         }
     }
 
@@ -138,7 +151,7 @@ impl WireRecord {
             queued_at: ns(self.queued_at_us),
             connect_ns: (self.connect_ms * 1e6) as u64,
             reused_connection: self.reused_connection,
-            sent_at: ns(self.sent_at_us),
+            sent_at: self.sent_at_us.map(ns),
             first_byte_at: self.first_byte_at_us.map(ns),
             first_content: match self.leading_blank_chunks {
                 Some(i) if (i as usize) < self.chunks.len() => Some(i as usize),
@@ -154,14 +167,20 @@ impl WireRecord {
             input_tokens: self.input_tokens,
             max_tokens: self.max_tokens,
             output_tokens: self.output_tokens,
+            reasoning_tokens: self.reasoning_tokens,
             output_tokens_source: self.output_tokens_source,
             chunk_tokens_source: self.chunk_tokens_source,
             usage: self.usage,
             server_timing: self.server_timing,
             finish_reason: self.finish_reason,
             http_status: self.http_status,
+            derived: self.derived,
         }
     }
+}
+
+fn is_zero_u32(v: &u32) -> bool {
+    *v == 0
 }
 
 fn zero() -> Option<u32> {

@@ -1,18 +1,22 @@
-//! How results read: terminal tables in the draft's layout, and `run.json`.
+//! How results read: the terminal report (the draft's Appendix C.1 minimum report first, the
+//! full tables on request), and `run.json`, a typed document with a committed JSON Schema.
 //!
-//! Pure: everything renders from a `RunReport` into a `String` or a JSON value; the caller
-//! decides where it goes.
+//! Pure: everything renders from a [`RunReport`] into a `String` or a serialisable value; the
+//! caller gathers the facts (host, server) and decides where output goes.
 
 pub mod json;
+pub mod tables;
 pub mod terminal;
 
-use crate::engine::generator::GeneratorReport;
-use crate::engine::WarmupReport;
+use crate::config::RunConfig;
+use crate::metrics::fluidity::ProfiledCurve;
 use crate::metrics::RunSummary;
+use crate::record::run::{GeneratorReport, ProfileReport, ServerInfo, WarmupReport};
 use serde::Serialize;
 
-/// Schema version of `run.json` and `requests.jsonl`.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Schema version of `run.json` and `requests.jsonl` (2: typed document, derived
+/// per-request figures, reasoning tokens, nullable `sent_at_us`).
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Which tokenizer counted what (draft 4.4).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -26,21 +30,109 @@ pub struct TokenizerInfo {
     pub special_tokens: String,
 }
 
-/// Everything a report shows about one run.
+/// The machine the generator ran on.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct HostInfo {
+    pub hostname: String,
+    pub os: String,
+    pub arch: String,
+    pub cpus: usize,
+    pub cpu_model: String,
+}
+
+/// What the system under test is, as the user described it (draft C.1 and 4.1).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SystemInfo {
+    /// Accelerators, e.g. "H100 80GB x 8" (`--hardware`).
+    pub hardware: Option<String>,
+    /// GPUs serving the model (`--gpus`), for per-GPU normalisation.
+    pub gpus: Option<u32>,
+    /// Where the measurement boundary lies: engine, gateway or compound (`--sut-boundary`).
+    pub sut_boundary: String,
+    /// Free-form notes (`--note`), e.g. guardrail configuration.
+    pub notes: Vec<String>,
+}
+
+/// Why the run ends with the exit status it does.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verdict {
+    /// The process exit status (0 success, 1 SLO or failure threshold not met, 2 unusable
+    /// configuration or target, 130 interrupted).
+    pub exit_status: u8,
+    /// One line per reason, in the order they were checked.
+    pub reasons: Vec<String>,
+}
+
+/// Everything a report shows about one run; serialised as `run.json`.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunReport {
-    pub started_unix_us: u64,
-    pub finished_unix_us: u64,
+    pub schema_version: u32,
+    pub tool: ToolInfo,
+    /// ISO 8601 UTC with milliseconds.
+    pub started_at: String,
+    pub finished_at: String,
+    pub started_at_us: u64,
+    pub finished_at_us: u64,
     pub interrupted: bool,
-    pub target_url: String,
-    pub model: String,
-    pub endpoint: String,
-    pub builtin_simulator: bool,
-    pub workload: String,
-    pub load: String,
-    pub seed: u64,
+    /// The exact command line, credentials redacted.
+    pub command_line: Vec<String>,
+    pub host: HostInfo,
+    pub system: SystemInfo,
+    /// What the server said about itself.
+    pub server: ServerInfo,
+    pub config: RunConfig,
     pub tokenizer: TokenizerInfo,
     pub warmup: WarmupReport,
+    /// The isolated prefill profile, when one ran.
+    pub prefill_profile: Option<ProfileReport>,
+    /// The prefill curve fluidity used, with where it was profiled.
+    pub prefill_curve: Option<ProfiledCurve>,
+    pub timing: TimingNotes,
     pub summary: RunSummary,
     pub generator: GeneratorReport,
+    pub verdict: Verdict,
+}
+
+/// The tool that made the report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolInfo {
+    pub name: String,
+    pub version: String,
+}
+
+impl Default for ToolInfo {
+    fn default() -> Self {
+        Self {
+            name: "servebench".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        }
+    }
+}
+
+/// How times were taken, stated in every report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TimingNotes {
+    pub clock: String,
+    pub resolution_us: u32,
+    /// `kernel_rx` or `read_return` (see `generator.arrival_clock`).
+    pub arrival: String,
+    pub ttft: String,
+    pub percentiles: String,
+}
+
+impl TimingNotes {
+    pub fn new(kernel: bool) -> Self {
+        Self {
+            clock: "monotonic, anchored once to the wall clock; times are Unix-epoch microseconds"
+                .into(),
+            resolution_us: 1,
+            arrival: if kernel {
+                "the kernel's receive timestamp of the bytes completing each SSE event (SO_TIMESTAMPNS), before any parsing".into()
+            } else {
+                "when the read of the bytes completing each SSE event returned, before any parsing".into()
+            },
+            ttft: "first answer event with non-blank text minus sent_at; role-only, empty, whitespace-only, usage-only and reasoning events never count (reasoning has its own time to first reasoning token)".into(),
+            percentiles: "linear interpolation between closest ranks (type 7)".into(),
+        }
+    }
 }

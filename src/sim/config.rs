@@ -130,6 +130,10 @@ pub struct SimConfig {
     pub seed: u64,
     /// Report per-token emit times in `timings.token_times_ms` (ITL option C).
     pub report_token_times: bool,
+    /// A reasoning model: the first this many tokens of each chat answer stream as
+    /// `reasoning_content` deltas, and usage reports them in
+    /// `completion_tokens_details.reasoning_tokens`.
+    pub reasoning_tokens: u32,
     pub faults: Faults,
     /// Fixed per-request timing instead of the engine model (see [`FixedTiming`]).
     pub fixed: Option<FixedTiming>,
@@ -201,6 +205,7 @@ impl SimConfig {
             time_scale: 1.0,
             seed: 0,
             report_token_times: false,
+            reasoning_tokens: 0,
             faults: Faults::default(),
             fixed: None,
         };

@@ -35,6 +35,9 @@ pub struct Responder {
     engine: EngineHandle,
     /// Requests answered with an injected error status.
     errors: AtomicU64,
+    /// Distinguishes this server's response ids from another instance's (a restarted
+    /// server must not reuse ids a client already saw).
+    instance: u32,
 }
 
 impl Responder {
@@ -47,6 +50,10 @@ impl Responder {
             counter: AtomicU64::new(0),
             engine,
             errors: AtomicU64::new(0),
+            instance: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.subsec_nanos() ^ (d.as_secs() as u32))
+                .unwrap_or(0),
         }
     }
 
@@ -75,6 +82,9 @@ struct CompletionRequest {
     min_tokens: Option<u32>,
     #[serde(default)]
     ignore_eos: bool,
+    /// llama.cpp's per-request switch: `false` means no prompt reuse, as the real server.
+    #[serde(default)]
+    cache_prompt: Option<bool>,
     #[serde(default)]
     stream: bool,
     #[serde(default)]
@@ -126,7 +136,7 @@ pub async fn handle(r: &Responder, req: Request, w: &mut ResponseWriter<'_>) -> 
                 .await?
         }
         ("GET", "/v1/models") => {
-            let body = serde_json::json!({"object": "list", "data": [{"id": r.config.model, "object": "model", "owned_by": "servebench-sim"}]});
+            let body = serde_json::json!({"object": "list", "data": [{"id": r.config.model, "object": "model", "owned_by": "servebench-sim", "max_model_len": r.config.kv_capacity_tokens}]});
             w.full(200, "application/json", body.to_string().as_bytes(), "")
                 .await?
         }
@@ -194,7 +204,14 @@ pub async fn handle(r: &Responder, req: Request, w: &mut ResponseWriter<'_>) -> 
 /// Prometheus text with vLLM's metric names, so scrapers and dashboards built for vLLM work.
 fn metrics_text(r: &Responder) -> String {
     let s = r.stats();
-    let m = &r.config.model;
+    // Label values escape backslash, quote and newline (exposition format 0.0.4): a client
+    // may name any model.
+    let m = r
+        .config
+        .model
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n");
     let total = s.kv_total_blocks.load(Ordering::Relaxed).max(1) as f64;
     let mut out = String::new();
     let load = |a: &AtomicU64| a.load(Ordering::Relaxed) as f64;
@@ -364,7 +381,11 @@ async fn completion(
         None => natural,
     };
     let faults = draw_faults(&r.config, &mut rng, n);
-    let id = format!("{}-sim-{seq}", if chat { "chatcmpl" } else { "cmpl" });
+    let id = format!(
+        "{}-sim{:08x}-{seq}",
+        if chat { "chatcmpl" } else { "cmpl" },
+        r.instance
+    );
     let mut truth = TruthRecord {
         response_id: id.clone(),
         received,
@@ -406,7 +427,11 @@ async fn completion(
                 seq_no: seq,
                 arrived: received,
                 prompt_tokens,
-                block_hashes: block_hashes(&prompt_ids, r.config.block_size),
+                block_hashes: if parsed.cache_prompt == Some(false) {
+                    Vec::new()
+                } else {
+                    block_hashes(&prompt_ids, r.config.block_size)
+                },
                 output_tokens: n,
                 rng_seed: seed,
                 events: tx,
@@ -425,6 +450,7 @@ async fn completion(
         } else {
             "text_completion"
         },
+        model_json: serde_json::to_string(&model).unwrap_or_else(|_| "\"\"".into()),
         model,
         created: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -440,6 +466,7 @@ async fn completion(
             .as_ref()
             .is_some_and(|s| s.continuous_usage_stats),
         prompt_tokens,
+        reasoning_tokens: r.config.reasoning_tokens,
         text_seed: seed ^ 0xA5A5_A5A5,
     };
     let result = answer(
@@ -465,11 +492,16 @@ struct Stream {
     id: String,
     object: &'static str,
     model: String,
+    /// `model` as a JSON string literal (quotes and escapes included): a client may send any
+    /// model name, and it is echoed inside hand-built JSON.
+    model_json: String,
     created: u64,
     chat: bool,
     include_usage: bool,
     continuous: bool,
     prompt_tokens: u32,
+    /// Tokens at the start of each answer streamed as reasoning.
+    reasoning_tokens: u32,
     /// Seed of the generated words.
     text_seed: u64,
 }
@@ -481,14 +513,19 @@ impl Stream {
             .unwrap_or_else(|| "null".into());
         let usage = usage.map(|u| format!(",\"usage\":{u}")).unwrap_or_default();
         format!(
-            "data: {{\"id\":\"{}\",\"object\":\"{}\",\"created\":{},\"model\":\"{}\",\"choices\":[{{\"index\":0,{body},\"finish_reason\":{finish}}}]{usage}}}\n\n",
-            self.id, self.object, self.created, self.model
+            "data: {{\"id\":\"{}\",\"object\":\"{}\",\"created\":{},\"model\":{},\"choices\":[{{\"index\":0,{body},\"finish_reason\":{finish}}}]{usage}}}\n\n",
+            self.id, self.object, self.created, self.model_json
         )
     }
 
     fn usage(&self, completion: u32, cached: u32) -> String {
+        let reasoning = if self.chat {
+            self.reasoning_tokens.min(completion)
+        } else {
+            0
+        };
         format!(
-            "{{\"prompt_tokens\":{},\"completion_tokens\":{completion},\"total_tokens\":{},\"prompt_tokens_details\":{{\"cached_tokens\":{cached}}}}}",
+            "{{\"prompt_tokens\":{},\"completion_tokens\":{completion},\"total_tokens\":{},\"prompt_tokens_details\":{{\"cached_tokens\":{cached}}},\"completion_tokens_details\":{{\"reasoning_tokens\":{reasoning}}}}}",
             self.prompt_tokens,
             self.prompt_tokens + completion
         )
@@ -591,7 +628,10 @@ async fn answer(
                     truth.cut = true;
                     return Ok(false);
                 }
-                let body = if s.chat {
+                // A reasoning model: its first tokens are reasoning deltas (chat only).
+                let body = if s.chat && before < s.reasoning_tokens {
+                    format!("\"delta\":{{\"reasoning_content\":\"{piece}\"}}")
+                } else if s.chat {
                     format!("\"delta\":{{\"content\":\"{piece}\"}}")
                 } else {
                     format!("\"text\":\"{piece}\"")
@@ -628,11 +668,11 @@ async fn answer(
         }
         if s.include_usage {
             let last = format!(
-                "data: {{\"id\":\"{}\",\"object\":\"{}\",\"created\":{},\"model\":\"{}\",\"choices\":[],\"usage\":{}{timings}}}\n\n",
+                "data: {{\"id\":\"{}\",\"object\":\"{}\",\"created\":{},\"model\":{},\"choices\":[],\"usage\":{}{timings}}}\n\n",
                 s.id,
                 s.object,
                 s.created,
-                s.model,
+                s.model_json,
                 s.usage(sent, cached)
             );
             w.chunk(last.as_bytes()).await?;

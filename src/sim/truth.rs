@@ -137,6 +137,20 @@ impl TruthLog {
         std::mem::take(&mut g.records)
     }
 
+    /// Records logged and not yet taken.
+    pub fn len(&self) -> usize {
+        self.inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .records
+            .len()
+    }
+
+    /// Whether no record is waiting.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Takes the records logged so far.
     pub fn take(&self) -> Vec<TruthRecord> {
         std::mem::take(&mut self.inner.lock().unwrap_or_else(|e| e.into_inner()).records)

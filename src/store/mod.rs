@@ -3,5 +3,5 @@
 pub mod run_dir;
 pub mod writer;
 
-pub use run_dir::{default_run_dir, read_requests, write_run_json};
+pub use run_dir::{default_run_dir, prepare_run_dir, read_requests, write_run_json, RunDirError};
 pub use writer::RecordWriter;

@@ -6,14 +6,83 @@ use anyhow::{Context, Result};
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
-/// `runs/<UTC date>-<time>` under the current directory.
+/// `runs/<UTC date>-<time>-<ms><pid>` under the current directory: two runs started in the
+/// same second (or in parallel) get different names.
 pub fn default_run_dir(unix_us: u64) -> PathBuf {
     let iso = crate::clock::iso8601_ms(unix_us); // 2026-11-22T01:02:03.456Z
     let stamp: String = iso[..19]
         .chars()
         .filter(|c| c.is_ascii_digit() || *c == 'T')
         .collect();
-    PathBuf::from("runs").join(stamp.replace('T', "-"))
+    let unique = format!(
+        "{:03}{:x}",
+        (unix_us / 1000) % 1000,
+        std::process::id() % 0xfff
+    );
+    PathBuf::from("runs").join(format!("{}-{unique}", stamp.replace('T', "-")))
+}
+
+/// Files servebench writes into a run folder (what `--force` replaces).
+pub const RUN_FILES: [&str; 7] = [
+    "requests.jsonl",
+    "run.json",
+    "run.json.tmp",
+    "prefill-curve.json",
+    "timeseries.csv",
+    "report.md",
+    "report.html",
+];
+
+/// Why a run folder cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum RunDirError {
+    #[error("{0} already holds a run (or other files): choose another --out, omit --out for a fresh folder, or pass --force to replace its run files")]
+    NotEmpty(PathBuf),
+    #[error("cannot write to the run folder {path}: {source}")]
+    Unwritable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// The run folder to use: `out` (refused when it exists and is not empty, unless `force`),
+/// or a fresh default one. Created and checked writable before anything starts.
+pub fn prepare_run_dir(out: Option<&Path>, force: bool) -> Result<PathBuf, RunDirError> {
+    let dir = match out {
+        Some(p) => p.to_path_buf(),
+        None => {
+            let mut d = default_run_dir(crate::clock::RunClock::start().unix_us(0));
+            let mut n = 1;
+            while d.exists() {
+                n += 1;
+                d.set_extension(n.to_string());
+            }
+            d
+        }
+    };
+    let unwritable = |source| RunDirError::Unwritable {
+        path: dir.clone(),
+        source,
+    };
+    let non_empty = std::fs::read_dir(&dir)
+        .map(|mut it| it.next().is_some())
+        .unwrap_or(false);
+    if non_empty {
+        if !force {
+            return Err(RunDirError::NotEmpty(dir));
+        }
+        for f in RUN_FILES {
+            let p = dir.join(f);
+            if p.exists() {
+                std::fs::remove_file(&p).map_err(unwritable)?;
+            }
+        }
+    }
+    std::fs::create_dir_all(&dir).map_err(unwritable)?;
+    let probe = dir.join(".servebench-write-check");
+    std::fs::write(&probe, b"").map_err(unwritable)?;
+    std::fs::remove_file(&probe).map_err(unwritable)?;
+    Ok(dir)
 }
 
 /// Writes `run.json` (pretty, atomically via a temporary file).

@@ -1,27 +1,28 @@
 //! Streams finished requests to `requests.jsonl` while the run goes on.
 //!
-//! A dedicated thread takes finished exchanges off the hot path, settles their token counts
-//! (which may need the tokenizer), appends one JSON line each and flushes at least once a
-//! second, so a crash loses at most the last second. It also keeps the records for the
-//! summary and the live counters the progress line reads.
+//! A dedicated thread takes finished drafts off the hot path, settles them once (token
+//! counts, then the per-request figures whose parameters are known before measuring), and
+//! appends one JSON line each. Lines are handed to the file only whole, at least once a
+//! second: a crash or `kill -9` at any moment leaves a file of complete lines, losing at
+//! most the last second. The thread also keeps the records for the summary and the live
+//! counters the progress line reads.
 
-use super::super::client::token_counts::settle;
-use crate::client::Exchange;
 use crate::clock::RunClock;
-use crate::engine::cpu::ThreadCpu;
+use crate::metrics::derive::{derive, DeriveParams};
+use crate::record::settle::settle;
 use crate::record::wire::WireRecord;
-use crate::record::{Phase, RequestRecord};
+use crate::record::{Draft, Phase, RequestRecord};
 use crate::tokenizer::SharedTokenizer;
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// Live counts, per phase, read by the progress line and warm-up logic.
+/// Live counts of one phase, read by the progress line and warm-up logic.
 #[derive(Debug, Default)]
 pub struct LiveCounts {
     pub completed: AtomicU64,
@@ -33,6 +34,7 @@ pub struct LiveCounts {
 #[derive(Debug, Default)]
 pub struct Counters {
     pub warmup: LiveCounts,
+    pub profile: LiveCounts,
     pub measure: LiveCounts,
 }
 
@@ -40,77 +42,94 @@ impl Counters {
     pub fn of(&self, phase: Phase) -> &LiveCounts {
         match phase {
             Phase::Measure => &self.measure,
-            _ => &self.warmup,
+            Phase::Profile => &self.profile,
+            Phase::Warmup | Phase::Probe => &self.warmup,
         }
     }
 }
 
+/// Flush whole lines once this many bytes are waiting.
+const FLUSH_BYTES: usize = 256 * 1024;
+/// …or at least this often.
+const FLUSH_EVERY: Duration = Duration::from_millis(500);
+
 /// Handle to the writer thread.
 pub struct RecordWriter {
-    tx: Sender<Exchange>,
+    tx: Sender<Draft>,
     thread: JoinHandle<std::io::Result<Vec<RequestRecord>>>,
     pub counters: Arc<Counters>,
+    /// Parameters of the per-request figures; set once, before the measured phase.
+    pub derive_params: Arc<OnceLock<DeriveParams>>,
 }
 
 impl RecordWriter {
-    /// Starts writing to `path` (created or truncated).
+    /// Starts writing to `path` (created; the caller has checked it may be).
     pub fn start(
         path: &Path,
         clock: RunClock,
         tokenizer: SharedTokenizer,
-        cpu: ThreadCpu,
+        register_thread: impl FnOnce() + Send + 'static,
     ) -> std::io::Result<Self> {
-        let file = File::create(path)?;
-        let (tx, rx) = channel::<Exchange>();
+        let mut file = File::create(path)?;
+        let (tx, rx) = channel::<Draft>();
         let counters = Arc::new(Counters::default());
         let live = counters.clone();
+        let derive_params: Arc<OnceLock<DeriveParams>> = Arc::new(OnceLock::new());
+        let params = derive_params.clone();
         let thread = std::thread::Builder::new()
             .name("record-writer".into())
             .spawn(move || {
-                cpu.register_current();
-                let mut out = BufWriter::with_capacity(256 * 1024, file);
+                register_thread();
+                let mut pending: Vec<u8> = Vec::with_capacity(FLUSH_BYTES + 64 * 1024);
                 let mut records = Vec::new();
                 let mut last_flush = Instant::now();
                 loop {
                     match rx.recv_timeout(Duration::from_millis(250)) {
-                        Ok(mut ex) => {
-                            settle(&mut ex, tokenizer.as_ref());
-                            let rec = ex.record;
+                        Ok(draft) => {
+                            let mut rec = settle(draft, tokenizer.as_ref());
+                            if let Some(p) = params.get() {
+                                rec.derived = Some(derive(&rec, p));
+                            }
                             let c = live.of(rec.phase);
                             if rec.outcome.is_ok() {
                                 c.completed.fetch_add(1, Ordering::Relaxed);
                             } else {
                                 c.failed.fetch_add(1, Ordering::Relaxed);
                             }
-                            let delivered: u64 = rec.chunks.iter().map(|c| c.tokens as u64).sum();
-                            c.output_tokens.fetch_add(delivered, Ordering::Relaxed);
+                            c.output_tokens
+                                .fetch_add(rec.output_tokens as u64, Ordering::Relaxed);
                             serde_json::to_writer(
-                                &mut out,
+                                &mut pending,
                                 &WireRecord::from_record(&rec, &clock),
                             )?;
-                            out.write_all(b"\n")?;
+                            pending.push(b'\n');
                             records.push(rec);
                         }
                         Err(RecvTimeoutError::Timeout) => {}
                         Err(RecvTimeoutError::Disconnected) => break,
                     }
-                    if last_flush.elapsed() >= Duration::from_millis(500) {
-                        out.flush()?;
+                    if pending.len() >= FLUSH_BYTES
+                        || (!pending.is_empty() && last_flush.elapsed() >= FLUSH_EVERY)
+                    {
+                        file.write_all(&pending)?;
+                        pending.clear();
                         last_flush = Instant::now();
                     }
                 }
-                out.flush()?;
+                file.write_all(&pending)?;
+                file.sync_data()?;
                 Ok(records)
             })?;
         Ok(Self {
             tx,
             thread,
             counters,
+            derive_params,
         })
     }
 
-    /// A sender for finished exchanges (cheap to clone, never blocks).
-    pub fn sender(&self) -> Sender<Exchange> {
+    /// A sender for finished drafts (cheap to clone, never blocks).
+    pub fn sender(&self) -> Sender<Draft> {
         self.tx.clone()
     }
 

@@ -54,7 +54,7 @@ pub struct DatasetInfo {
 
 #[derive(Debug, Error)]
 pub enum DatasetError {
-    #[error("cannot read dataset {path}: {source}")]
+    #[error("cannot read dataset {path}")]
     Io {
         path: String,
         source: std::io::Error,

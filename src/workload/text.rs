@@ -24,34 +24,51 @@ pub enum TextError {
     NotExact { target: usize, got: usize },
 }
 
-/// Vocabulary words (each one token of the reference tokenizer) to build text from.
+/// The benign word list synthetic prompts are drawn from: 4,540 everyday English words
+/// (objects, nature, food, places, simple verbs and adjectives), chosen by hand and filtered
+/// against a deny list so that no slur, sexual, violent, drug, medical, religious or political
+/// term reaches a server (the draft asks for benign content in 5.10, and content filters on
+/// real gateways would react to such words). See docs/workloads.md.
+const BENIGN_WORDS: &str = include_str!("words.txt");
+
+/// Words to build text from: benign words that are one token each (with a leading space) in
+/// the counting tokenizer, so exact-length prompts stay cheap to build.
 pub struct TextSource {
     words: Vec<String>,
 }
 
 impl TextSource {
-    /// Words of `tokenizer` that decode to a space and 2–10 lowercase letters, scanned over a
-    /// fixed id range so every machine gets the same list.
+    /// The benign words that `tokenizer` encodes as a single token after a space. A tokenizer
+    /// that cannot be asked cheaply (a server's) uses the reference tokenizer's selection;
+    /// exact lengths are still verified with the real one.
     pub fn new(tokenizer: &dyn Tokenizer) -> Self {
-        let mut words = Vec::new();
-        if tokenizer.enumerable() {
-            for id in 0..tokenizer.vocab_size().min(100_000) as u32 {
-                let s = tokenizer.decode(&[id]);
-                let b = s.as_bytes();
-                if b.len() >= 3
-                    && b.len() <= 11
-                    && b[0] == b' '
-                    && b[1..].iter().all(|c| c.is_ascii_lowercase())
-                {
-                    words.push(s);
-                }
-            }
-        }
-        if words.len() < 100 {
-            // A tokenizer we cannot enumerate (a server's): the reference vocabulary's words.
+        if !tokenizer.enumerable() {
             return Self::new(&crate::tokenizer::TiktokenTokenizer::cl100k());
         }
+        let mut words: Vec<String> = BENIGN_WORDS
+            .lines()
+            .map(str::trim)
+            .filter(|w| !w.is_empty())
+            .map(|w| format!(" {w}"))
+            .filter(|w| tokenizer.count(w) == 1)
+            .collect();
+        if words.len() < 100 {
+            // A tokenizer that splits most words: accept two-token words rather than
+            // falling back to raw vocabulary.
+            words = BENIGN_WORDS
+                .lines()
+                .map(str::trim)
+                .filter(|w| !w.is_empty())
+                .map(|w| format!(" {w}"))
+                .filter(|w| tokenizer.count(w) <= 2)
+                .collect();
+        }
         Self { words }
+    }
+
+    /// The words in use.
+    pub fn words(&self) -> &[String] {
+        &self.words
     }
 
     fn word(&self, rng: &mut ChaCha8Rng) -> &str {

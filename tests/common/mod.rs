@@ -4,11 +4,14 @@ use clap::Parser;
 use servebench::cli::args::{Cli, Command, RunArgs};
 use servebench::cli::run::resolve;
 use servebench::config::RunConfig;
-use servebench::engine::{self, RunOutput};
-use servebench::metrics::{summarize, RunSummary};
+use servebench::metrics::generator::judge;
+use servebench::metrics::{summarize, RunSummary, SummaryParams};
+use servebench::record::run::GeneratorReport;
+use servebench::record::{Phase, RequestRecord};
+use servebench::runner::{self, RunOutput, ServerInfo};
 use std::path::PathBuf;
 
-/// A fresh temporary folder for a run.
+/// A fresh, empty temporary folder (a run may use it as its `--out`).
 pub fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("servebench-test-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -16,7 +19,8 @@ pub fn temp_dir(name: &str) -> PathBuf {
     dir
 }
 
-/// Parses `servebench run <args>` into a configuration against `url`.
+/// Parses `servebench run <args>` into a configuration against `url`. Fluidity's prefill
+/// profile is off unless the arguments ask for it (`--fluidity`, dropped here).
 pub fn config(url: &str, args: &[&str], out: &std::path::Path) -> RunConfig {
     let mut argv = vec![
         "servebench",
@@ -27,7 +31,11 @@ pub fn config(url: &str, args: &[&str], out: &std::path::Path) -> RunConfig {
         "--out",
         out.to_str().unwrap(),
     ];
-    argv.extend_from_slice(args);
+    let wants_fluidity = args.contains(&"--fluidity") || args.contains(&"--prefill-curve");
+    if !wants_fluidity {
+        argv.push("--no-fluidity");
+    }
+    argv.extend(args.iter().filter(|a| **a != "--fluidity"));
     let cli = Cli::try_parse_from(argv).expect("valid test arguments");
     let Command::Run(run_args) = cli.command else {
         unreachable!()
@@ -47,11 +55,40 @@ pub fn run(config: &RunConfig) -> (RunOutput, RunSummary) {
     run_with(config, "cl100k_base")
 }
 
-/// Runs the engine with the named tokenizer (`server` for the target's) and summarises.
+/// Runs with the named tokenizer (`server` for the target's) and summarises.
 pub fn run_with(config: &RunConfig, tokenizer: &str) -> (RunOutput, RunSummary) {
     let tok =
         servebench::tokenizer::load_for(tokenizer, &config.target).expect("the tokenizer loads");
-    let out = engine::run(config, tok).expect("the run starts");
-    let summary = summarize(&out.records, config.slo.as_ref());
+    let out = runner::run(config, tok, &ServerInfo::default()).expect("the run starts");
+    let summary = summarize(&out.records, &params(config, &out));
     (out, summary)
+}
+
+/// The summary parameters a run used.
+pub fn params(config: &RunConfig, out: &RunOutput) -> SummaryParams {
+    SummaryParams {
+        slo: config.slo.clone(),
+        ux: config.ux,
+        fluidity: out.fluidity.clone(),
+        baseline: Default::default(),
+        warmup: Some(out.warmup.clone()),
+    }
+}
+
+/// The generator's judgement of its own run.
+pub fn generator(out: &RunOutput) -> GeneratorReport {
+    let measured: Vec<&RequestRecord> = out
+        .records
+        .iter()
+        .filter(|r| r.phase == Phase::Measure)
+        .collect();
+    judge(&measured, &out.generator)
+}
+
+/// The `servebench` binary built for these tests.
+pub fn servebench(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_servebench"))
+        .args(args)
+        .output()
+        .expect("running servebench")
 }

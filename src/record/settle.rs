@@ -5,13 +5,23 @@
 //! text, never per chunk (per-chunk tokenizing overcounts at chunk boundaries). When the
 //! tokenizer's split and the server's total disagree, the tokenizer only decides the shape
 //! (which chunks carried more) and the server's total is apportioned to it.
+//!
+//! Output tokens count everything the model generated, reasoning included (that is what the
+//! server spent its time on, and what `usage.completion_tokens` counts); the reasoning share
+//! is kept beside it so answer-only figures can be shown too.
 
-use super::exchange::Exchange;
-use crate::record::{ChunkTokenSource, TokenSource};
+use super::draft::Draft;
+use super::{ChunkTokenSource, RequestRecord, TokenSource};
 use crate::tokenizer::Tokenizer;
 
-/// Fills `tokens` of every chunk and the record's `output_tokens`.
-pub fn settle(ex: &mut Exchange, tokenizer: &dyn Tokenizer) {
+/// Settles a draft: token counts of the record and of every chunk. Returns the record.
+pub fn settle(mut draft: Draft, tokenizer: &dyn Tokenizer) -> RequestRecord {
+    settle_tokens(&mut draft, tokenizer);
+    draft.record
+}
+
+/// Fills `tokens` of every chunk and the record's `output_tokens` and `reasoning_tokens`.
+pub fn settle_tokens(ex: &mut Draft, tokenizer: &dyn Tokenizer) {
     ex.take_usage();
     let rec = &mut ex.record;
     // Reasoning chunks: counted by the tokenizer, shape only.
@@ -42,7 +52,7 @@ pub fn settle(ex: &mut Exchange, tokenizer: &dyn Tokenizer) {
             rec.output_tokens_source = TokenSource::ServerUsage;
             total.saturating_sub(reasoning_total)
         }
-        None if !ex.content_text.is_empty() => {
+        None if !ex.content_text.is_empty() || reasoning_total > 0 => {
             rec.output_tokens_source = TokenSource::Tokenizer;
             tokenizer.count(&ex.content_text) as u64
         }
@@ -51,7 +61,13 @@ pub fn settle(ex: &mut Exchange, tokenizer: &dyn Tokenizer) {
             0
         }
     };
-    rec.output_tokens = content_total.min(u32::MAX as u64) as u32;
+    let reasoning_total = match usage_total {
+        Some(total) => reasoning_total.min(total),
+        None => reasoning_total,
+    };
+    let clamp = |v: u64| v.min(u32::MAX as u64) as u32;
+    rec.reasoning_tokens = clamp(reasoning_total);
+    rec.output_tokens = clamp(content_total + reasoning_total);
     let n_chunks = rec.chunks.len();
     if n_chunks == 0 {
         return;
@@ -96,7 +112,7 @@ pub fn settle(ex: &mut Exchange, tokenizer: &dyn Tokenizer) {
         shape
     };
     if usage_total.is_none() {
-        rec.output_tokens = counts.iter().sum();
+        rec.output_tokens = counts.iter().sum::<u32>() + rec.reasoning_tokens;
     }
     for (chunk, n) in rec.chunks.iter_mut().zip(counts) {
         chunk.tokens = n;
@@ -167,12 +183,12 @@ pub fn apportion(shape: &[u32], total: u64) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{Chunk, RequestRecord};
+    use crate::record::Chunk;
     use crate::tokenizer::TiktokenTokenizer;
     use serde_json::json;
 
-    fn exchange(texts: &[&str], usage: Option<serde_json::Value>) -> Exchange {
-        let mut ex = Exchange::default();
+    fn exchange(texts: &[&str], usage: Option<serde_json::Value>) -> Draft {
+        let mut ex = Draft::default();
         for (i, t) in texts.iter().enumerate() {
             ex.content_text.push_str(t);
             ex.record.chunks.push(Chunk {
@@ -193,7 +209,7 @@ mod tests {
             &["Hello", " world", "!"],
             Some(json!({"completion_tokens": 3})),
         );
-        settle(&mut ex, &tok);
+        settle_tokens(&mut ex, &tok);
         assert_eq!(ex.record.output_tokens, 3);
         assert_eq!(ex.record.chunk_tokens_source, ChunkTokenSource::OnePerChunk);
         assert!(ex.record.chunks.iter().all(|c| c.tokens == 1));
@@ -207,7 +223,7 @@ mod tests {
             &[" hello world", "!"],
             Some(json!({"completion_tokens": 3})),
         );
-        settle(&mut ex, &tok);
+        settle_tokens(&mut ex, &tok);
         assert_eq!(
             ex.record
                 .chunks
@@ -222,7 +238,7 @@ mod tests {
             &[" hello world", "!"],
             Some(json!({"completion_tokens": 6})),
         );
-        settle(&mut ex, &tok);
+        settle_tokens(&mut ex, &tok);
         assert_eq!(
             ex.record
                 .chunks
@@ -238,7 +254,7 @@ mod tests {
     fn no_usage_counts_with_the_tokenizer() {
         let tok = TiktokenTokenizer::cl100k();
         let mut ex = exchange(&[" hello world", "!"], None);
-        settle(&mut ex, &tok);
+        settle_tokens(&mut ex, &tok);
         assert_eq!(ex.record.output_tokens, 3);
         assert_eq!(ex.record.output_tokens_source, TokenSource::Tokenizer);
     }
@@ -248,7 +264,7 @@ mod tests {
         let tok = TiktokenTokenizer::cl100k();
         let mut ex = exchange(&["a", "b", "c"], Some(json!({"completion_tokens": 6})));
         ex.cumulative_usage = vec![Some(1), Some(4), Some(6)];
-        settle(&mut ex, &tok);
+        settle_tokens(&mut ex, &tok);
         assert_eq!(
             ex.record
                 .chunks
@@ -276,6 +292,41 @@ mod tests {
         assert_eq!(apportion(&[0, 0], 3), vec![2, 1]);
         assert_eq!(apportion(&[5, 0, 5], 5), vec![3, 0, 2]);
         assert_eq!(apportion(&[3, 1], 0), vec![0, 0]);
-        let _ = RequestRecord::default();
+    }
+
+    #[test]
+    fn reasoning_tokens_count_as_output_and_are_kept_apart() {
+        let tok = TiktokenTokenizer::cl100k();
+        // Usage says 10 generated, 6 of them reasoning; the answer came in 4 one-token chunks.
+        let mut ex = exchange(
+            &["a", "b", "c", "d"],
+            Some(
+                json!({"completion_tokens": 10, "completion_tokens_details": {"reasoning_tokens": 6}}),
+            ),
+        );
+        ex.reasoning_text = "thinking hard".into();
+        ex.record.reasoning_chunks.push(Chunk {
+            at: 0,
+            tokens: 0,
+            bytes: 13,
+        });
+        settle_tokens(&mut ex, &tok);
+        assert_eq!(ex.record.output_tokens, 10);
+        assert_eq!(ex.record.reasoning_tokens, 6);
+        assert_eq!(ex.record.answer_tokens(), 4);
+        assert!(ex.record.chunks.iter().all(|c| c.tokens == 1));
+        // Without usage: both counted by the tokenizer ("thinking hard" is 2 cl100k tokens).
+        let mut ex = exchange(&[" hello world"], None);
+        ex.reasoning_text = "thinking hard".into();
+        ex.record.reasoning_chunks.push(Chunk {
+            at: 0,
+            tokens: 0,
+            bytes: 13,
+        });
+        settle_tokens(&mut ex, &tok);
+        assert_eq!(
+            (ex.record.output_tokens, ex.record.reasoning_tokens),
+            (4, 2)
+        );
     }
 }

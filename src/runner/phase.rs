@@ -1,30 +1,36 @@
-//! Drives one phase of a run (warm-up, probe or measurement) under closed- or open-loop load.
+//! Drives one phase of a run (warm-up, measurement) under closed- or open-loop load.
 //!
 //! Closed loop: N workers, each sending its next request as soon as its last one ends.
 //! Open loop: a dispatcher thread follows the seeded plan with sub-millisecond precision
 //! (the async timer's 1 ms granularity is not enough at 1,000 req/s), spawning each request
-//! on the runtime at its planned time, whatever is still in flight (draft 4.2.5).
+//! on the runtime at its planned time, whatever is still in flight (draft 4.2.5); with
+//! `--max-concurrency`, at most that many run at once and later arrivals wait for a slot.
+//!
+//! How a phase ends: sending stops at the first limit reached. After a request-count limit,
+//! in-flight requests run to completion (each bounded by `--timeout`). After the duration
+//! limit or Ctrl-C, in-flight requests get `--grace`, then are cancelled and recorded as
+//! `cancelled`, in both loops.
 
 use super::cpu::ThreadCpu;
 use super::feeder::Feed;
 use crate::client::{execute, Exchange, Pool, PreparedRequest};
 use crate::clock::{Nanos, RunClock};
 use crate::config::LoadPattern;
-use crate::record::{FailureKind, Phase};
+use crate::record::{Draft, FailureKind, Phase};
 use crate::schedule::ArrivalPlan;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::runtime::Handle;
-use tokio::sync::watch;
+use tokio::sync::{watch, Semaphore};
 
 /// Shared controls of a run: stop sending, cancel in-flight requests.
 #[derive(Clone)]
 pub struct Controls {
-    /// No new requests once set (Ctrl-C, duration reached, phase limit reached).
+    /// No new requests once set (Ctrl-C).
     pub stop_sending: Arc<AtomicBool>,
-    /// In-flight requests end as `cancelled` once this is true.
+    /// In-flight requests end as `cancelled` once this is true (Ctrl-C after its grace).
     pub cancel: watch::Sender<bool>,
     /// Set by Ctrl-C: the whole run is ending.
     pub interrupted: Arc<AtomicBool>,
@@ -55,14 +61,16 @@ pub struct PhasePlan {
     pub load: LoadPattern,
     /// Stop after this many requests have been sent.
     pub max_requests: Option<u64>,
-    /// Stop sending after this long.
+    /// Stop sending after this long; then in-flight requests get `grace`.
     pub max_duration: Option<Duration>,
-    /// Stop sending once this returns true (checked after each completion; warm-up targets).
+    /// Stop sending once this returns true (warm-up targets); in-flight requests finish.
     pub done_when: Option<DoneWhen>,
     pub seed: u64,
-    /// Once sending stopped because of the duration limit or Ctrl-C: how long in-flight
-    /// requests may still finish before they are cancelled.
+    /// After the duration limit or Ctrl-C: how long in-flight requests may still finish
+    /// before they are cancelled.
     pub grace: Duration,
+    /// Open loop: at most this many requests in flight; arrivals wait for a slot.
+    pub max_concurrency: Option<u32>,
 }
 
 /// Shared things every request needs.
@@ -72,22 +80,40 @@ pub struct Shared {
     pub clock: RunClock,
     pub timeout: Duration,
     pub url: Arc<str>,
-    pub sink: Sender<Exchange>,
+    pub sink: Sender<Draft>,
     pub sent: Arc<AtomicU64>,
     pub in_flight: Arc<AtomicU64>,
     /// Open loop: sessions whose later turns are still to come (waiting on think time).
     pub open_sessions: Arc<AtomicU64>,
 }
 
-/// One request from start to record, honouring timeout and cancellation.
+/// How a phase went.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PhaseEnd {
+    /// When the phase started, on the run clock.
+    pub started_at: Nanos,
+    /// When sending stopped.
+    pub stopped_sending_at: Nanos,
+    /// Sending stopped because of the duration limit (or Ctrl-C), so in-flight requests got
+    /// the grace period and were then cancelled.
+    pub timed_stop: bool,
+    /// Requests cancelled at the end.
+    pub cancelled: u64,
+}
+
+/// One request from start to record, honouring timeout and both cancellations (the
+/// phase's, after its grace; the run's, on Ctrl-C).
 async fn run_one(
     shared: &Shared,
     req: PreparedRequest,
     phase: Phase,
     scheduled_at: Option<Nanos>,
-    mut cancel: watch::Receiver<bool>,
+    mut cancels: (watch::Receiver<bool>, watch::Receiver<bool>),
 ) -> bool {
     let mut ex = Exchange::new(&req, phase, scheduled_at);
+    // The attempt is stamped before racing against cancellation, so even a request
+    // cancelled before its first poll has a real attempt time.
+    ex.draft.record.queued_at = shared.clock.now();
     enum End {
         Done,
         Timeout,
@@ -97,7 +123,8 @@ async fn run_one(
         r = tokio::time::timeout(shared.timeout, execute(&mut ex, &shared.pool, &shared.clock, &req, &shared.url)) => {
             if r.is_ok() { End::Done } else { End::Timeout }
         }
-        _ = cancel.wait_for(|c| *c) => End::Cancelled,
+        _ = cancels.0.wait_for(|c| *c) => End::Cancelled,
+        _ = cancels.1.wait_for(|c| *c) => End::Cancelled,
     };
     let now = shared.clock.now();
     match end {
@@ -112,13 +139,13 @@ async fn run_one(
         ),
         End::Cancelled => ex.fail_if_unfinished(
             FailureKind::Cancelled,
-            "run stopped before the response finished",
+            "still in flight when the run stopped (duration limit plus --grace, or Ctrl-C)",
             now,
         ),
     }
     shared.in_flight.fetch_sub(1, Ordering::AcqRel);
-    let ok = ex.record.outcome.is_ok();
-    let _ = shared.sink.send(ex);
+    let ok = ex.record().outcome.is_ok();
+    let _ = shared.sink.send(ex.into_draft());
     ok
 }
 
@@ -133,115 +160,123 @@ fn claim_slot(sent: &AtomicU64, start: u64, max: Option<u64>) -> bool {
     true
 }
 
+/// What each request task needs to know about its phase.
+#[derive(Clone)]
+struct PhaseCtx {
+    shared: Shared,
+    phase: Phase,
+    phase_cancel: watch::Receiver<bool>,
+    run_cancel: watch::Receiver<bool>,
+    should_stop: Arc<dyn Fn() -> bool + Send + Sync>,
+    claim: Arc<dyn Fn() -> bool + Send + Sync>,
+}
+
+impl PhaseCtx {
+    fn cancels(&self) -> (watch::Receiver<bool>, watch::Receiver<bool>) {
+        (self.phase_cancel.clone(), self.run_cancel.clone())
+    }
+}
+
 /// Runs the turns of a session after its first one: each `think_ms` after the previous
 /// answer ended, while the phase goes on; a failed turn abandons the rest (as a user would).
-/// `claim` reserves a request slot (false: the phase's request limit is reached).
-async fn follow_up_turns(
-    shared: &Shared,
-    turns: Vec<PreparedRequest>,
-    phase: Phase,
-    open_loop: bool,
-    cancel: &watch::Receiver<bool>,
-    should_stop: &(impl Fn() -> bool + ?Sized),
-    claim: &(impl Fn() -> bool + ?Sized),
-) {
+async fn follow_up_turns(ctx: &PhaseCtx, turns: Vec<PreparedRequest>, open_loop: bool) {
     for req in turns {
-        let due = shared.clock.now() + (req.think_ms.max(0.0) * 1e6) as u64;
-        tokio::time::sleep_until(shared.clock.instant_at(due).into()).await;
-        if should_stop() || !claim() {
+        let due = ctx.shared.clock.now() + (req.think_ms.max(0.0) * 1e6) as u64;
+        let (mut phase_cancel, mut run_cancel) = ctx.cancels();
+        tokio::select! {
+            _ = tokio::time::sleep_until(ctx.shared.clock.instant_at(due).into()) => {}
+            _ = phase_cancel.wait_for(|c| *c) => return,
+            _ = run_cancel.wait_for(|c| *c) => return,
+        }
+        if (ctx.should_stop)() || !(ctx.claim)() {
             return;
         }
-        shared.in_flight.fetch_add(1, Ordering::AcqRel);
+        ctx.shared.in_flight.fetch_add(1, Ordering::AcqRel);
         let scheduled = open_loop.then_some(due);
-        if !run_one(shared, req, phase, scheduled, cancel.clone()).await {
+        if !run_one(&ctx.shared, req, ctx.phase, scheduled, ctx.cancels()).await {
             return;
         }
     }
 }
 
-/// Runs a phase to its end: sending stops at a limit, then in-flight requests drain
-/// (cancelled after `grace` if the run is being stopped).
+/// Why sending stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StopReason {
+    Count,
+    Timed,
+}
+
+/// Runs a phase to its end (see the module documentation for how it ends).
 pub async fn run_phase(
     plan: PhasePlan,
     feed: Feed,
     shared: Shared,
     controls: Controls,
     cpu: ThreadCpu,
-) {
-    let phase_start = shared.clock.now();
+) -> PhaseEnd {
+    let clock = shared.clock;
+    let phase_start = clock.now();
     let sent_at_start = shared.sent.load(Ordering::Acquire);
-    let stop_phase = Arc::new(AtomicBool::new(false));
-    let should_stop = {
-        let stop_phase = stop_phase.clone();
+    let (phase_cancel_tx, phase_cancel) = watch::channel(false);
+    let duration_ns = plan.max_duration.map(|d| d.as_nanos() as u64);
+    let timed_out = move || duration_ns.is_some_and(|d| clock.now() - phase_start >= d);
+    let should_stop: Arc<dyn Fn() -> bool + Send + Sync> = {
         let controls = controls.clone();
         let sent = shared.sent.clone();
         let plan_max = plan.max_requests;
         let done_when = plan.done_when.clone();
-        let clock = shared.clock;
-        let max_duration = plan.max_duration;
-        move || {
-            stop_phase.load(Ordering::Acquire)
-                || controls.stop_sending.load(Ordering::Acquire)
+        Arc::new(move || {
+            controls.stop_sending.load(Ordering::Acquire)
                 || plan_max.is_some_and(|m| sent.load(Ordering::Acquire) - sent_at_start >= m)
-                || max_duration.is_some_and(|d| clock.now() - phase_start >= d.as_nanos() as u64)
+                || timed_out()
                 || done_when.as_ref().is_some_and(|f| f())
-        }
+        })
     };
+    let claim: Arc<dyn Fn() -> bool + Send + Sync> = {
+        let sent = shared.sent.clone();
+        let max = plan.max_requests;
+        Arc::new(move || claim_slot(&sent, sent_at_start, max))
+    };
+    let ctx = PhaseCtx {
+        shared: shared.clone(),
+        phase: plan.phase,
+        phase_cancel,
+        run_cancel: controls.cancel.subscribe(),
+        should_stop: should_stop.clone(),
+        claim,
+    };
+    let sending_done = Arc::new(AtomicBool::new(false));
     match plan.load {
         LoadPattern::Closed { concurrency } => {
             let mut workers = tokio::task::JoinSet::new();
             for _ in 0..concurrency.max(1) {
-                let shared = shared.clone();
+                let ctx = ctx.clone();
                 let feed = feed.clone();
-                let should_stop = should_stop.clone();
-                let cancel = controls.cancel.subscribe();
-                let phase = plan.phase;
-                let sent = shared.sent.clone();
-                let max = plan.max_requests;
                 workers.spawn(async move {
-                    // Claim a slot before sending so the request count is exact across workers.
-                    let claim = || claim_slot(&sent, sent_at_start, max);
                     loop {
-                        if should_stop() || !claim() {
+                        if (ctx.should_stop)() || !(ctx.claim)() {
                             return;
                         }
                         let Some(mut session) = feed.next().await else {
-                            sent.fetch_sub(1, Ordering::AcqRel);
+                            ctx.shared.sent.fetch_sub(1, Ordering::AcqRel);
                             return;
                         };
                         let rest = session.split_off(1);
                         let Some(first) = session.pop() else { continue };
-                        shared.in_flight.fetch_add(1, Ordering::AcqRel);
-                        if run_one(&shared, first, phase, None, cancel.clone()).await
+                        ctx.shared.in_flight.fetch_add(1, Ordering::AcqRel);
+                        if run_one(&ctx.shared, first, ctx.phase, None, ctx.cancels()).await
                             && !rest.is_empty()
                         {
-                            follow_up_turns(
-                                &shared,
-                                rest,
-                                phase,
-                                false,
-                                &cancel,
-                                &should_stop,
-                                &claim,
-                            )
-                            .await;
+                            follow_up_turns(&ctx, rest, false).await;
                         }
                     }
                 });
             }
-            // The duration limit also stops waiting workers promptly.
-            let waiter = async { while workers.join_next().await.is_some() {} };
-            tokio::pin!(waiter);
-            loop {
-                tokio::select! {
-                    _ = &mut waiter => break,
-                    _ = tokio::time::sleep(Duration::from_millis(50)) => {
-                        if should_stop() {
-                            stop_phase.store(true, Ordering::Release);
-                        }
-                    }
-                }
-            }
+            let done = sending_done.clone();
+            tokio::spawn(async move {
+                while workers.join_next().await.is_some() {}
+                done.store(true, Ordering::Release);
+            });
         }
         LoadPattern::Open { .. } | LoadPattern::Trace { .. } => {
             let timing = match plan.load {
@@ -260,73 +295,83 @@ pub async fn run_phase(
                 LoadPattern::Closed { .. } => unreachable!("handled above"),
             };
             let handle = Handle::current();
-            let shared2 = shared.clone();
             let controls2 = controls.clone();
-            let phase = plan.phase;
-            let should_stop2 = should_stop.clone();
+            let ctx2 = ctx.clone();
+            let slots = plan
+                .max_concurrency
+                .map(|n| Arc::new(Semaphore::new(n.max(1) as usize)));
+            let done = sending_done.clone();
             let max_duration = plan.max_duration;
-            let max_requests = plan.max_requests;
-            let dispatcher = std::thread::Builder::new()
+            std::thread::Builder::new()
                 .name("dispatcher".into())
                 .spawn(move || {
                     cpu.register_current();
                     dispatch(
                         timing,
-                        phase,
                         phase_start,
                         max_duration,
-                        (max_requests, sent_at_start),
                         feed,
-                        shared2,
+                        ctx2,
                         controls2,
                         handle,
-                        should_stop2,
-                    )
+                        slots,
+                    );
+                    done.store(true, Ordering::Release);
                 })
                 .expect("spawning the dispatcher thread");
-            // Wait for the dispatcher without blocking the runtime.
-            while !dispatcher.is_finished() {
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
-            let _ = dispatcher.join();
         }
     }
-    // Drain: wait for in-flight requests, cancelling them after the grace period when the
-    // phase ended on time (duration limit) rather than on a request count.
+
+    // Wait until sending stops, noting why.
+    let mut tick = tokio::time::interval(Duration::from_millis(5));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let reason = loop {
+        tick.tick().await;
+        if controls.stop_sending.load(Ordering::Acquire) || timed_out() {
+            break StopReason::Timed;
+        }
+        if sending_done.load(Ordering::Acquire) || should_stop() {
+            break StopReason::Count;
+        }
+    };
+    let stopped_sending_at = clock.now();
+
+    // Drain. After a timed stop, in-flight requests get the grace period, then are cancelled.
     let drain_start = Instant::now();
-    let timed_end = plan
-        .max_duration
-        .is_some_and(|d| shared.clock.now() - phase_start >= d.as_nanos() as u64);
-    while shared.in_flight.load(Ordering::Acquire) > 0
+    let mut cancelled = false;
+    while !sending_done.load(Ordering::Acquire)
+        || shared.in_flight.load(Ordering::Acquire) > 0
         || shared.open_sessions.load(Ordering::Acquire) > 0
     {
-        if timed_end && drain_start.elapsed() >= plan.grace {
-            controls.cancel.send_replace(true);
+        if reason == StopReason::Timed && !cancelled && drain_start.elapsed() >= plan.grace {
+            phase_cancel_tx.send_replace(true);
+            cancelled = true;
         }
-        tokio::time::sleep(Duration::from_millis(2)).await;
+        tick.tick().await;
     }
-    // A cancelled drain must not cancel the next phase's requests.
-    if !controls.interrupted.load(Ordering::Acquire) {
-        controls.cancel.send_replace(false);
+    PhaseEnd {
+        started_at: phase_start,
+        stopped_sending_at,
+        timed_stop: reason == StopReason::Timed,
+        cancelled: u64::from(cancelled),
     }
 }
 
 #[allow(clippy::too_many_arguments)]
 fn dispatch(
     timing: Timing,
-    phase: Phase,
     phase_start: Nanos,
     max_duration: Option<Duration>,
-    (max_requests, sent_at_start): (Option<u64>, u64),
     feed: Feed,
-    shared: Shared,
+    ctx: PhaseCtx,
     controls: Controls,
     handle: Handle,
-    should_stop: impl Fn() -> bool + Clone + Send + Sync + 'static,
+    slots: Option<Arc<Semaphore>>,
 ) {
     let mut timing = timing;
+    let shared = &ctx.shared;
     loop {
-        if should_stop() {
+        if (ctx.should_stop)() {
             return;
         }
         let Some(mut session) = feed.next_blocking() else {
@@ -342,29 +387,39 @@ fn dispatch(
                 ((at - base).max(0.0) / speed.max(1e-9) * 1e6) as u64
             }
         };
-        if max_duration.is_some_and(|d| offset >= d.as_nanos() as u64) {
+        if let Some(d) = max_duration.filter(|d| offset >= d.as_nanos() as u64) {
+            // The next arrival falls after the limit: sending is over when the limit is, not
+            // now (so the phase ends as a timed stop, and in-flight requests get the grace).
+            sleep_until_precise(
+                shared.clock.instant_at(phase_start + d.as_nanos() as u64),
+                &controls,
+            );
             return;
         }
         let at = phase_start + offset;
         sleep_until_precise(shared.clock.instant_at(at), &controls);
-        if controls.stop_sending.load(Ordering::Acquire) || should_stop() {
+        if (ctx.should_stop)() || !(ctx.claim)() {
             return;
         }
-        shared.sent.fetch_add(1, Ordering::AcqRel);
         shared.in_flight.fetch_add(1, Ordering::AcqRel);
-        let s = shared.clone();
-        let cancel = controls.cancel.subscribe();
-        let stop = should_stop.clone();
-        let max = max_requests;
         shared.open_sessions.fetch_add(1, Ordering::AcqRel);
+        let ctx2 = ctx.clone();
+        let slots = slots.clone();
         handle.spawn(async move {
-            if run_one(&s, req, phase, Some(at), cancel.clone()).await && !rest.is_empty() {
+            // With a concurrency cap the request waits here for a slot; the wait shows in its
+            // connection wait (attempt → bytes written), never as the generator's lateness.
+            let _permit = match &slots {
+                Some(s) => s.clone().acquire_owned().await.ok(),
+                None => None,
+            };
+            if run_one(&ctx2.shared, req, ctx2.phase, Some(at), ctx2.cancels()).await
+                && !rest.is_empty()
+            {
                 // Follow-up turns are sent after each answer plus think time; their planned
                 // time is that moment, so any lateness still shows as send lag.
-                let claim = || claim_slot(&s.sent, sent_at_start, max);
-                follow_up_turns(&s, rest, phase, true, &cancel, &stop, &claim).await;
+                follow_up_turns(&ctx2, rest, true).await;
             }
-            s.open_sessions.fetch_sub(1, Ordering::AcqRel);
+            ctx2.shared.open_sessions.fetch_sub(1, Ordering::AcqRel);
         });
     }
 }
@@ -378,7 +433,7 @@ enum Timing {
 }
 
 /// Sleeps until `deadline`: coarse sleep to within 200 µs, then yield-spin. A late deadline
-/// returns at once (lateness is recorded as send lag, never hidden).
+/// returns at once (lateness is recorded as dispatch lag, never hidden).
 fn sleep_until_precise(deadline: Instant, controls: &Controls) {
     loop {
         let now = Instant::now();

@@ -1,0 +1,147 @@
+//! What went wrong, in a form a person can act on: failures counted by kind, the most
+//! frequent messages, and a hint where the cause is usually the same.
+
+use crate::record::{FailureKind, Outcome, RequestRecord};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One distinct failure message and how often it occurred.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FailureMessage {
+    pub kind: FailureKind,
+    /// The message, with digits of request-specific numbers kept (they are usually the
+    /// point: a status code, a token count).
+    pub message: String,
+    pub count: u64,
+    /// What usually causes it and how to fix it.
+    pub hint: Option<String>,
+}
+
+/// Failures of the measured requests.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FailureBreakdown {
+    pub by_kind: BTreeMap<FailureKind, u64>,
+    /// The most frequent messages, most frequent first (at most five).
+    pub top: Vec<FailureMessage>,
+}
+
+const SHOWN: usize = 5;
+const MESSAGE_CHARS: usize = 240;
+
+/// Counts failures by kind and message.
+pub fn breakdown(measured: &[&RequestRecord]) -> FailureBreakdown {
+    let mut by_kind = BTreeMap::new();
+    let mut by_message: BTreeMap<(FailureKind, String), u64> = BTreeMap::new();
+    for r in measured {
+        if let Outcome::Failed { kind, detail } = &r.outcome {
+            *by_kind.entry(*kind).or_default() += 1;
+            let message: String = detail.chars().take(MESSAGE_CHARS).collect();
+            *by_message.entry((*kind, message)).or_default() += 1;
+        }
+    }
+    let mut top: Vec<FailureMessage> = by_message
+        .into_iter()
+        .map(|((kind, message), count)| FailureMessage {
+            hint: hint(kind, &message),
+            kind,
+            message,
+            count,
+        })
+        .collect();
+    top.sort_by(|a, b| b.count.cmp(&a.count).then(a.message.cmp(&b.message)));
+    top.truncate(SHOWN);
+    FailureBreakdown { by_kind, top }
+}
+
+/// The usual cause of a failure, from its kind and message.
+pub fn hint(kind: FailureKind, message: &str) -> Option<String> {
+    let m = message.to_ascii_lowercase();
+    let status = m
+        .strip_prefix("http ")
+        .and_then(|s| s.get(..3))
+        .and_then(|s| s.parse::<u16>().ok());
+    let h = match (kind, status) {
+        (FailureKind::HttpStatus, Some(404)) => {
+            "the server has no such route: is `/v1` (or the API's base path) missing from --url, or is --endpoint wrong?"
+        }
+        (FailureKind::HttpStatus, Some(401 | 403)) => {
+            "the server refused the credentials: set the key in the variable named by --api-key-env (or --api-key-file)"
+        }
+        (FailureKind::HttpStatus, Some(400))
+            if m.contains("context") || m.contains("too long") || m.contains("exceed") =>
+        {
+            "prompts longer than the server's context: lower --input-tokens, or raise the server's context (llama.cpp splits -c across --parallel slots; vLLM --max-model-len)"
+        }
+        (FailureKind::HttpStatus, Some(400)) if m.contains("model") => {
+            "the server does not know this model: check --model against its /v1/models"
+        }
+        (FailureKind::HttpStatus, Some(429)) => {
+            "the server rate-limited the client: lower the load, or it is the limit being measured"
+        }
+        (FailureKind::HttpStatus, Some(503)) => {
+            "the server was overloaded or still loading: lower the load or wait for /health"
+        }
+        (FailureKind::HttpStatus, Some(s)) if s >= 500 => {
+            "the server failed: its own log says why"
+        }
+        (FailureKind::Connect, _) if m.contains("refused") => {
+            "nothing listens there: is the server running, and is the port in --url right?"
+        }
+        (FailureKind::Connect, _) => "no connection could be made: check the host, port, DNS and TLS settings",
+        (FailureKind::Timeout, _) => {
+            "requests took longer than --timeout: raise it, or lower the load if the server is queueing"
+        }
+        (FailureKind::Protocol, _) => {
+            "the response could not be read as the API's stream: check --endpoint, and that --url points at the API, not a web page"
+        }
+        (FailureKind::StreamCut, _) => {
+            "the server (or a proxy in between) closed streams before they ended: look for crashes, restarts or proxy timeouts"
+        }
+        (FailureKind::Cancelled, _) => {
+            "requests still in flight when the run stopped (Ctrl-C, or --duration plus --grace)"
+        }
+        (FailureKind::Refused, _) => "the server's content filter refused the request",
+        _ => return None,
+    };
+    Some(h.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed(kind: FailureKind, detail: &str) -> RequestRecord {
+        RequestRecord {
+            outcome: Outcome::failed(kind, detail),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn counts_by_kind_and_message_with_hints() {
+        let records = [
+            failed(FailureKind::HttpStatus, "HTTP 404: Not Found"),
+            failed(FailureKind::HttpStatus, "HTTP 404: Not Found"),
+            failed(
+                FailureKind::HttpStatus,
+                "HTTP 400: {\"error\":{\"message\":\"the request exceeds the available context size\"}}",
+            ),
+            failed(FailureKind::Timeout, "no complete response within 600 s (--timeout)"),
+            RequestRecord::default(),
+        ];
+        let refs: Vec<&RequestRecord> = records.iter().collect();
+        let b = breakdown(&refs);
+        assert_eq!(b.by_kind[&FailureKind::HttpStatus], 3);
+        assert_eq!(b.by_kind[&FailureKind::Timeout], 1);
+        assert_eq!(b.by_kind.len(), 2);
+        assert_eq!(b.top[0].message, "HTTP 404: Not Found");
+        assert_eq!(b.top[0].count, 2);
+        assert!(b.top[0].hint.as_deref().unwrap().contains("/v1"));
+        let ctx = b
+            .top
+            .iter()
+            .find(|m| m.message.contains("context"))
+            .unwrap();
+        assert!(ctx.hint.as_deref().unwrap().contains("--input-tokens"));
+    }
+}

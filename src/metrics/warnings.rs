@@ -1,0 +1,131 @@
+//! Warnings a run's summary carries: each a kind a script can match, with a message that says
+//! what it means and what to do.
+
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
+use std::fmt;
+
+/// Something a reader of the results must know.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Warning {
+    /// A percentile from fewer samples than the draft requires (5.1.4.3).
+    FewSamples {
+        metric: &'static str,
+        percentile: &'static str,
+        samples: usize,
+        needed: usize,
+    },
+    /// Nothing completed: every latency figure is missing.
+    NoRequestCompleted { total: u64 },
+    /// Some requests failed; latency figures cover completed requests only.
+    Failures {
+        failed: u64,
+        total: u64,
+        by_kind: String,
+    },
+    /// Requests ended before `max_tokens` (EOS or a stop sequence).
+    EndedEarly { requests: u64 },
+    /// ITL is time between chunks, not per token (draft 4.6.3 option A).
+    ItlBetweenChunks { reason: String },
+    /// The server streamed reasoning before the answer (draft 5.1.3.1 asks to say so).
+    ReasoningBeforeAnswer { requests: u64 },
+    /// Closed loop: the smooth-goodput window depends on outcomes.
+    UxWindowDependsOnOutcomes,
+    /// The warm-up stopped at its cap before meeting the draft's requirements.
+    WarmupCapped {
+        requests: u64,
+        output_tokens: u64,
+        cap_s: f64,
+    },
+    /// No warm-up (cold start).
+    ColdStart,
+    /// Open loop: the server completed fewer than 90 % of the arrivals (draft 5.2.3.1).
+    ServerSaturated { completion_share: f64 },
+}
+
+impl Warning {
+    /// A stable name for scripts.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::FewSamples { .. } => "few_samples",
+            Self::NoRequestCompleted { .. } => "no_request_completed",
+            Self::Failures { .. } => "failures",
+            Self::EndedEarly { .. } => "ended_early",
+            Self::ItlBetweenChunks { .. } => "itl_between_chunks",
+            Self::ReasoningBeforeAnswer { .. } => "reasoning_before_answer",
+            Self::UxWindowDependsOnOutcomes => "ux_window_depends_on_outcomes",
+            Self::WarmupCapped { .. } => "warmup_capped",
+            Self::ColdStart => "cold_start",
+            Self::ServerSaturated { .. } => "server_saturated",
+        }
+    }
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::FewSamples {
+                metric,
+                percentile,
+                samples,
+                needed,
+            } => write!(
+                f,
+                "{metric} {percentile} from {samples} samples: below the {needed} the draft requires (5.1.4.3); treat it as indicative, or run more requests"
+            ),
+            Self::NoRequestCompleted { total } => write!(
+                f,
+                "none of {total} requests completed: every latency figure is missing (see the failures above)"
+            ),
+            Self::Failures {
+                failed,
+                total,
+                by_kind,
+            } => write!(
+                f,
+                "{failed} of {total} requests failed ({by_kind}); latency figures cover completed requests only"
+            ),
+            Self::EndedEarly { requests } => write!(
+                f,
+                "{requests} requests ended before max_tokens (EOS or a stop sequence): output lengths differ from the workload's (does the server honour ignore_eos?)"
+            ),
+            Self::ItlBetweenChunks { reason } => {
+                write!(f, "ITL is reported as time between chunks: {reason}")
+            }
+            Self::ReasoningBeforeAnswer { requests } => write!(
+                f,
+                "{requests} requests streamed reasoning before the answer: TTFT is the time to the first answer token; the time to the first reasoning token is reported beside it (draft 5.1.3.1)"
+            ),
+            Self::UxWindowDependsOnOutcomes => write!(
+                f,
+                "closed loop: each send waits for an earlier answer, so the smooth-goodput window depends on outcomes; compare smooth goodput across open-loop runs (--rate)"
+            ),
+            Self::WarmupCapped {
+                requests,
+                output_tokens,
+                cap_s,
+            } => write!(
+                f,
+                "warm-up stopped at its {cap_s:.0} s cap with {requests} requests and {output_tokens} output tokens, short of the draft's >= 100 and >= 10,000 (4.5): the run is not compliant; raise --warmup-max"
+            ),
+            Self::ColdStart => write!(
+                f,
+                "no warm-up (--warmup none): a cold-start measurement, not comparable with warmed runs (draft 4.5)"
+            ),
+            Self::ServerSaturated { completion_share } => write!(
+                f,
+                "the server completed {:.0} % of arrivals in the steady window, below 90 %: it is saturated at this load (draft 5.2.3.1), so latency figures grow with the run's length",
+                completion_share * 100.0
+            ),
+        }
+    }
+}
+
+impl Serialize for Warning {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(2))?;
+        m.serialize_entry("kind", self.kind())?;
+        m.serialize_entry("message", &self.to_string())?;
+        m.end()
+    }
+}

@@ -1,0 +1,32 @@
+//! A record while its response is still arriving: what the client captured, before token
+//! counts are settled.
+//!
+//! The client only timestamps and copies; everything that needs a tokenizer or JSON trees is
+//! left for [`super::settle`], which runs off the hot path on the writer thread.
+
+use super::RequestRecord;
+
+/// A record plus the raw material needed to settle it.
+#[derive(Debug, Default)]
+pub struct Draft {
+    pub record: RequestRecord,
+    /// Answer text, concatenated (for tokenizer-based counts).
+    pub content_text: String,
+    /// Reasoning text, concatenated.
+    pub reasoning_text: String,
+    /// Cumulative `completion_tokens` streamed with each content chunk, when the server
+    /// streams usage per chunk (vLLM `continuous_usage_stats`).
+    pub cumulative_usage: Vec<Option<u32>>,
+    /// The latest `usage` object exactly as the server sent it; parsed once when settling.
+    pub usage_raw: String,
+}
+
+impl Draft {
+    /// Moves the latest streamed `usage` into the record (called once, when settling).
+    pub fn take_usage(&mut self) {
+        if !self.usage_raw.is_empty() {
+            self.record.usage = serde_json::from_str(&self.usage_raw).ok();
+            self.usage_raw.clear();
+        }
+    }
+}

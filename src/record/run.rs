@@ -1,0 +1,93 @@
+//! Facts about a run as a whole that the runner observed and later stages report: what the
+//! warm-up achieved, how the generator itself behaved, and how the prefill profile went.
+//!
+//! Plain data, so `metrics` and `report` can read them without depending on the runner.
+
+use crate::metrics::Distribution;
+use serde::{Deserialize, Serialize};
+
+/// What the warm-up did (draft 4.5), against what the draft asks of it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WarmupReport {
+    /// The policy, in words.
+    pub policy: String,
+    /// Requests completed or failed during warm-up.
+    pub requests: u64,
+    /// Output tokens received during warm-up.
+    pub output_tokens: u64,
+    /// What the draft requires before measuring (auto policy): at least this many requests…
+    pub required_requests: Option<u64>,
+    /// …and at least this many output tokens.
+    pub required_output_tokens: Option<u64>,
+    /// E2E of each verification probe, ms.
+    pub probe_e2e_ms: Vec<f64>,
+    /// Two consecutive probes differed by < 10 % (draft 4.5.2).
+    pub stabilized: bool,
+    /// The warm-up stopped at its time cap (`--warmup-max`) before reaching its targets.
+    pub capped: bool,
+    /// The cap, s.
+    pub cap_s: f64,
+    /// The warm-up met the draft's requirements (false for a cold start or a capped warm-up).
+    pub compliant: bool,
+}
+
+/// How well the load generator kept up, judged from its own figures only.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GeneratorReport {
+    /// Open loop: planned send time → the request task started (the generator's own
+    /// lateness: its dispatcher thread and runtime), ms.
+    pub dispatch_lag_ms: Option<Distribution>,
+    /// Attempt → request bytes written: pool wait, TCP and TLS set-up, and the server's
+    /// accept queue. Long waits here are the server's (or the network's), not the
+    /// generator's, ms.
+    pub connection_wait_ms: Option<Distribution>,
+    /// Open loop: planned send time → request bytes written (dispatch lag + connection
+    /// wait), the draft's send-time accuracy figure, ms.
+    pub send_lag_ms: Option<Distribution>,
+    /// CPU seconds used by the generator's own threads during the measurement.
+    pub cpu_seconds: f64,
+    /// Average cores the generator used (CPU seconds / wall seconds).
+    pub cpu_cores_used: f64,
+    /// Cores the generator could use (its runtime threads, capped by the machine).
+    pub cpu_cores_available: f64,
+    /// Generator CPU per received chunk, µs; only when the run used enough CPU and chunks
+    /// for the figure to mean something (see `cpu_per_chunk_note`).
+    pub cpu_us_per_chunk: Option<f64>,
+    /// Why the per-chunk figure is absent, when it is.
+    pub cpu_per_chunk_note: Option<String>,
+    /// Connections opened (TCP and TLS set-ups).
+    pub connections_opened: u64,
+    /// Which clock timestamped chunk arrivals: `kernel_rx` (the kernel's receive timestamp
+    /// of the bytes, `SO_TIMESTAMPNS`) or `read_return` (when `read` returned).
+    pub arrival_clock: String,
+    /// Verdict: the generator did not distort the measurement.
+    pub kept_up: bool,
+    /// Why not, when it did not (or what to watch).
+    pub notes: Vec<String>,
+}
+
+/// The isolated prefill profile measured before the run (Etalon's D_p curve).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfileReport {
+    /// Where the curve came from, in words.
+    pub source: String,
+    /// Prompt lengths probed, tokens, with the TTFTs kept at each (first request per length
+    /// discarded), ms.
+    pub points: Vec<(u32, Vec<f64>)>,
+    /// Wall time the profile took, s.
+    pub duration_s: f64,
+}
+
+/// What the server said about itself.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerInfo {
+    /// Model ids from `/v1/models`.
+    pub models: Vec<String>,
+    /// The serving engine (`llama.cpp`, `vllm`, `sglang`, `tgi`, `ollama`, `servebench-sim`).
+    pub engine: Option<String>,
+    pub version: Option<String>,
+    /// Longest prompt plus output one request may have, tokens (llama.cpp: per slot).
+    pub context_tokens: Option<u32>,
+    /// The `Server` header of the models response.
+    pub server_header: Option<String>,
+}

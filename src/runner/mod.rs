@@ -1,0 +1,316 @@
+//! Runs a benchmark: warm-up (draft 4.5), isolated prefill profiling, measurement, drain.
+//!
+//! The runner owns the I/O of a run. It builds the client runtime, starts the request feeder
+//! and the record writer, drives each phase, and returns every record with the facts only it
+//! can observe (its own CPU, the warm-up, the prefill profile). Nothing is summarised here;
+//! that is `metrics`' job.
+
+pub mod cpu;
+pub mod feeder;
+pub mod phase;
+pub mod profile;
+pub mod progress;
+pub mod ready;
+pub mod warmup;
+
+use crate::client::http::{Connector, HttpError};
+use crate::client::Pool;
+use crate::clock::RunClock;
+use crate::config::{ArrivalClock, LoadPattern, PrefillSetup, RunConfig};
+use crate::metrics::derive::DeriveParams;
+use crate::metrics::experience::FluidityParams;
+use crate::metrics::fluidity::ProfiledCurve;
+use crate::metrics::generator::GeneratorFacts;
+use crate::record::run::{ProfileReport, WarmupReport};
+use crate::record::{Phase, RequestRecord};
+use crate::store::RecordWriter;
+use crate::tokenizer::SharedTokenizer;
+use cpu::ThreadCpu;
+use phase::{run_phase, Controls, PhaseEnd, PhasePlan, Shared};
+use progress::{PhaseView, Progress};
+pub use ready::{wait_until_ready, ReadyError, ServerInfo};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use thiserror::Error;
+
+/// Why a run could not be carried out.
+#[derive(Debug, Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Ready(#[from] ReadyError),
+    #[error("could not write the run folder: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("the workload could not be generated: {0}")]
+    Workload(String),
+}
+
+/// Everything a run produced.
+pub struct RunOutput {
+    pub records: Vec<RequestRecord>,
+    pub clock: RunClock,
+    pub started_unix_us: u64,
+    pub finished_unix_us: u64,
+    /// Stopped by Ctrl-C.
+    pub interrupted: bool,
+    pub warmup: WarmupReport,
+    pub generator: GeneratorFacts,
+    /// The prefill curve used for fluidity (profiled now, or given), with its provenance.
+    pub prefill_curve: Option<ProfiledCurve>,
+    /// What the isolated prefill profile did, when one ran.
+    pub profile: Option<ProfileReport>,
+    /// The fluidity parameters the per-request figures used (curve included).
+    pub fluidity: FluidityParams,
+    /// How the measured phase ended.
+    pub measure: PhaseEnd,
+}
+
+/// Runs the benchmark described by `config` against a server described by `server`,
+/// writing `requests.jsonl` into the run folder.
+pub fn run(
+    config: &RunConfig,
+    tokenizer: SharedTokenizer,
+    server: &ServerInfo,
+) -> Result<RunOutput, RunError> {
+    let cpu = ThreadCpu::default();
+    let cpu_for_threads = cpu.clone();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(config.client_threads.max(1))
+        .thread_name("client")
+        .on_thread_start(move || cpu_for_threads.register_current())
+        .enable_all()
+        .build()?;
+    runtime.block_on(run_async(config, tokenizer, server, cpu))
+}
+
+/// Connections to open before the first request, so early requests do not pay set-up.
+fn prewarm_count(load: LoadPattern) -> usize {
+    match load {
+        LoadPattern::Closed { concurrency } => concurrency as usize,
+        LoadPattern::Open { rate_per_s, .. } => (rate_per_s.ceil() as usize).clamp(1, 64),
+        LoadPattern::Trace { .. } => 16,
+    }
+    .min(1024)
+}
+
+async fn run_async(
+    config: &RunConfig,
+    tokenizer: SharedTokenizer,
+    server: &ServerInfo,
+    cpu: ThreadCpu,
+) -> Result<RunOutput, RunError> {
+    std::fs::create_dir_all(&config.out_dir)?;
+    let clock = RunClock::start();
+    let started_unix_us = clock.unix_us(0);
+    let writer_cpu = cpu.clone();
+    let writer = RecordWriter::start(
+        &config.out_dir.join("requests.jsonl"),
+        clock,
+        tokenizer.clone(),
+        move || writer_cpu.register_current(),
+    )?;
+    let counters = writer.counters.clone();
+    let url = config.target.url.to_string();
+    let connector = Connector::with_clock(
+        &config.target.url,
+        config.arrival_clock == ArrivalClock::Kernel,
+    )
+    .map_err(|e| ReadyError::Unreachable {
+        url: url.clone(),
+        detail: e.to_string(),
+    })?;
+    let stamps = connector.stamps.clone();
+    let pool = Arc::new(Pool::new(connector));
+    if let Err(e) = pool.prewarm(prewarm_count(config.load)).await {
+        return Err(match e {
+            HttpError::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
+                ReadyError::Refused(url).into()
+            }
+            other => ReadyError::Unreachable {
+                url,
+                detail: other.to_string(),
+            }
+            .into(),
+        });
+    }
+
+    let controls = Controls::new();
+    let shared = Shared {
+        pool: pool.clone(),
+        clock,
+        timeout: config.request_timeout,
+        url: config.target.url.to_string().into(),
+        sink: writer.sender(),
+        sent: Arc::new(AtomicU64::new(0)),
+        in_flight: Arc::new(AtomicU64::new(0)),
+        open_sessions: Arc::new(AtomicU64::new(0)),
+    };
+    let progress = Progress::start(
+        config.quiet,
+        counters.clone(),
+        shared.sent.clone(),
+        shared.in_flight.clone(),
+    );
+    let ctrl_c = tokio::spawn(watch_ctrl_c(
+        controls.clone(),
+        config.grace,
+        shared.in_flight.clone(),
+    ));
+    let feed = feeder::start(
+        &config.workload,
+        config.dataset.clone(),
+        config.seed,
+        &config.target,
+        &config.request,
+        tokenizer.clone(),
+        cpu.clone(),
+    )?;
+
+    // Warm-up (draft 4.5).
+    let mut view = PhaseView::new("warming up", Phase::Warmup, 0);
+    view.max_duration = Some(config.warmup_max);
+    progress.phase(view);
+    let warmup = warmup::warm_up(
+        config, &feed, &shared, &controls, &counters, &cpu, &tokenizer,
+    )
+    .await;
+
+    // The prefill deadline of the fluidity-index, from isolated requests.
+    let mut fluidity = config.fluidity.clone();
+    let (prefill_curve, profile_report) = match &config.prefill {
+        PrefillSetup::Off => {
+            fluidity.curve_source = "off (--no-fluidity)".into();
+            (None, None)
+        }
+        PrefillSetup::Curve(c) => {
+            fluidity.curve_source = format!(
+                "given (--prefill-curve): profiled on {} ({}) at {}",
+                c.target, c.model, c.created_at
+            );
+            (Some(c.clone()), None)
+        }
+        PrefillSetup::Profile(plan) if !controls.stop_sending.load(Ordering::Acquire) => {
+            let lengths = profile::lengths(config, plan, &tokenizer);
+            progress.phase(PhaseView::new(
+                &format!("profiling prefill at {} lengths", lengths.len()),
+                Phase::Profile,
+                shared.sent.load(Ordering::Acquire),
+            ));
+            let (curve, report) =
+                profile::profile(config, plan, &lengths, &shared, &tokenizer).await;
+            fluidity.curve_source = report.source.clone();
+            let profiled = curve.map(|curve| ProfiledCurve {
+                curve,
+                target: config.target.url.to_string(),
+                model: config.target.model.clone(),
+                engine: server.engine.clone(),
+                engine_version: server.version.clone(),
+                created_at: crate::clock::iso8601_ms(clock.unix_us(clock.now())),
+                points: Vec::new(),
+            });
+            (profiled, Some(report))
+        }
+        PrefillSetup::Profile(_) => (None, None),
+    };
+    fluidity.curve = prefill_curve.as_ref().map(|c| c.curve);
+    let _ = writer.derive_params.set(DeriveParams {
+        ux: config.ux,
+        fluidity: fluidity.clone(),
+    });
+
+    // Measurement.
+    let mut view = PhaseView::new(
+        "measuring",
+        Phase::Measure,
+        shared.sent.load(Ordering::Acquire),
+    );
+    view.max_requests = config.limits.requests;
+    view.max_duration = config.limits.duration;
+    progress.phase(view);
+    let cpu_before = cpu.cpu_seconds();
+    let wall_before = Instant::now();
+    let measure = if controls.stop_sending.load(Ordering::Acquire) {
+        PhaseEnd::default()
+    } else {
+        run_phase(
+            PhasePlan {
+                phase: Phase::Measure,
+                load: config.load,
+                max_requests: config.limits.requests,
+                max_duration: config.limits.duration,
+                done_when: None,
+                seed: config.seed.wrapping_add(1),
+                grace: config.grace,
+                max_concurrency: config.max_concurrency,
+            },
+            feed.clone(),
+            shared.clone(),
+            controls.clone(),
+            cpu.clone(),
+        )
+        .await
+    };
+    let cpu_seconds = cpu.cpu_seconds() - cpu_before;
+    let wall_seconds = wall_before.elapsed().as_secs_f64();
+    drop(progress);
+    ctrl_c.abort();
+    let workload_error = feed.error.lock().unwrap_or_else(|p| p.into_inner()).take();
+    drop(feed);
+    let interrupted = controls.interrupted.load(Ordering::Acquire);
+    let finished_unix_us = clock.unix_us(clock.now());
+    drop(shared);
+    let records = tokio::task::spawn_blocking(move || writer.finish())
+        .await
+        .map_err(|e| std::io::Error::other(e.to_string()))??;
+    if let Some(e) = workload_error {
+        return Err(RunError::Workload(e));
+    }
+    let cores = (config.client_threads as f64).min(
+        std::thread::available_parallelism()
+            .map(|n| n.get() as f64)
+            .unwrap_or(1.0),
+    );
+    let kernel_reads = stamps.kernel.load(Ordering::Relaxed);
+    let total_reads = stamps.total.load(Ordering::Relaxed);
+    Ok(RunOutput {
+        records,
+        clock,
+        started_unix_us,
+        finished_unix_us,
+        interrupted,
+        warmup,
+        generator: GeneratorFacts {
+            cpu_seconds,
+            wall_seconds,
+            cores_available: cores,
+            connections_opened: pool.opened(),
+            // Most reads stamped: the kernel clock is in use (a read of bytes that came with
+            // an earlier one may carry no stamp of its own).
+            kernel_timestamps: total_reads > 0 && kernel_reads * 2 >= total_reads,
+        },
+        prefill_curve,
+        profile: profile_report,
+        fluidity,
+        measure,
+    })
+}
+
+/// First Ctrl-C: stop sending and let in-flight requests finish for `grace`; after that, or
+/// on a second Ctrl-C, cancel them. What was measured is kept either way.
+async fn watch_ctrl_c(controls: Controls, grace: Duration, in_flight: Arc<AtomicU64>) {
+    if tokio::signal::ctrl_c().await.is_err() {
+        return;
+    }
+    controls.interrupted.store(true, Ordering::Release);
+    controls.stop_sending.store(true, Ordering::Release);
+    eprintln!(
+        "\ninterrupted: no new requests; waiting up to {:.0} s for {} in flight (Ctrl-C again to stop now)",
+        grace.as_secs_f64(),
+        in_flight.load(Ordering::Relaxed)
+    );
+    tokio::select! {
+        _ = tokio::time::sleep(grace) => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+    controls.cancel.send_replace(true);
+}

@@ -1,0 +1,172 @@
+//! Before a run: is the server up, which models does it serve, and what is it?
+//!
+//! Readiness waits while the server answers 503 (still loading). Discovery asks the routes
+//! engines expose about themselves, each optional, none required: `/v1/models` (every
+//! OpenAI-compatible server; vLLM adds `max_model_len`), llama.cpp's `/props` (build and
+//! per-slot context), vLLM's and SGLang's `/version`, TGI's `/info`, Ollama's `/api/version`,
+//! and the `Server` response header. What is found is recorded in `run.json`.
+
+use crate::client::http::HttpError;
+use crate::client::simple::{call, SimpleResponse};
+use crate::config::Target;
+pub use crate::record::run::ServerInfo;
+use serde_json::Value;
+use std::time::{Duration, Instant};
+use thiserror::Error;
+
+/// Why a run could not start.
+#[derive(Debug, Error)]
+pub enum ReadyError {
+    #[error("connection refused at {0}: is the server running?")]
+    Refused(String),
+    #[error("could not reach {url}: {detail}")]
+    Unreachable { url: String, detail: String },
+    #[error("{url} was still not ready (HTTP 503) after {secs:.0} s: is the model still loading? (--ready-timeout)")]
+    NotReady { url: String, secs: f64 },
+}
+
+/// Waits for the server to answer, then asks it what it is.
+pub async fn wait_until_ready(
+    target: &Target,
+    ready_timeout: Duration,
+) -> Result<ServerInfo, ReadyError> {
+    let url = target.url.to_string();
+    let path = target.url.path("/models");
+    let start = Instant::now();
+    let models = loop {
+        match call(
+            &target.url,
+            Some(target),
+            "GET",
+            &path,
+            None,
+            Duration::from_secs(10),
+        )
+        .await
+        {
+            Ok(r) if r.status == 503 => {
+                if start.elapsed() >= ready_timeout {
+                    return Err(ReadyError::NotReady {
+                        url,
+                        secs: ready_timeout.as_secs_f64(),
+                    });
+                }
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+            Ok(r) => break r,
+            Err(HttpError::Io(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                return Err(ReadyError::Refused(url));
+            }
+            Err(e) => {
+                return Err(ReadyError::Unreachable {
+                    url,
+                    detail: e.to_string(),
+                })
+            }
+        }
+    };
+    Ok(discover(target, models).await)
+}
+
+async fn get_json(target: &Target, path: &str) -> Option<Value> {
+    let r = call(
+        &target.url,
+        Some(target),
+        "GET",
+        path,
+        None,
+        Duration::from_secs(5),
+    )
+    .await
+    .ok()?;
+    (r.status == 200)
+        .then(|| serde_json::from_slice(&r.body).ok())
+        .flatten()
+}
+
+/// Reads what the server says about itself from the routes that exist.
+async fn discover(target: &Target, models: SimpleResponse) -> ServerInfo {
+    let mut info = ServerInfo {
+        server_header: models.server.clone(),
+        ..Default::default()
+    };
+    let listed: Option<Value> = serde_json::from_slice(&models.body).ok();
+    if let Some(data) = listed
+        .as_ref()
+        .and_then(|v| v.get("data")?.as_array().cloned())
+    {
+        for m in &data {
+            if let Some(id) = m.get("id").and_then(Value::as_str) {
+                info.models.push(id.to_owned());
+            }
+            if let Some(n) = m.get("max_model_len").and_then(Value::as_u64) {
+                info.context_tokens.get_or_insert(n as u32);
+            }
+            match m.get("owned_by").and_then(Value::as_str) {
+                Some("servebench-sim") => {
+                    info.engine = Some("servebench-sim".into());
+                    info.version = Some(env!("CARGO_PKG_VERSION").into());
+                }
+                Some("vllm") => {
+                    info.engine.get_or_insert("vllm".into());
+                }
+                Some("llamacpp") => {
+                    info.engine.get_or_insert("llama.cpp".into());
+                }
+                _ => {}
+            }
+        }
+    }
+    if info.server_header.as_deref() == Some("llama.cpp") {
+        info.engine = Some("llama.cpp".into());
+    }
+    // llama.cpp: build and per-slot context.
+    if info.engine.as_deref() == Some("llama.cpp") || info.engine.is_none() {
+        if let Some(p) = get_json(target, "/props").await {
+            if p.get("default_generation_settings").is_some() || p.get("build_info").is_some() {
+                info.engine = Some("llama.cpp".into());
+                info.version = p
+                    .get("build_info")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+                    .or(info.version);
+                let n_ctx = p
+                    .pointer("/default_generation_settings/n_ctx")
+                    .and_then(Value::as_u64);
+                if let Some(n) = n_ctx {
+                    info.context_tokens = Some(n as u32);
+                }
+            }
+        }
+    }
+    if info.engine.is_none() || info.engine.as_deref() == Some("vllm") {
+        if let Some(v) = get_json(target, "/version").await {
+            if let Some(version) = v.get("version").and_then(Value::as_str) {
+                info.version = Some(version.to_owned());
+                info.engine.get_or_insert("vllm".into());
+            }
+        }
+    }
+    if info.engine.is_none() {
+        if let Some(v) = get_json(target, "/info").await {
+            if v.get("model_id").is_some() {
+                info.engine = Some("tgi".into());
+                info.version = v.get("version").and_then(Value::as_str).map(str::to_owned);
+                info.context_tokens = v
+                    .get("max_input_tokens")
+                    .or_else(|| v.get("max_input_length"))
+                    .and_then(Value::as_u64)
+                    .map(|n| n as u32);
+            }
+        }
+    }
+    if info.engine.is_none() {
+        if let Some(v) = get_json(target, "/api/version").await {
+            if let Some(version) = v.get("version").and_then(Value::as_str) {
+                info.engine = Some("ollama".into());
+                info.version = Some(version.to_owned());
+            }
+        }
+    }
+    info
+}

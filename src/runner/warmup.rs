@@ -1,0 +1,174 @@
+//! Warm-up before measuring (draft 4.5): requests at the run's own load until the draft's
+//! targets are met, a drain, then sequential probes until latency is stable.
+//!
+//! The warm-up never runs longer than `--warmup-max`. When it stops at that cap short of its
+//! targets, the report says what was achieved against what the draft requires and marks the
+//! run non-compliant; nothing is claimed that did not happen.
+
+use super::cpu::ThreadCpu;
+use super::feeder::Feed;
+use super::phase::{run_phase, Controls, DoneWhen, PhasePlan, Shared};
+use crate::client::{execute, Exchange, PreparedRequest};
+use crate::config::{RunConfig, Warmup};
+use crate::record::run::WarmupReport;
+use crate::record::{FailureKind, Phase};
+use crate::store::writer::Counters;
+use crate::tokenizer::SharedTokenizer;
+use crate::workload::WorkloadSpec;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// The draft's warm-up targets (4.5.1).
+pub const REQUIRED_REQUESTS: u64 = 100;
+pub const REQUIRED_OUTPUT_TOKENS: u64 = 10_000;
+
+/// Runs the warm-up of `config`; returns what it achieved.
+pub async fn warm_up(
+    config: &RunConfig,
+    feed: &Feed,
+    shared: &Shared,
+    controls: &Controls,
+    counters: &Arc<Counters>,
+    cpu: &ThreadCpu,
+    tokenizer: &SharedTokenizer,
+) -> WarmupReport {
+    let mut report = WarmupReport {
+        policy: match config.warmup {
+            Warmup::None => "none (cold start: measured without warm-up)".into(),
+            Warmup::Requests(n) => format!("{n} requests at the run's load, then drain"),
+            Warmup::Auto => format!(
+                "auto (draft 4.5): >= {REQUIRED_REQUESTS} requests and >= {REQUIRED_OUTPUT_TOKENS} output tokens at the run's load, drain, probe until two consecutive probes differ < 10 %"
+            ),
+        },
+        cap_s: config.warmup_max.as_secs_f64(),
+        ..Default::default()
+    };
+    if config.warmup == Warmup::None {
+        return report;
+    }
+    let c = counters.clone();
+    let (max_requests, done_when): (Option<u64>, Option<DoneWhen>) = match config.warmup {
+        Warmup::Requests(n) => (Some(n), None),
+        _ => {
+            report.required_requests = Some(REQUIRED_REQUESTS);
+            report.required_output_tokens = Some(REQUIRED_OUTPUT_TOKENS);
+            (
+                None,
+                Some(Arc::new(move || {
+                    let w = &c.warmup;
+                    w.completed.load(Ordering::Relaxed) + w.failed.load(Ordering::Relaxed)
+                        >= REQUIRED_REQUESTS
+                        && w.output_tokens.load(Ordering::Relaxed) >= REQUIRED_OUTPUT_TOKENS
+                })),
+            )
+        }
+    };
+    let end = run_phase(
+        PhasePlan {
+            phase: Phase::Warmup,
+            load: config.load,
+            max_requests,
+            max_duration: Some(config.warmup_max),
+            done_when,
+            seed: config.seed,
+            grace: config.grace,
+            max_concurrency: config.max_concurrency,
+        },
+        feed.clone(),
+        shared.clone(),
+        controls.clone(),
+        cpu.clone(),
+    )
+    .await;
+    let w = &counters.warmup;
+    report.requests = w.completed.load(Ordering::Relaxed) + w.failed.load(Ordering::Relaxed);
+    report.output_tokens = w.output_tokens.load(Ordering::Relaxed);
+    report.capped = end.timed_stop && !controls.interrupted.load(Ordering::Acquire);
+    let targets_met = match config.warmup {
+        Warmup::Auto => {
+            report.requests >= REQUIRED_REQUESTS && report.output_tokens >= REQUIRED_OUTPUT_TOKENS
+        }
+        _ => !report.capped,
+    };
+    if config.warmup == Warmup::Auto && !controls.stop_sending.load(Ordering::Acquire) {
+        let (probes, stable) = probe(config, shared, tokenizer).await;
+        report.probe_e2e_ms = probes;
+        report.stabilized = stable;
+    }
+    report.compliant = match config.warmup {
+        Warmup::Auto => targets_met && report.stabilized,
+        Warmup::Requests(n) => targets_met && n >= REQUIRED_REQUESTS,
+        Warmup::None => false,
+    };
+    report
+}
+
+/// Sequential probes with a fixed request until two consecutive E2E differ by < 10 %.
+async fn probe(
+    config: &RunConfig,
+    shared: &Shared,
+    tokenizer: &SharedTokenizer,
+) -> (Vec<f64>, bool) {
+    let spec = WorkloadSpec::fixed(128, 32);
+    let (seed, tok) = (config.seed ^ 0xF00D, tokenizer.clone());
+    // Built off the runtime: a server tokenizer makes blocking calls.
+    let built = tokio::task::spawn_blocking(move || {
+        crate::workload::Generator::new(&spec, seed, tok.as_ref(), None)
+            .and_then(|mut g| g.next_request(tok.as_ref()))
+    })
+    .await;
+    let Ok(Ok(req_spec)) = built else {
+        return (Vec::new(), false);
+    };
+    let body = crate::client::openai::request_body(
+        config.target.endpoint,
+        &config.target.model,
+        &crate::client::openai::Prompt {
+            messages: &req_spec.messages,
+            max_tokens: req_spec.max_tokens,
+            overrides: &[],
+        },
+        &config.request,
+    );
+    let mut probes: Vec<f64> = Vec::new();
+    for i in 0..10u64 {
+        let req = PreparedRequest {
+            id: u64::MAX - i,
+            class: None,
+            input_tokens: req_spec.input_tokens,
+            max_tokens: req_spec.max_tokens,
+            arrival_ms: None,
+            session: None,
+            think_ms: 0.0,
+            http_bytes: crate::client::exchange::http_request(&config.target, &body),
+        };
+        let mut ex = Exchange::new(&req, Phase::Probe, None);
+        if tokio::time::timeout(
+            shared.timeout,
+            execute(&mut ex, &shared.pool, &shared.clock, &req, &shared.url),
+        )
+        .await
+        .is_err()
+        {
+            ex.fail_if_unfinished(FailureKind::Timeout, "probe timed out", shared.clock.now());
+        }
+        let r = ex.record();
+        let e2e = r
+            .last_token_at()
+            .zip(r.sent_at)
+            .filter(|_| r.outcome.is_ok())
+            .map(|(t, s)| (t - s) as f64 / 1e6);
+        let _ = shared.sink.send(ex.into_draft());
+        let Some(e2e) = e2e else {
+            return (probes, false);
+        };
+        let stable = probes
+            .last()
+            .is_some_and(|&prev| (e2e - prev).abs() / prev.max(1e-9) < 0.10);
+        probes.push(e2e);
+        if stable {
+            return (probes, true);
+        }
+    }
+    (probes, false)
+}
