@@ -12,7 +12,7 @@ use std::time::Duration;
 use thiserror::Error;
 
 /// Which OpenAI-compatible API to drive.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Endpoint {
     /// `POST {base}/chat/completions`
@@ -47,6 +47,18 @@ impl Secret {
 impl fmt::Debug for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("\"<redacted>\"")
+    }
+}
+
+impl schemars::JsonSchema for Secret {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Secret".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A credential: always written as \"<redacted>\".",
+            "const": "<redacted>"
+        })
     }
 }
 
@@ -174,6 +186,19 @@ impl fmt::Display for BaseUrl {
     }
 }
 
+impl schemars::JsonSchema for BaseUrl {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "BaseUrl".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "Base URL of the server, credentials removed.",
+            "type": "string",
+            "pattern": "^https?://"
+        })
+    }
+}
+
 impl Serialize for BaseUrl {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&self.to_string())
@@ -181,13 +206,14 @@ impl Serialize for BaseUrl {
 }
 
 /// The server under test.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Target {
     pub url: BaseUrl,
     pub model: String,
     pub endpoint: Endpoint,
     /// Extra headers; values of credential-like headers are redacted in outputs.
     #[serde(serialize_with = "redacted_headers")]
+    #[schemars(with = "std::collections::BTreeMap<String, String>")]
     pub headers: Vec<(String, String)>,
     /// Sent as `Authorization: Bearer`; never written anywhere.
     pub api_key: Option<Secret>,
@@ -219,7 +245,7 @@ fn redacted_headers<S: Serializer>(headers: &[(String, String)], s: S) -> Result
 }
 
 /// Options that shape every request body.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct RequestOptions {
     /// Ask the server to ignore EOS so outputs reach `max_tokens`.
     pub ignore_eos: bool,
@@ -245,7 +271,7 @@ impl Default for RequestOptions {
 }
 
 /// How inter-arrival times are drawn in open loop.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Arrival {
     /// Exponential gaps (draft 4.2.3, required).
@@ -257,7 +283,7 @@ pub enum Arrival {
 }
 
 /// How load is offered.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "model", rename_all = "snake_case")]
 pub enum LoadPattern {
     /// A fixed number of requests in flight; a new one as soon as one completes.
@@ -269,10 +295,11 @@ pub enum LoadPattern {
 }
 
 /// When the measured run ends: the first limit reached.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Limits {
     pub requests: Option<u64>,
     #[serde(serialize_with = "opt_secs")]
+    #[schemars(with = "Option<f64>")]
     pub duration: Option<Duration>,
 }
 
@@ -288,7 +315,7 @@ fn secs<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
 }
 
 /// Warm-up before measuring (draft 4.5).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Warmup {
     /// Cold start: nothing before measuring; reports flag it.
@@ -301,7 +328,9 @@ pub enum Warmup {
 }
 
 /// Which clock timestamps chunk arrivals.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ArrivalClock {
     /// The kernel's receive timestamp of the bytes (`SO_TIMESTAMPNS`; Linux), falling back
@@ -313,7 +342,7 @@ pub enum ArrivalClock {
 }
 
 /// Where the prefill curve of the fluidity-index comes from.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "source", rename_all = "snake_case")]
 pub enum PrefillSetup {
     /// Profile prefill in isolation before the measured phase.
@@ -325,7 +354,7 @@ pub enum PrefillSetup {
 }
 
 /// How to profile prefill in isolation (concurrency 1, one output token, no prefix reuse).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ProfilePlan {
     /// Prompt lengths, tokens; `None`: spread over the workload's input lengths.
     pub lengths: Option<Vec<u32>>,
@@ -333,6 +362,7 @@ pub struct ProfilePlan {
     pub repeats: u32,
     /// Stop profiling after this long (fewer points, reported).
     #[serde(serialize_with = "secs")]
+    #[schemars(with = "f64")]
     pub budget: Duration,
     /// Longest prompt the server accepts, when it said (lengths are capped to it).
     pub max_prompt_tokens: Option<u32>,
@@ -350,7 +380,7 @@ impl Default for ProfilePlan {
 }
 
 /// Everything a run needs.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct RunConfig {
     pub target: Target,
     pub request: RequestOptions,
@@ -364,6 +394,7 @@ pub struct RunConfig {
     pub warmup: Warmup,
     /// Longest the warm-up may run before measuring starts anyway (then flagged).
     #[serde(serialize_with = "secs")]
+    #[schemars(with = "f64")]
     pub warmup_max: Duration,
     pub seed: u64,
     pub slo: Option<SloSpec>,
@@ -378,11 +409,18 @@ pub struct RunConfig {
     pub ux: crate::metrics::ux::UxParams,
     /// Fluidity-index parameters (the curve comes from `prefill`).
     pub fluidity: crate::metrics::experience::FluidityParams,
+    /// Server metrics, GPUs and energy collected beside the run.
+    pub telemetry: crate::telemetry::TelemetryConfig,
+    /// Seconds of GPU power sampled before the run to know the idle draw (when GPUs are
+    /// measured).
+    pub idle_power_s: f64,
     /// Per-request time limit.
     #[serde(serialize_with = "secs")]
+    #[schemars(with = "f64")]
     pub request_timeout: Duration,
     /// After Ctrl-C or the duration limit: how long in-flight requests may finish.
     #[serde(serialize_with = "secs")]
+    #[schemars(with = "f64")]
     pub grace: Duration,
     /// Worker threads of the client runtime.
     pub client_threads: usize,

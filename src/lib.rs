@@ -15,6 +15,8 @@ pub mod report;
 pub mod runner;
 pub mod schedule;
 pub mod sim;
+pub mod stats;
 pub mod store;
+pub mod telemetry;
 pub mod tokenizer;
 pub mod workload;

@@ -7,5 +7,6 @@ mod failures;
 mod first_hour;
 mod real_server;
 mod sim_engine;
+mod telemetry;
 mod trustworthy;
 mod workloads;

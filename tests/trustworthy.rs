@@ -361,3 +361,60 @@ fn fluid_rate_is_never_an_unbounded_number() {
     );
     assert_eq!(s.experience.token_rates.fluid_tokens_per_s, None);
 }
+
+/// `run.json` is typed: real output validates against the committed schema
+/// (`docs/run.schema.json`, itself checked against the types by a unit test).
+#[test]
+fn run_json_validates_against_the_committed_schema() {
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/run.schema.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("a valid JSON Schema");
+    for (name, extra) in [
+        (
+            "schema-closed",
+            vec!["--concurrency", "4", "--requests", "20"],
+        ),
+        (
+            "schema-open",
+            vec![
+                "--rate",
+                "50",
+                "--requests",
+                "20",
+                "--slo",
+                "ttft_ms<=500,p99(tpot_ms)<=50,success_rate>=0.5",
+                "--workload",
+                "fairness-mix",
+            ],
+        ),
+    ] {
+        let dir = temp_dir(name);
+        let mut args = vec![
+            "run",
+            "--warmup",
+            "3",
+            "--sim-preset",
+            "fast",
+            "--quiet",
+            "--out",
+            dir.to_str().unwrap(),
+        ];
+        args.extend(extra);
+        let o = crate::common::servebench(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+        let errors: Vec<String> = validator
+            .iter_errors(&doc)
+            .map(|e| format!("{} at {}", e, e.instance_path()))
+            .collect();
+        assert!(errors.is_empty(), "{name}: {errors:#?}");
+        // And the schema is not vacuous: a document missing `summary` fails it.
+        let mut broken = doc.clone();
+        broken.as_object_mut().unwrap().remove("summary");
+        assert!(!validator.is_valid(&broken));
+    }
+}

@@ -398,6 +398,29 @@ pub struct UxArgs {
     pub baseline: Option<PathBuf>,
 }
 
+/// Server metrics, GPUs and energy beside the run.
+#[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "Telemetry")]
+pub struct TelemetryArgs {
+    /// The server's Prometheus endpoint, scraped once a second (default: {server root}/metrics
+    /// when it answers; vLLM, SGLang, TGI, llama.cpp with --metrics, TensorRT-LLM).
+    #[arg(long)]
+    pub metrics_url: Option<String>,
+    /// Do not scrape the server's metrics.
+    #[arg(long, conflicts_with = "metrics_url")]
+    pub no_server_metrics: bool,
+    /// A DCGM exporter's Prometheus endpoint for GPU figures (default: NVML on this machine,
+    /// when its driver is installed).
+    #[arg(long)]
+    pub gpu_metrics_url: Option<String>,
+    /// Do not measure GPUs.
+    #[arg(long, conflicts_with = "gpu_metrics_url")]
+    pub no_gpu_metrics: bool,
+    /// Seconds of GPU power sampled before the run to know the idle draw.
+    #[arg(long, default_value_t = 3.0)]
+    pub idle_power_s: f64,
+}
+
 /// Where results go and how the run reports itself.
 #[derive(Debug, Args, Clone)]
 #[command(next_help_heading = "Output")]
@@ -458,6 +481,8 @@ pub struct RunArgs {
     pub slo: SloArgs,
     #[command(flatten)]
     pub ux: UxArgs,
+    #[command(flatten)]
+    pub telemetry: TelemetryArgs,
     #[command(flatten)]
     pub output: OutputArgs,
     #[command(flatten)]

@@ -173,6 +173,7 @@ pub fn redact_args(args: impl IntoIterator<Item = String>) -> Vec<String> {
 pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
     let t = &args.target;
     let url = BaseUrl::parse(url)?;
+    let url_for_metrics = url.clone();
     let api_key = match &t.api_key_file {
         Some(path) => Some(Secret::new(
             std::fs::read_to_string(path)
@@ -366,6 +367,27 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
             curve: None,
             curve_source: String::new(),
         },
+        telemetry: {
+            let tl = &args.telemetry;
+            let mut tc = crate::telemetry::TelemetryConfig::default_for(&url_for_metrics);
+            if tl.no_server_metrics {
+                tc.metrics_url = None;
+            } else if let Some(u) = &tl.metrics_url {
+                BaseUrl::parse(u).context("--metrics-url")?;
+                tc.metrics_url = Some(u.clone());
+                tc.metrics_url_given = true;
+            }
+            tc.gpu = match (&tl.gpu_metrics_url, tl.no_gpu_metrics) {
+                (_, true) => crate::telemetry::collector::GpuSource::Off,
+                (Some(u), _) => {
+                    BaseUrl::parse(u).context("--gpu-metrics-url")?;
+                    crate::telemetry::collector::GpuSource::Dcgm { url: u.clone() }
+                }
+                (None, false) => crate::telemetry::collector::GpuSource::Nvml,
+            };
+            tc
+        },
+        idle_power_s: args.telemetry.idle_power_s.max(0.0),
         request_timeout: lim.timeout,
         grace: lim.grace,
         client_threads: args.output.client_threads.unwrap_or(cores).max(1),
@@ -473,6 +495,10 @@ pub fn ready(args: &RunArgs) -> Result<std::result::Result<Ready, u8>> {
                 server.base_url(),
             );
             resolved.config.target.url = BaseUrl::parse(&server.base_url())?;
+            let tc = &mut resolved.config.telemetry;
+            if tc.metrics_url.is_some() && !tc.metrics_url_given {
+                tc.metrics_url = Some(format!("{}/metrics", resolved.config.target.url.root()));
+            }
             Some(server)
         }
     };
@@ -664,6 +690,35 @@ pub fn run(args: RunArgs) -> Result<u8> {
         .filter(|r| r.phase == Phase::Measure)
         .collect();
     let generator = judge(&measured, &output.generator);
+    let rows = crate::telemetry::timeline::timeline(
+        &output.records,
+        &output.telemetry,
+        output.clock.offset_of(std::time::Instant::now()),
+    );
+    let csv = config.out_dir.join("timeseries.csv");
+    std::fs::write(&csv, crate::telemetry::timeline::to_csv(&rows))
+        .with_context(|| format!("writing {}", csv.display()))?;
+    let telemetry = {
+        let w = summary.window;
+        let completed: Vec<f64> = measured
+            .iter()
+            .filter_map(|r| r.derived.as_ref()?.ttft_ms)
+            .collect();
+        crate::telemetry::summary::summarize(
+            &output.telemetry,
+            w.start,
+            w.end,
+            w.start + (w.end.saturating_sub(w.start)) / 10,
+            output.idle_until,
+            &crate::telemetry::summary::ClientTotals {
+                output_tokens: summary.total_output_tokens,
+                completed: summary.requests.completed,
+                ended: measured.iter().filter(|r| r.http_status.is_some()).count() as u64,
+                mean_ttft_ms: (!completed.is_empty())
+                    .then(|| completed.iter().sum::<f64>() / completed.len() as f64),
+            },
+        )
+    };
     let verdict = verdict(&summary, &config, output.interrupted);
     if let Some(curve) = &output.prefill_curve {
         if matches!(config.prefill, PrefillSetup::Profile(_)) {
@@ -700,6 +755,8 @@ pub fn run(args: RunArgs) -> Result<u8> {
         prefill_curve: output.prefill_curve.clone(),
         timing: TimingNotes::new(generator.arrival_clock == "kernel_rx"),
         summary,
+        telemetry,
+        timeseries: rows,
         generator,
         verdict,
         config,

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Summary of a sample (units are those of the sample, e.g. ms).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 pub struct Distribution {
     pub n: usize,
     pub mean: f64,

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// One distinct failure message and how often it occurred.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FailureMessage {
     pub kind: FailureKind,
     /// The message, with digits of request-specific numbers kept (they are usually the
@@ -18,7 +18,7 @@ pub struct FailureMessage {
 }
 
 /// Failures of the measured requests.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FailureBreakdown {
     pub by_kind: BTreeMap<FailureKind, u64>,
     /// The most frequent messages, most frequent first (at most five).

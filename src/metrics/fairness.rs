@@ -9,7 +9,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// Per-class latency and starvation.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ClassStats {
     /// Measured requests of the class, failed ones included.
     pub count: usize,
@@ -30,7 +30,7 @@ pub struct ClassStats {
 }
 
 /// Fairness of a run with request classes.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Fairness {
     /// Jain's index over normalized latency (E2E / output tokens) of every request: 1 is
     /// perfectly even; below 0.9 the draft calls significant unfairness.

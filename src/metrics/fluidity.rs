@@ -17,7 +17,7 @@
 use serde::{Deserialize, Serialize};
 
 /// TTFT (ms) predicted from prompt tokens: a + b·P + c·P², fitted by least squares.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PrefillCurve {
     pub a_ms: f64,
     pub b_ms_per_token: f64,
@@ -90,7 +90,7 @@ impl PrefillCurve {
 /// A prefill curve with where it was profiled, as saved by `servebench profile-prefill`
 /// and by every run that profiled one. Using it against another server, model or engine
 /// version is allowed but warned about: the deadlines would be someone else's.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProfiledCurve {
     pub curve: PrefillCurve,
     /// Base URL of the server it was profiled on.
@@ -228,7 +228,7 @@ impl FluidityInput {
 }
 
 /// The fluid token generation rate, or why the data cannot give one.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum FluidRate {
     /// 1 / D_d at the smallest decode deadline D_d meeting the target.

@@ -11,7 +11,7 @@ use crate::record::RequestRecord;
 use serde::Serialize;
 
 /// How inter-token latency samples are formed from chunk arrivals (draft 4.6.3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub enum ItlOption {
     /// Gaps between content events ("time between chunks").
     A,
@@ -36,7 +36,7 @@ fn ms(ns: Nanos) -> f64 {
 }
 
 /// What one successful request measured. Times in ms unless named otherwise.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct RequestMetrics {
     /// First content event − sent.
     pub ttft_ms: f64,

@@ -22,7 +22,7 @@ use std::fmt;
 use thiserror::Error;
 
 /// A per-request quantity a bound can apply to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RequestMetric {
     TtftMs,
@@ -70,7 +70,7 @@ impl RequestMetric {
 }
 
 /// A run-level distribution a statistic bound can apply to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RunMetric {
     TtftMs,
@@ -114,7 +114,7 @@ impl RunMetric {
 }
 
 /// A statistic of a run-level distribution.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", tag = "stat", content = "value")]
 pub enum Stat {
     /// A percentile among the reported ones (50, 90, 95, 99, 99.9).
@@ -164,7 +164,7 @@ impl fmt::Display for Stat {
 }
 
 /// A run figure that must reach a minimum.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RateMetric {
     OutputTokensPerS,
@@ -192,7 +192,7 @@ impl RateMetric {
 }
 
 /// One term of `--slo`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "form", rename_all = "snake_case")]
 pub enum SloTerm {
     /// Every request should meet `metric <= max` (`ttft_ms<=500`).
@@ -218,7 +218,7 @@ impl fmt::Display for SloTerm {
 }
 
 /// All terms and the attainment per-request bounds must reach.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SloSpec {
     pub terms: Vec<SloTerm>,
     /// Share of requests (0–1) that must meet every per-request bound.
@@ -318,7 +318,7 @@ impl fmt::Display for SloSpec {
 }
 
 /// Per-request attainment and goodput.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Attainment {
     /// The per-request bounds, as written.
     pub spec: String,
@@ -338,7 +338,7 @@ pub struct Attainment {
 }
 
 /// A run-level check: the observed figure against its bound.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunCheck {
     /// The term, as written (`p99(ttft_ms)<=500`).
     pub term: String,
@@ -350,7 +350,7 @@ pub struct RunCheck {
 }
 
 /// Every SLO verdict of a run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SloResult {
     pub spec: String,
     /// Per-request bounds, when any were given.

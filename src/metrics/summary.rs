@@ -28,7 +28,7 @@ pub struct SummaryParams {
 }
 
 /// Request counts of the measured phase.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct RequestCounts {
     pub total: u64,
     pub completed: u64,
@@ -44,7 +44,7 @@ pub struct RequestCounts {
 
 /// The measurement window: from the first measured request's attempt (its planned send time
 /// in open loop) to the last byte of any measured request.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Window {
     #[serde(skip)]
     pub start: Nanos,
@@ -54,7 +54,7 @@ pub struct Window {
 }
 
 /// Throughput over the steady part of the window (the first 10 % excluded, draft 5.2.3.2).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct SteadyState {
     pub excluded_s: f64,
     pub output_tokens_per_s: f64,
@@ -62,7 +62,7 @@ pub struct SteadyState {
 }
 
 /// Open loop: did the server keep up with the arrivals (draft 5.2.3.1)?
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ArrivalBalance {
     /// Planned arrivals per second over the steady part of the arrival span.
     pub arrival_rate_per_s: f64,
@@ -75,7 +75,7 @@ pub struct ArrivalBalance {
 }
 
 /// How the ITL samples were formed and why.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ItlChoice {
     pub option: ItlOption,
     pub description: String,
@@ -96,7 +96,7 @@ impl ItlChoice {
 }
 
 /// How token counts were obtained.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct TokenCounting {
     /// Output token count `N`: requests per source.
     pub output_tokens_source: BTreeMap<String, u64>,
@@ -107,7 +107,7 @@ pub struct TokenCounting {
 }
 
 /// TTFT percentiles of one input-length bucket (draft 5.1.4.2).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct InputBucket {
     pub label: String,
     pub n: usize,
@@ -117,7 +117,7 @@ pub struct InputBucket {
 }
 
 /// Client measurements next to what the server said about the same requests.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ServerComparison {
     /// Server prompt (prefill) time, ms.
     pub prompt_ms: Option<Distribution>,
@@ -132,7 +132,7 @@ pub struct ServerComparison {
 }
 
 /// Everything summarised about a run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct RunSummary {
     pub requests: RequestCounts,
     pub failures: FailureBreakdown,

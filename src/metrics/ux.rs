@@ -20,7 +20,7 @@ use serde::Serialize;
 use std::fmt;
 
 /// How deadlines are set.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "scheme", rename_all = "snake_case")]
 pub enum DeadlineScheme {
     /// d_1 = TTFT bound, d_k = t_{k−1} + TBT bound (today's TTFT+TBT SLOs, seed 003 eq. 2).
@@ -75,7 +75,7 @@ impl fmt::Display for DeadlineScheme {
 }
 
 /// The cost f(l) of idle latency l (seconds), in tokens per unit α.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum IdleCost {
     /// f(l) = l: every second of waiting costs α tokens.
@@ -106,7 +106,7 @@ impl IdleCost {
 }
 
 /// Parameters of the deadline framework.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct UxParams {
     pub scheme: DeadlineScheme,
     /// Weight α of idle cost, tokens per unit of f.
@@ -129,7 +129,7 @@ impl Default for UxParams {
 }
 
 /// Deadline results of one request.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct DeadlineOutcome {
     /// Tokens that arrived after their deadline.
     pub deadline_misses: u32,
@@ -203,7 +203,7 @@ pub fn evaluate(r: &RequestRecord, scheme: &DeadlineScheme) -> DeadlineOutcome {
 }
 
 /// The window smooth goodput is computed over, fixed by commitments only.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct UxWindow {
     #[serde(skip)]
     pub start: Nanos,
@@ -254,7 +254,7 @@ impl UxWindow {
 }
 
 /// Smooth goodput of a run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct SmoothGoodput {
     /// Σ benefit / T, tokens/s.
     pub value: f64,

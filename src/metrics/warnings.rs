@@ -121,6 +121,24 @@ impl fmt::Display for Warning {
     }
 }
 
+impl schemars::JsonSchema for Warning {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Warning".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A warning: `kind` for scripts, `message` for people.",
+            "type": "object",
+            "properties": {
+                "kind": {"type": "string"},
+                "message": {"type": "string"}
+            },
+            "required": ["kind", "message"],
+            "additionalProperties": false
+        })
+    }
+}
+
 impl Serialize for Warning {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut m = s.serialize_map(Some(2))?;

@@ -7,7 +7,7 @@ use crate::metrics::Distribution;
 use serde::{Deserialize, Serialize};
 
 /// What the warm-up did (draft 4.5), against what the draft asks of it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WarmupReport {
     /// The policy, in words.
     pub policy: String,
@@ -32,7 +32,7 @@ pub struct WarmupReport {
 }
 
 /// How well the load generator kept up, judged from its own figures only.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GeneratorReport {
     /// Open loop: planned send time → the request task started (the generator's own
     /// lateness: its dispatcher thread and runtime), ms.
@@ -67,7 +67,7 @@ pub struct GeneratorReport {
 }
 
 /// The isolated prefill profile measured before the run (Etalon's D_p curve).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProfileReport {
     /// Where the curve came from, in words.
     pub source: String,
@@ -79,7 +79,7 @@ pub struct ProfileReport {
 }
 
 /// What the server said about itself.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ServerInfo {
     /// Model ids from `/v1/models`.
     pub models: Vec<String>,

@@ -4,7 +4,9 @@
 //! Pure: everything renders from a [`RunReport`] into a `String` or a serialisable value; the
 //! caller gathers the facts (host, server) and decides where output goes.
 
+pub mod chart;
 pub mod json;
+pub mod schema;
 pub mod tables;
 pub mod terminal;
 
@@ -19,7 +21,7 @@ use serde::Serialize;
 pub const SCHEMA_VERSION: u32 = 2;
 
 /// Which tokenizer counted what (draft 4.4).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct TokenizerInfo {
     pub name: String,
     pub source: String,
@@ -31,7 +33,7 @@ pub struct TokenizerInfo {
 }
 
 /// The machine the generator ran on.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct HostInfo {
     pub hostname: String,
     pub os: String,
@@ -41,7 +43,7 @@ pub struct HostInfo {
 }
 
 /// What the system under test is, as the user described it (draft C.1 and 4.1).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct SystemInfo {
     /// Accelerators, e.g. "H100 80GB x 8" (`--hardware`).
     pub hardware: Option<String>,
@@ -54,7 +56,7 @@ pub struct SystemInfo {
 }
 
 /// Why the run ends with the exit status it does.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Verdict {
     /// The process exit status (0 success, 1 SLO or failure threshold not met, 2 unusable
     /// configuration or target, 130 interrupted).
@@ -64,7 +66,7 @@ pub struct Verdict {
 }
 
 /// Everything a report shows about one run; serialised as `run.json`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct RunReport {
     pub schema_version: u32,
     pub tool: ToolInfo,
@@ -89,12 +91,17 @@ pub struct RunReport {
     pub prefill_curve: Option<ProfiledCurve>,
     pub timing: TimingNotes,
     pub summary: RunSummary,
+    /// The server's metrics, GPUs and energy over the measurement window.
+    pub telemetry: crate::telemetry::TelemetrySummary,
+    /// Per second of the run, client and telemetry series on one clock (also
+    /// `timeseries.csv`).
+    pub timeseries: Vec<crate::telemetry::timeline::TimelineRow>,
     pub generator: GeneratorReport,
     pub verdict: Verdict,
 }
 
 /// The tool that made the report.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ToolInfo {
     pub name: String,
     pub version: String,
@@ -110,7 +117,7 @@ impl Default for ToolInfo {
 }
 
 /// How times were taken, stated in every report.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct TimingNotes {
     pub clock: String,
     pub resolution_us: u32,

@@ -145,6 +145,7 @@ pub fn render(r: &RunReport) -> String {
     server(s, &mut out);
     experience(&s.experience, &mut out);
     fairness(&s.experience, &mut out);
+    telemetry(r, &mut out);
     generator(r, &mut out);
     out
 }
@@ -457,6 +458,136 @@ fn fairness(e: &Experience, out: &mut String) {
         "\nFairness (draft Tables 8 and 9): Jain's index {:.3}\n{t}",
         fair.jain_index
     );
+}
+
+fn telemetry(r: &RunReport, out: &mut String) {
+    let t = &r.telemetry;
+    let mut tab = table(&["Telemetry", "Value"]);
+    let pair = |p: &crate::telemetry::summary::Pair| {
+        format!(
+            "client {:.0} · server {} · {}",
+            p.client,
+            p.server
+                .map(|v| format!("{v:.0}"))
+                .unwrap_or_else(|| "-".into()),
+            p.difference_pct
+                .map(|d| format!("{d:+.2} %"))
+                .unwrap_or_else(|| "-".into())
+        )
+    };
+    tab.add_row(vec![
+        "Server metrics".to_string(),
+        t.sources.server_metrics.clone(),
+    ]);
+    if let Some(sv) = &t.server {
+        tab.add_row(vec![
+            "Scrapes".to_string(),
+            format!(
+                "{} ok, {} failed{}",
+                sv.scrapes_ok,
+                sv.scrapes_failed,
+                sv.last_error
+                    .as_ref()
+                    .map(|e| format!(" (last: {e})"))
+                    .unwrap_or_default()
+            ),
+        ]);
+        tab.add_row(vec![
+            "Output tokens".to_string(),
+            pair(&sv.comparison.output_tokens),
+        ]);
+        tab.add_row(vec![
+            "Requests finished".to_string(),
+            pair(&sv.comparison.requests_finished),
+        ]);
+        if let Some(p) = &sv.comparison.mean_ttft_ms {
+            tab.add_row(vec!["Mean TTFT, ms".to_string(), pair(p)]);
+        }
+        if let Some(q) = &sv.queue {
+            tab.add_row(vec![
+                "Waiting queue (steady part)".to_string(),
+                format!(
+                    "mean {:.1}, max {:.0}, slope {:+.3}/s (p = {:.3}){}",
+                    q.waiting_mean,
+                    q.waiting_max,
+                    q.slope_per_s,
+                    q.p_value,
+                    if q.growing {
+                        ": GROWING (draft 5.2.3.1)"
+                    } else {
+                        ""
+                    }
+                ),
+            ]);
+        }
+        let d = &sv.delta;
+        let o = |v: Option<f64>| v.map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into());
+        tab.add_row(vec!["Preemptions".to_string(), o(d.preemptions)]);
+        tab.add_row(vec![
+            "Prefix-cache hit rate".to_string(),
+            d.prefix_cache_hit_rate
+                .map(|v| format!("{:.1} %", v * 100.0))
+                .unwrap_or_else(|| "-".into()),
+        ]);
+        if let Some(kv) = sv.kv_cache_usage_max {
+            tab.add_row(vec![
+                "KV cache usage, max".to_string(),
+                format!("{:.1} %", kv * 100.0),
+            ]);
+        }
+    }
+    tab.add_row(vec!["GPUs".to_string(), t.sources.gpu.clone()]);
+    if let Some(g) = &t.gpu {
+        for x in &g.gpus {
+            tab.add_row(vec![
+                format!("GPU {}", x.index),
+                format!(
+                    "util {} %, power {} W, memory {} MiB, {} °C{}",
+                    x.util_mean_pct
+                        .map(|v| format!("{v:.0}"))
+                        .unwrap_or_else(|| "-".into()),
+                    x.power_mean_w
+                        .map(|v| format!("{v:.0}"))
+                        .unwrap_or_else(|| "-".into()),
+                    x.mem_used_max_mib
+                        .map(|v| format!("{v:.0}"))
+                        .unwrap_or_else(|| "-".into()),
+                    x.temp_max_c
+                        .map(|v| format!("{v:.0}"))
+                        .unwrap_or_else(|| "-".into()),
+                    if x.throttle_reasons.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", throttled: {}", x.throttle_reasons.join(", "))
+                    }
+                ),
+            ]);
+        }
+        if let Some(e) = &g.energy {
+            tab.add_row(vec![
+                "Energy".to_string(),
+                format!(
+                    "{:.0} J ({:?}){}",
+                    e.joules,
+                    e.method,
+                    e.active_joules
+                        .map(|a| format!(", {a:.0} J above idle"))
+                        .unwrap_or_default()
+                ),
+            ]);
+        }
+        if let Some(j) = g.joules_per_output_token {
+            tab.add_row(vec!["J per output token".to_string(), format!("{j:.4}")]);
+        }
+    }
+    tab.add_row(vec![
+        "CPU energy".to_string(),
+        match &t.cpu_energy {
+            Some(c) => format!("{:.0} J", c.joules),
+            None => t.sources.cpu_energy.clone(),
+        },
+    ]);
+    let _ = writeln!(out, "\nTelemetry over the measurement window\n{tab}");
 }
 
 fn generator(r: &RunReport, out: &mut String) {

@@ -16,6 +16,8 @@ pub const WIDTH: usize = 100;
 pub fn fmt_ms(v: f64) -> String {
     if !v.is_finite() {
         "-".into()
+    } else if v == 0.0 {
+        "0 ms".into()
     } else if v >= 10_000.0 {
         format!("{:.2} s", v / 1000.0)
     } else if v >= 100.0 {
@@ -188,11 +190,15 @@ pub fn render(r: &RunReport) -> String {
     );
     let e = &s.experience;
     let mut ux = format!(
-        "idle P99 {} · smooth goodput {} tok/s",
+        "idle P99 {} · smooth goodput {}",
         opt_ms(e.user_idle_ms, |d| d.p99),
         e.smooth_goodput
             .as_ref()
-            .map(|g| fmt_rate(g.value))
+            .map(|g| format!(
+                "{} tok/s (T {:.1} s)",
+                fmt_rate(g.value),
+                g.window.duration_s
+            ))
             .unwrap_or_else(|| "-".into())
     );
     match &e.fluid_token_rate {
@@ -291,6 +297,47 @@ pub fn render(r: &RunReport) -> String {
             );
         }
     }
+    let t = &r.telemetry;
+    match &t.server {
+        Some(sv) if sv.scrapes_ok > 0 => {
+            let mut line = format!("/metrics ({}): ", sv.engine);
+            match sv.comparison.output_tokens.difference_pct {
+                Some(d) => {
+                    let _ = write!(line, "generated tokens {d:+.1} % vs the client");
+                }
+                None => line.push_str("no token counter"),
+            }
+            if let Some(q) = &sv.queue {
+                let _ = write!(
+                    line,
+                    "; queue {} (mean {:.1}, {:+.2}/s)",
+                    if q.growing { "GROWING" } else { "stable" },
+                    q.waiting_mean,
+                    q.slope_per_s
+                );
+            }
+            if let Some(p) = sv.delta.preemptions.filter(|p| *p > 0.0) {
+                let _ = write!(line, "; {p:.0} preemptions");
+            }
+            row(&mut out, "Metrics", &line);
+        }
+        _ => row(&mut out, "Metrics", &t.sources.server_metrics),
+    }
+    match &t.gpu {
+        Some(g) => {
+            let util: Vec<f64> = g.gpus.iter().filter_map(|x| x.util_mean_pct).collect();
+            let mut line = format!(
+                "{} GPUs, mean utilisation {:.0} %",
+                g.gpus.len(),
+                util.iter().sum::<f64>() / util.len().max(1) as f64
+            );
+            if let (Some(j), Some(tpj)) = (g.joules_per_output_token, g.output_tokens_per_joule) {
+                let _ = write!(line, "; {j:.3} J per output token ({tpj:.2} tokens/J)");
+            }
+            row(&mut out, "GPUs", &line);
+        }
+        None => row(&mut out, "GPUs", &t.sources.gpu),
+    }
     row(&mut out, "Warm-up", &tables::warmup_line(&r.warmup));
     for w in &s.warnings {
         row(&mut out, "-", &w.to_string());
@@ -325,6 +372,7 @@ mod tests {
         assert_eq!(fmt_ms(523.7), "524 ms");
         assert_eq!(fmt_ms(12_345.0), "12.35 s");
         assert_eq!(fmt_ms(f64::NAN), "-");
+        assert_eq!(fmt_ms(0.0), "0 ms");
         assert_eq!(fmt_rate(1234567.89), "1,234,567.9");
         assert_eq!(fmt_rate(999.96), "1,000.0");
         assert_eq!(fmt_rate(12.0), "12.0");

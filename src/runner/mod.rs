@@ -63,6 +63,10 @@ pub struct RunOutput {
     pub fluidity: FluidityParams,
     /// How the measured phase ended.
     pub measure: PhaseEnd,
+    /// Server metrics, GPUs and host samples collected beside the run.
+    pub telemetry: crate::telemetry::TelemetryData,
+    /// The end of the idle period before any load (for GPU idle power).
+    pub idle_until: crate::clock::Nanos,
 }
 
 /// Runs the benchmark described by `config` against a server described by `server`,
@@ -133,6 +137,16 @@ async fn run_async(
             .into(),
         });
     }
+
+    // Telemetry from before the first request, so the idle draw is known.
+    let collector = tokio::task::block_in_place(|| {
+        crate::telemetry::Collector::start(&config.telemetry, &config.target, clock)
+    });
+    if collector.gpu_live() && config.idle_power_s > 0.0 {
+        tokio::time::sleep(Duration::from_secs_f64(config.idle_power_s)).await;
+        collector.sample_now();
+    }
+    let idle_until = clock.now();
 
     let controls = Controls::new();
     let shared = Shared {
@@ -229,6 +243,9 @@ async fn run_async(
     progress.phase(view);
     let cpu_before = cpu.cpu_seconds();
     let wall_before = Instant::now();
+    // A sample at each edge of the measured phase, so counter differences span it exactly.
+    let sampler = &collector;
+    tokio::task::block_in_place(|| sampler.sample_now());
     let measure = if controls.stop_sending.load(Ordering::Acquire) {
         PhaseEnd::default()
     } else {
@@ -250,6 +267,7 @@ async fn run_async(
         )
         .await
     };
+    tokio::task::block_in_place(|| collector.sample_now());
     let cpu_seconds = cpu.cpu_seconds() - cpu_before;
     let wall_seconds = wall_before.elapsed().as_secs_f64();
     drop(progress);
@@ -259,6 +277,9 @@ async fn run_async(
     let interrupted = controls.interrupted.load(Ordering::Acquire);
     let finished_unix_us = clock.unix_us(clock.now());
     drop(shared);
+    let telemetry = tokio::task::spawn_blocking(move || collector.stop())
+        .await
+        .unwrap_or_default();
     let records = tokio::task::spawn_blocking(move || writer.finish())
         .await
         .map_err(|e| std::io::Error::other(e.to_string()))??;
@@ -292,6 +313,8 @@ async fn run_async(
         profile: profile_report,
         fluidity,
         measure,
+        telemetry,
+        idle_until,
     })
 }
 

@@ -10,7 +10,7 @@ use std::path::Path;
 use thiserror::Error;
 
 /// One conversation starter: the prompt messages and, when known, the answer.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct PromptRecord {
     /// (role, content) messages of the prompt.
     pub messages: Vec<(String, String)>,
@@ -22,7 +22,7 @@ pub struct PromptRecord {
 }
 
 /// One request of a timed trace (Mooncake's format).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TraceRecord {
     /// Arrival, ms from the trace start.
     pub timestamp: f64,
@@ -34,14 +34,14 @@ pub struct TraceRecord {
 }
 
 /// A loaded dataset.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub enum Dataset {
     Prompts(Vec<PromptRecord>),
     Trace(Vec<TraceRecord>),
 }
 
 /// What loading found.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct DatasetInfo {
     pub path: String,
     pub format: String,

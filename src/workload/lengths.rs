@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// A distribution of token counts. Every variant is clamped to at least 1 token.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "dist", rename_all = "snake_case", deny_unknown_fields)]
 pub enum LengthDist {
     Fixed {

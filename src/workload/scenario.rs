@@ -8,7 +8,9 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 /// What prompt text is made of.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Content {
     /// Random single-token words from the tokenizer's vocabulary ("random token sequences").
@@ -23,7 +25,7 @@ pub enum Content {
 }
 
 /// A prefix of `tokens` tokens shared by a `share` of requests (e.g. a system prompt).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SharedPrefix {
     pub tokens: u32,
@@ -32,7 +34,7 @@ pub struct SharedPrefix {
 
 /// `count` shared contexts (lengths from `tokens`); a `share` of requests start with one of
 /// them, picked by Zipf popularity with exponent `zipf_s` (context 1 most popular).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PrefixGroups {
     pub count: u32,
@@ -49,7 +51,7 @@ fn one() -> f64 {
 /// Multi-turn sessions: each session has `turns` requests; every turn carries the whole
 /// history (earlier user messages and synthetic answers of their output lengths) and is sent
 /// `think_time_ms` after the previous turn's answer ended.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Sessions {
     pub turns: LengthDist,
@@ -58,7 +60,7 @@ pub struct Sessions {
 
 /// A request class (for fairness): drawn with probability ∝ `weight`; its lengths replace
 /// the workload's where given.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Class {
     pub name: String,
@@ -74,7 +76,7 @@ pub struct Class {
 }
 
 /// A complete workload specification (draft 4.3.1).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
     pub name: String,

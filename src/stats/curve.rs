@@ -1,0 +1,406 @@
+//! Reading a throughput–latency curve: knee, saturation point, optimal
+//! operating point (draft 5.3.4) and the saturation signals of 5.2.3.1.
+//!
+//! A sweep measures one [`Level`] per offered load. The draft defines the
+//! derived points in one line each; the functions below follow that text,
+//! and where it leaves a choice open the doc comment says which reading is
+//! taken. Every function orders the levels by offered load itself, so the
+//! caller may pass them in any order; levels whose numbers are not finite
+//! are skipped rather than allowed to poison a comparison.
+
+use serde::{Deserialize, Serialize};
+
+/// A P99 above this multiple of the minimum P99 marks the knee (5.3.4).
+pub const KNEE_FACTOR: f64 = 2.0;
+/// Completions below this fraction of arrivals signal saturation (5.2.3.1).
+pub const COMPLETION_FRACTION: f64 = 0.9;
+/// A P99 above this multiple of the low-load P50 signals saturation
+/// (5.2.3.1).
+pub const LATENCY_BLOWUP_FACTOR: f64 = 10.0;
+
+/// One load level of a throughput–latency sweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Level {
+    /// Offered load, requests per second (open loop) — the sweep's x axis.
+    pub offered_rate_per_s: f64,
+    /// Mean achieved output throughput over runs, tokens per second.
+    pub achieved_tokens_per_s: f64,
+    /// 95 % confidence interval `(lo, hi)` of the achieved throughput,
+    /// tokens per second.
+    pub achieved_ci: (f64, f64),
+    /// P99 latency, milliseconds. The draft's Table 5 uses TTFT for the
+    /// knee; the caller picks the latency metric and keeps it consistent.
+    pub p99_latency_ms: f64,
+    /// P50 latency of the same metric, milliseconds.
+    pub p50_latency_ms: f64,
+    /// Whether the level met the specified SLO; None when no SLO was given.
+    pub slo_attained: Option<bool>,
+}
+
+/// The levels in ascending offered load (stable for equal loads), without
+/// those whose offered load is not a finite number.
+fn ascending(levels: &[Level]) -> Vec<&Level> {
+    let mut sorted: Vec<&Level> = levels
+        .iter()
+        .filter(|l| l.offered_rate_per_s.is_finite())
+        .collect();
+    sorted.sort_by(|a, b| a.offered_rate_per_s.total_cmp(&b.offered_rate_per_s));
+    sorted
+}
+
+/// Knee point (draft 5.3.4: "Load level where P99 latency exceeds 2x the
+/// minimum P99 latency observed"): the lowest offered load whose
+/// `p99_latency_ms` is strictly greater than [`KNEE_FACTOR`] times the
+/// minimum P99 over the *whole* sweep.
+///
+/// "Minimum observed" is read literally as the minimum over every level
+/// measured, not a running minimum over lower loads only, so the reported
+/// knee can be checked against the published table alone. On a curve whose
+/// latency only rises with load the two readings agree; they differ only if
+/// some low load already had more than twice the best P99 of the sweep, and
+/// then this function reports that low load (a warning sign in itself,
+/// e.g. an incomplete warm-up). None when no level exceeds the threshold.
+pub fn knee(levels: &[Level]) -> Option<&Level> {
+    let sorted: Vec<&Level> = ascending(levels)
+        .into_iter()
+        .filter(|l| l.p99_latency_ms.is_finite())
+        .collect();
+    let min_p99 = sorted.iter().map(|l| l.p99_latency_ms).reduce(f64::min)?;
+    sorted
+        .into_iter()
+        .find(|l| l.p99_latency_ms > KNEE_FACTOR * min_p99)
+}
+
+/// Saturation point (draft 5.3.4: "Load level where achieved throughput
+/// first decreases from previous level"): the lowest offered load whose
+/// achieved throughput is below that of the level just before it, where a
+/// decrease counts only when the confidence intervals separate — this
+/// level's upper bound below the previous level's lower bound. A dip inside
+/// the noise is not a decrease, and the scan goes on past it. None when no
+/// level decreases that clearly.
+///
+/// The draft's Table 5 example labels 22 req/s the saturation point
+/// "(throughput peaks)" although its throughput never decreases; that is
+/// the last, highest-throughput level, which [`peak`] returns. This
+/// function follows the definition, not the example, and gives None there.
+pub fn saturation(levels: &[Level]) -> Option<&Level> {
+    let sorted: Vec<&Level> = ascending(levels)
+        .into_iter()
+        .filter(|l| l.achieved_ci.0.is_finite() && l.achieved_ci.1.is_finite())
+        .collect();
+    sorted
+        .windows(2)
+        .find(|pair| pair[1].achieved_ci.1 < pair[0].achieved_ci.0)
+        .map(|pair| pair[1])
+}
+
+/// The level with the highest mean achieved throughput (lowest offered
+/// load among ties) — the "throughput peaks" level of the draft's Table 5
+/// caption. None for an empty sweep.
+pub fn peak(levels: &[Level]) -> Option<&Level> {
+    best_throughput(ascending(levels).into_iter())
+}
+
+/// Highest achieved throughput; the first (lowest load) wins a tie, since
+/// the same throughput at less load is the better place to run.
+fn best_throughput<'a>(levels: impl Iterator<Item = &'a Level>) -> Option<&'a Level> {
+    levels
+        .filter(|l| l.achieved_tokens_per_s.is_finite())
+        .fold(None, |best: Option<&Level>, l| match best {
+            Some(b) if b.achieved_tokens_per_s >= l.achieved_tokens_per_s => Some(b),
+            _ => Some(l),
+        })
+}
+
+/// What made a level the optimal operating point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum OperatingBasis {
+    /// Highest throughput among levels that met the specified SLO (the
+    /// draft's definition).
+    Slo,
+    /// No SLO was specified: highest throughput among levels below the
+    /// knee (all levels when there is no knee).
+    BelowKnee,
+}
+
+/// The optimal operating point and why it was chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct OperatingPoint<'a> {
+    /// The chosen level.
+    pub level: &'a Level,
+    /// Which rule chose it.
+    pub basis: OperatingBasis,
+}
+
+/// Optimal operating point (draft 5.3.4: "Load level achieving highest
+/// throughput while meeting specified SLO"): among levels with
+/// `slo_attained == Some(true)`, the one with the highest mean achieved
+/// throughput (lowest offered load among ties).
+///
+/// The SLO counts as specified when any level carries a verdict; levels
+/// without one are then treated as not shown to meet it. When no level
+/// carries a verdict the draft gives no definition, and this function
+/// stands in the knee for the SLO: the highest-throughput level at an
+/// offered load below the knee, i.e. before P99 doubled (every level when
+/// there is no knee). None when no level qualifies — an SLO that no level
+/// met, or a knee at the very first level.
+pub fn optimal_operating_point(levels: &[Level]) -> Option<OperatingPoint<'_>> {
+    let sorted = ascending(levels);
+    if sorted.iter().any(|l| l.slo_attained.is_some()) {
+        let level = best_throughput(sorted.into_iter().filter(|l| l.slo_attained == Some(true)))?;
+        return Some(OperatingPoint {
+            level,
+            basis: OperatingBasis::Slo,
+        });
+    }
+    let limit = knee(levels).map_or(f64::INFINITY, |k| k.offered_rate_per_s);
+    let level = best_throughput(sorted.into_iter().filter(|l| l.offered_rate_per_s < limit))?;
+    Some(OperatingPoint {
+        level,
+        basis: OperatingBasis::BelowKnee,
+    })
+}
+
+/// Observations at one load level for the saturation check of 5.2.3.1.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SaturationInput {
+    /// Request arrival (offered) rate, requests per second.
+    pub arrival_rate_per_s: f64,
+    /// Request completion rate over the same window, requests per second.
+    pub completion_rate_per_s: f64,
+    /// P99 latency at this level, milliseconds.
+    pub p99_latency_ms: f64,
+    /// P50 latency of the same metric at the lowest load of the sweep,
+    /// milliseconds — the draft's "P50 latency at lower load".
+    pub lowest_load_p50_ms: f64,
+    /// Whether the queue (in-flight count) grew over the window, e.g. from
+    /// `trend::growing`; None when it was not sampled.
+    pub queue_growing: Option<bool>,
+}
+
+/// Which of the draft's three saturation conditions (5.2.3.1) fired. The
+/// draft joins them with OR: any one means saturation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct SaturationSignals {
+    /// "Queue depth grows continuously during test duration."
+    pub queue_growth: bool,
+    /// "Request completion rate is less than 90% of arrival rate."
+    pub completion_shortfall: bool,
+    /// "P99 latency exceeds 10x the P50 latency at lower load."
+    pub latency_blowup: bool,
+}
+
+impl SaturationSignals {
+    /// True when at least one signal fired.
+    pub fn any(&self) -> bool {
+        self.queue_growth || self.completion_shortfall || self.latency_blowup
+    }
+}
+
+/// Evaluates the saturation conditions of draft 5.2.3.1 for one level.
+/// Comparisons are strict ("less than", "exceeds"), so a level sitting
+/// exactly on a threshold does not fire; a NaN input never fires its
+/// signal. An unsampled queue (`queue_growing: None`) does not fire.
+pub fn saturation_signals(input: &SaturationInput) -> SaturationSignals {
+    SaturationSignals {
+        queue_growth: input.queue_growing == Some(true),
+        completion_shortfall: input.completion_rate_per_s
+            < COMPLETION_FRACTION * input.arrival_rate_per_s,
+        latency_blowup: input.p99_latency_ms > LATENCY_BLOWUP_FACTOR * input.lowest_load_p50_ms,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn level(rate: f64, tput: f64, half_ci: f64, p99: f64, p50: f64, slo: Option<bool>) -> Level {
+        Level {
+            offered_rate_per_s: rate,
+            achieved_tokens_per_s: tput,
+            achieved_ci: (tput - half_ci, tput + half_ci),
+            p99_latency_ms: p99,
+            p50_latency_ms: p50,
+            slo_attained: slo,
+        }
+    }
+
+    /// The draft's Table 5 (TTFT P50/P99), with ±20 tok/s intervals.
+    fn table5() -> Vec<Level> {
+        [
+            (2.0, 284.0, 142.0, 95.0),
+            (6.0, 852.0, 178.0, 102.0),
+            (10.0, 1420.0, 267.0, 128.0),
+            (14.0, 1988.0, 512.0, 198.0),
+            (18.0, 2534.0, 1234.0, 378.0),
+            (22.0, 2712.0, 3456.0, 823.0),
+        ]
+        .iter()
+        .map(|&(r, t, p99, p50)| level(r, t, 20.0, p99, p50, None))
+        .collect()
+    }
+
+    #[test]
+    fn table5_knee_is_14() {
+        // Minimum P99 = 142, threshold 284: 267 at 10 req/s stays under,
+        // 512 at 14 req/s exceeds — the draft's own "Knee point: 14 req/s".
+        assert_eq!(knee(&table5()).unwrap().offered_rate_per_s, 14.0);
+    }
+
+    #[test]
+    fn table5_has_no_decrease_but_peaks_at_22() {
+        // Throughput rises at every step, so by the definition there is no
+        // saturation point; the caption's "throughput peaks" level is 22.
+        let t = table5();
+        assert!(saturation(&t).is_none());
+        assert_eq!(peak(&t).unwrap().offered_rate_per_s, 22.0);
+    }
+
+    #[test]
+    fn knee_order_independent_and_strict() {
+        let mut t = table5();
+        t.reverse();
+        assert_eq!(knee(&t).unwrap().offered_rate_per_s, 14.0);
+        // Exactly 2x the minimum does not "exceed"; nothing does → None.
+        let flat = vec![
+            level(1.0, 100.0, 1.0, 100.0, 50.0, None),
+            level(2.0, 200.0, 1.0, 150.0, 50.0, None),
+            level(3.0, 300.0, 1.0, 200.0, 50.0, None),
+        ];
+        assert!(knee(&flat).is_none());
+        assert!(knee(&[]).is_none());
+    }
+
+    #[test]
+    fn knee_uses_the_sweep_minimum() {
+        // P99: 300, 100, 120, 250. Sweep minimum 100, threshold 200: the
+        // first level (300) already exceeds it. A running minimum would
+        // instead report 4 req/s (250 > 2·100); the literal reading wins.
+        let t = vec![
+            level(1.0, 100.0, 1.0, 300.0, 50.0, None),
+            level(2.0, 200.0, 1.0, 100.0, 50.0, None),
+            level(3.0, 300.0, 1.0, 120.0, 50.0, None),
+            level(4.0, 400.0, 1.0, 250.0, 50.0, None),
+        ];
+        assert_eq!(knee(&t).unwrap().offered_rate_per_s, 1.0);
+    }
+
+    #[test]
+    fn saturation_needs_separated_intervals() {
+        // 1000 ±10 → 1100 ±10 → 1080 ±30 (dip inside the noise: 1110 ≥ 1090)
+        // → 1000 ±10 (1010 < 1050 = lower bound of 1080 ±30): saturation at 4.
+        let t = vec![
+            level(1.0, 1000.0, 10.0, 100.0, 50.0, None),
+            level(2.0, 1100.0, 10.0, 100.0, 50.0, None),
+            level(3.0, 1080.0, 30.0, 100.0, 50.0, None),
+            level(4.0, 1000.0, 10.0, 100.0, 50.0, None),
+        ];
+        assert_eq!(saturation(&t).unwrap().offered_rate_per_s, 4.0);
+        // Same means with wide intervals: every fall is within noise → None.
+        let wide: Vec<Level> = t
+            .iter()
+            .map(|l| {
+                level(
+                    l.offered_rate_per_s,
+                    l.achieved_tokens_per_s,
+                    60.0,
+                    100.0,
+                    50.0,
+                    None,
+                )
+            })
+            .collect();
+        assert!(saturation(&wide).is_none());
+        // Touching intervals (hi == previous lo) are not separated.
+        let touch = vec![
+            level(1.0, 1000.0, 10.0, 100.0, 50.0, None),
+            level(2.0, 980.0, 10.0, 100.0, 50.0, None),
+        ];
+        assert!(saturation(&touch).is_none());
+    }
+
+    #[test]
+    fn optimal_point_with_slo() {
+        // SLO met at 2, 6, 10 (and oddly at 22); the best throughput among
+        // them is 2712 at 22 req/s, not the knee-based answer.
+        let mut t = table5();
+        for (l, ok) in t.iter_mut().zip([true, true, true, false, false, true]) {
+            l.slo_attained = Some(ok);
+        }
+        let op = optimal_operating_point(&t).unwrap();
+        assert_eq!(op.level.offered_rate_per_s, 22.0);
+        assert_eq!(op.basis, OperatingBasis::Slo);
+        // Unmark 22: now 10 req/s (1420 tok/s) is the best that met it.
+        t[5].slo_attained = None;
+        assert_eq!(
+            optimal_operating_point(&t)
+                .unwrap()
+                .level
+                .offered_rate_per_s,
+            10.0
+        );
+        // No level met the SLO → None (not a fallback to the knee).
+        for l in &mut t {
+            l.slo_attained = Some(false);
+        }
+        assert!(optimal_operating_point(&t).is_none());
+    }
+
+    #[test]
+    fn optimal_point_without_slo_is_below_the_knee() {
+        // Knee at 14 → best of 2, 6, 10 → 10 req/s.
+        let t = table5();
+        let op = optimal_operating_point(&t).unwrap();
+        assert_eq!(op.level.offered_rate_per_s, 10.0);
+        assert_eq!(op.basis, OperatingBasis::BelowKnee);
+        // Knee at the first level → nothing is below it.
+        let t = vec![
+            level(1.0, 100.0, 1.0, 300.0, 50.0, None),
+            level(2.0, 200.0, 1.0, 100.0, 50.0, None),
+        ];
+        assert!(optimal_operating_point(&t).is_none());
+        // No knee → best of all levels; a tie goes to the lower load.
+        let t = vec![
+            level(1.0, 100.0, 1.0, 100.0, 50.0, None),
+            level(2.0, 180.0, 1.0, 110.0, 50.0, None),
+            level(3.0, 180.0, 1.0, 120.0, 50.0, None),
+        ];
+        assert_eq!(
+            optimal_operating_point(&t)
+                .unwrap()
+                .level
+                .offered_rate_per_s,
+            2.0
+        );
+    }
+
+    #[test]
+    fn saturation_signal_thresholds() {
+        let base = SaturationInput {
+            arrival_rate_per_s: 20.0,
+            completion_rate_per_s: 18.0,
+            p99_latency_ms: 950.0,
+            lowest_load_p50_ms: 95.0,
+            queue_growing: None,
+        };
+        // 18 = 0.9·20 is not "less than"; 950 = 10·95 does not "exceed".
+        let s = saturation_signals(&base);
+        assert_eq!(s, SaturationSignals::default());
+        assert!(!s.any());
+        let s = saturation_signals(&SaturationInput {
+            completion_rate_per_s: 17.9,
+            ..base
+        });
+        assert!(s.completion_shortfall && !s.latency_blowup && !s.queue_growth && s.any());
+        let s = saturation_signals(&SaturationInput {
+            p99_latency_ms: 951.0,
+            ..base
+        });
+        assert!(s.latency_blowup && !s.completion_shortfall);
+        let s = saturation_signals(&SaturationInput {
+            queue_growing: Some(true),
+            ..base
+        });
+        assert!(s.queue_growth && s.any());
+    }
+}

@@ -1,0 +1,10 @@
+//! Statistics the procedures and comparisons need: confidence intervals (Wilson, Student t,
+//! bootstrap over runs), trend tests, the throughput–latency curve's derived points, scaling
+//! fits, and two-group comparison. Pure, seeded where random.
+
+pub mod compare;
+pub mod curve;
+pub mod dist;
+pub mod fit;
+pub mod interval;
+pub mod trend;
