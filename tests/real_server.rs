@@ -134,6 +134,28 @@ fn llama_cpp_server_end_to_end() {
     for r in &out.records {
         assert_eq!(r.output_tokens as u64, r.usage_completion_tokens().unwrap());
     }
+    // llama.cpp's /metrics (started with --metrics) was scraped: its token counter agrees
+    // with what the client received within 1 %.
+    let t = servebench::telemetry::summary::summarize(
+        &out.telemetry,
+        s.window.start,
+        s.window.end,
+        s.window.start,
+        out.idle_until,
+        &servebench::telemetry::summary::ClientTotals {
+            output_tokens: s.total_output_tokens,
+            completed: s.requests.completed,
+            ended: s.requests.total,
+            mean_ttft_ms: None,
+        },
+    );
+    let sv = t.server.expect("llama.cpp's /metrics was scraped");
+    assert_eq!(sv.engine, "llamacpp");
+    let tokens = sv.comparison.output_tokens;
+    assert!(
+        tokens.difference_pct.unwrap().abs() <= 1.0,
+        "server vs client tokens: {tokens:?}"
+    );
 
     // 3. Open loop, Poisson.
     let mut args = base.to_vec();
@@ -174,6 +196,62 @@ fn llama_cpp_server_end_to_end() {
         } => assert!(detail.contains("context"), "{detail}"),
         other => panic!("expected an HTTP 400, got {other:?}"),
     }
+
+    // 4b. What the server says about itself, and the isolated prefill profile within the
+    //     slot's context (8192 tokens over 4 slots).
+    let server_info = {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let target = config(&url, &[], &temp_dir("real-info")).target;
+        rt.block_on(servebench::runner::wait_until_ready(
+            &target,
+            std::time::Duration::from_secs(30),
+        ))
+        .unwrap()
+    };
+    assert_eq!(server_info.engine.as_deref(), Some("llama.cpp"));
+    assert!(server_info.version.is_some());
+    let ctx = server_info
+        .context_tokens
+        .expect("llama.cpp's /props gives n_ctx");
+    assert_eq!(ctx, 2048);
+    let mut plan = servebench::config::ProfilePlan {
+        lengths: Some(vec![64, 512, 4000]),
+        repeats: 1,
+        max_prompt_tokens: Some(ctx),
+        ..Default::default()
+    };
+    let mut cfg = config(
+        &url,
+        &[
+            "--warmup",
+            "none",
+            "--requests",
+            "2",
+            "--input-tokens",
+            "64",
+            "--output-tokens",
+            "8",
+        ],
+        &temp_dir("real-profile"),
+    );
+    cfg.prefill = servebench::config::PrefillSetup::Profile(plan.clone());
+    let tok = servebench::tokenizer::reference();
+    let out = servebench::runner::run(&cfg, tok.clone(), &server_info).unwrap();
+    let report = out.profile.expect("the profile ran");
+    let lengths: Vec<u32> = report.points.iter().map(|p| p.0).collect();
+    // Capped to the slot's context, with room for the chat template and the difference
+    // between the reference tokenizer and the server's: 2048 · 0.9 − 32.
+    assert_eq!(lengths, vec![64, 512, 1811], "capped to the slot's context");
+    assert!(
+        report.points.iter().all(|(_, t)| t.len() == 1),
+        "{report:?}"
+    );
+    let curve = out.prefill_curve.expect("a curve").curve;
+    assert!(curve.predict_ms(2000.0) > curve.predict_ms(64.0));
+    plan.lengths = None;
 
     // 5. The server's own tokenizer (Option A): prompts exactly as long as the server counts
     //    them, chat template included.
@@ -240,7 +318,12 @@ fn llama_cpp_server_end_to_end() {
     let before = decode_calls(&url);
     let runner = std::thread::spawn(move || run(&cfg));
     // Kill once this run's tokens are flowing (the server's decode counter has moved on).
+    let start = std::time::Instant::now();
     while decode_calls(&url) < before + 20.0 {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(120),
+            "the server never decoded"
+        );
         std::thread::yield_now();
     }
     let _ = Command::new("kill").args(["-9", &pid]).status();

@@ -24,8 +24,13 @@ use std::time::Instant;
 
 /// Smallest prompt profiled, tokens (below it a chat template alone may not fit).
 const MIN_LENGTH: u32 = 16;
-/// Tokens left free under the server's context for the output and template.
+/// Tokens left free under the server's context for the output (and, counted by the server's
+/// own tokenizer, nothing else).
 const CONTEXT_MARGIN: u32 = 16;
+/// With a reference tokenizer the server's count differs: the chat template adds tokens
+/// (24 for Gemma's) and tokenizers split text differently. Keep this share of the context.
+const FOREIGN_TOKENIZER_SHARE: f64 = 0.9;
+const TEMPLATE_MARGIN: u32 = 32;
 
 /// The prompt lengths to profile: those given, or five quantiles (5, 25, 50, 75, 95 %) of
 /// the workload's input lengths; capped to what the server accepts.
@@ -47,7 +52,14 @@ pub fn lengths(config: &RunConfig, plan: &ProfilePlan, tokenizer: &SharedTokeniz
     };
     let cap = plan
         .max_prompt_tokens
-        .map(|c| c.saturating_sub(CONTEXT_MARGIN).max(MIN_LENGTH))
+        .map(|c| {
+            let usable = if tokenizer.enumerable() {
+                ((c as f64 * FOREIGN_TOKENIZER_SHARE) as u32).saturating_sub(TEMPLATE_MARGIN)
+            } else {
+                c.saturating_sub(CONTEXT_MARGIN)
+            };
+            usable.max(MIN_LENGTH)
+        })
         .unwrap_or(u32::MAX);
     for l in &mut lens {
         *l = (*l).clamp(MIN_LENGTH, cap);
