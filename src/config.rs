@@ -12,7 +12,9 @@ use std::time::Duration;
 use thiserror::Error;
 
 /// Which OpenAI-compatible API to drive.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Endpoint {
     /// `POST {base}/chat/completions`
@@ -59,6 +61,15 @@ impl schemars::JsonSchema for Secret {
             "description": "A credential: always written as \"<redacted>\".",
             "const": "<redacted>"
         })
+    }
+}
+
+/// A secret read back from a run folder is the placeholder it was written as: run folders
+/// never hold credentials, so a reloaded configuration cannot send any.
+impl<'de> serde::Deserialize<'de> for Secret {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let _ = String::deserialize(d)?;
+        Ok(Secret("<redacted>".into()))
     }
 }
 
@@ -199,6 +210,13 @@ impl schemars::JsonSchema for BaseUrl {
     }
 }
 
+impl<'de> serde::Deserialize<'de> for BaseUrl {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        BaseUrl::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
 impl Serialize for BaseUrl {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&self.to_string())
@@ -206,13 +224,16 @@ impl Serialize for BaseUrl {
 }
 
 /// The server under test.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct Target {
     pub url: BaseUrl,
     pub model: String,
     pub endpoint: Endpoint,
     /// Extra headers; values of credential-like headers are redacted in outputs.
-    #[serde(serialize_with = "redacted_headers")]
+    #[serde(
+        serialize_with = "redacted_headers",
+        deserialize_with = "headers_from_map"
+    )]
     #[schemars(with = "std::collections::BTreeMap<String, String>")]
     pub headers: Vec<(String, String)>,
     /// Sent as `Authorization: Bearer`; never written anywhere.
@@ -245,7 +266,7 @@ fn redacted_headers<S: Serializer>(headers: &[(String, String)], s: S) -> Result
 }
 
 /// Options that shape every request body.
-#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema, serde::Deserialize)]
 pub struct RequestOptions {
     /// Ask the server to ignore EOS so outputs reach `max_tokens`.
     pub ignore_eos: bool,
@@ -271,7 +292,7 @@ impl Default for RequestOptions {
 }
 
 /// How inter-arrival times are drawn in open loop.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Arrival {
     /// Exponential gaps (draft 4.2.3, required).
@@ -283,7 +304,7 @@ pub enum Arrival {
 }
 
 /// How load is offered.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 #[serde(tag = "model", rename_all = "snake_case")]
 pub enum LoadPattern {
     /// A fixed number of requests in flight; a new one as soon as one completes.
@@ -295,10 +316,10 @@ pub enum LoadPattern {
 }
 
 /// When the measured run ends: the first limit reached.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct Limits {
     pub requests: Option<u64>,
-    #[serde(serialize_with = "opt_secs")]
+    #[serde(serialize_with = "opt_secs", deserialize_with = "opt_from_secs")]
     #[schemars(with = "Option<f64>")]
     pub duration: Option<Duration>,
 }
@@ -314,8 +335,28 @@ fn secs<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(d.as_secs_f64())
 }
 
+fn from_secs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    let v = <f64 as serde::Deserialize>::deserialize(d)?;
+    Duration::try_from_secs_f64(v).map_err(serde::de::Error::custom)
+}
+
+fn opt_from_secs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    let v = <Option<f64> as serde::Deserialize>::deserialize(d)?;
+    v.map(|v| Duration::try_from_secs_f64(v).map_err(serde::de::Error::custom))
+        .transpose()
+}
+
+fn headers_from_map<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Vec<(String, String)>, D::Error> {
+    let m = <std::collections::BTreeMap<String, String> as serde::Deserialize>::deserialize(d)?;
+    Ok(m.into_iter().collect())
+}
+
 /// Warm-up before measuring (draft 4.5).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Warmup {
     /// Cold start: nothing before measuring; reports flag it.
@@ -329,7 +370,16 @@ pub enum Warmup {
 
 /// Which clock timestamps chunk arrivals.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum, Default, schemars::JsonSchema,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    clap::ValueEnum,
+    Default,
+    schemars::JsonSchema,
+    serde::Deserialize,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum ArrivalClock {
@@ -342,7 +392,7 @@ pub enum ArrivalClock {
 }
 
 /// Where the prefill curve of the fluidity-index comes from.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 #[serde(tag = "source", rename_all = "snake_case")]
 pub enum PrefillSetup {
     /// Profile prefill in isolation before the measured phase.
@@ -354,14 +404,14 @@ pub enum PrefillSetup {
 }
 
 /// How to profile prefill in isolation (concurrency 1, one output token, no prefix reuse).
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct ProfilePlan {
     /// Prompt lengths, tokens; `None`: spread over the workload's input lengths.
     pub lengths: Option<Vec<u32>>,
     /// Requests kept per length (one more is sent first and discarded: it pays cold caches).
     pub repeats: u32,
     /// Stop profiling after this long (fewer points, reported).
-    #[serde(serialize_with = "secs")]
+    #[serde(serialize_with = "secs", deserialize_with = "from_secs")]
     #[schemars(with = "f64")]
     pub budget: Duration,
     /// Longest prompt the server accepts, when it said (lengths are capped to it).
@@ -380,7 +430,7 @@ impl Default for ProfilePlan {
 }
 
 /// Everything a run needs.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct RunConfig {
     pub target: Target,
     pub request: RequestOptions,
@@ -393,7 +443,7 @@ pub struct RunConfig {
     pub limits: Limits,
     pub warmup: Warmup,
     /// Longest the warm-up may run before measuring starts anyway (then flagged).
-    #[serde(serialize_with = "secs")]
+    #[serde(serialize_with = "secs", deserialize_with = "from_secs")]
     #[schemars(with = "f64")]
     pub warmup_max: Duration,
     pub seed: u64,
@@ -415,11 +465,11 @@ pub struct RunConfig {
     /// measured).
     pub idle_power_s: f64,
     /// Per-request time limit.
-    #[serde(serialize_with = "secs")]
+    #[serde(serialize_with = "secs", deserialize_with = "from_secs")]
     #[schemars(with = "f64")]
     pub request_timeout: Duration,
     /// After Ctrl-C or the duration limit: how long in-flight requests may finish.
-    #[serde(serialize_with = "secs")]
+    #[serde(serialize_with = "secs", deserialize_with = "from_secs")]
     #[schemars(with = "f64")]
     pub grace: Duration,
     /// Worker threads of the client runtime.

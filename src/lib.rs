@@ -1,7 +1,7 @@
 //! servebench: benchmark LLM serving systems the way their users feel them.
 //!
 //! The crate is a pipeline of stages, one folder each (see `docs/architecture.md`):
-//! `workload` (what to send) → `schedule` (when) → `client` + `engine` (send, read, time) →
+//! `workload` (what to send) → `schedule` (when) → `client` + `runner` (send, read, time) →
 //! `record` (what happened) → `metrics` (what it means) → `report` (how it reads), with
 //! `sim` as the built-in target and test fixture, and `store` writing run folders.
 

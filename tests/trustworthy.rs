@@ -412,6 +412,10 @@ fn run_json_validates_against_the_committed_schema() {
             .map(|e| format!("{} at {}", e, e.instance_path()))
             .collect();
         assert!(errors.is_empty(), "{name}: {errors:#?}");
+        // The document reads back into the typed report and writes out identically: reports,
+        // comparisons and merges work from run folders alone.
+        let typed: servebench::report::RunReport = serde_json::from_value(doc.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&typed).unwrap(), doc, "{name}");
         // And the schema is not vacuous: a document missing `summary` fails it.
         let mut broken = doc.clone();
         broken.as_object_mut().unwrap().remove("summary");

@@ -122,7 +122,7 @@ fn server_tokenizer_counts_match_the_servers_usage() {
 #[test]
 fn trace_replay_follows_the_recorded_timestamps() {
     let dir = temp_dir("trace");
-    let trace = dir.join("trace.jsonl");
+    let trace = temp_dir("trace-data").join("trace.jsonl");
     let lines: Vec<String> = (0..12)
         .map(|i| format!("{{\"timestamp\": {}, \"input_length\": {}, \"output_length\": 3, \"hash_ids\": [1, {}]}}", i * 40 + (i % 3) * 7, 600 + i * 10, 100 + i))
         .collect();

@@ -19,6 +19,7 @@ pub fn profile(args: ProfilePrefillArgs) -> Result<u8> {
         resolved,
         server,
         tokenizer: tok,
+        ..
     } = match ready(&args.run)? {
         Ok(r) => r,
         Err(code) => return Ok(code),
@@ -58,18 +59,13 @@ pub fn profile(args: ProfilePrefillArgs) -> Result<u8> {
         let min = ttfts.iter().copied().fold(f64::MAX, f64::min);
         println!("{len:>10} {:>6} {mean:>10.1}ms {min:>10.1}ms", ttfts.len());
     }
-    let Some(mut profiled) = out.prefill_curve else {
+    let Some(profiled) = out.prefill_curve else {
         eprintln!(
             "error: no isolated request completed: nothing to fit ({})",
             report.source
         );
         return Ok(exit::FAILED);
     };
-    profiled.points = report
-        .points
-        .iter()
-        .flat_map(|(len, t)| t.iter().map(move |&t| (*len as f64, t)))
-        .collect();
     let c = profiled.curve;
     println!(
         "\nTTFT ≈ {:.3} ms + {:.5} ms/token · P + {:.3e} ms/token² · P²   (R² = {:.4}, {} points)",

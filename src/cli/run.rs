@@ -175,6 +175,8 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
     let url = BaseUrl::parse(url)?;
     let url_for_metrics = url.clone();
     let api_key = match &t.api_key_file {
+        // Credentials written into --url are the user's explicit choice for this server.
+        None if url.basic_auth.is_some() => None,
         Some(path) => Some(Secret::new(
             std::fs::read_to_string(path)
                 .with_context(|| format!("reading the API key file {}", path.display()))?
@@ -454,6 +456,8 @@ pub struct Ready {
     pub resolved: Resolved,
     pub server: ServerInfo,
     pub tokenizer: tokenizer::SharedTokenizer,
+    /// Warnings found while getting ready, for the run's summary.
+    pub warnings: Vec<crate::metrics::warnings::Warning>,
 }
 
 /// Validates the flags, starts the simulator if needed, waits for the server, checks the
@@ -513,10 +517,12 @@ pub fn ready(args: &RunArgs) -> Result<std::result::Result<Ready, u8>> {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {e}");
+            remove_if_empty(&resolved.config.out_dir);
             return Ok(Err(exit::USAGE));
         }
     };
     drop(rt);
+    let mut warnings = Vec::new();
     let target = &mut resolved.config.target;
     if target.model.is_empty() {
         target.model = server
@@ -533,6 +539,7 @@ pub fn ready(args: &RunArgs) -> Result<std::result::Result<Ready, u8>> {
             target.model,
             server.models.join(", ")
         );
+        remove_if_empty(&resolved.config.out_dir);
         return Ok(Err(exit::USAGE));
     }
     match &mut resolved.config.prefill {
@@ -549,6 +556,9 @@ pub fn ready(args: &RunArgs) -> Result<std::result::Result<Ready, u8>> {
                     "WARNING: the --prefill-curve was profiled elsewhere: {}. Fluidity deadlines would be another system's; profile this one (omit --prefill-curve) for figures you can compare.",
                     found.join("; ")
                 );
+                warnings.push(crate::metrics::warnings::Warning::PrefillCurveElsewhere {
+                    differences: found.join("; "),
+                });
             }
         }
         PrefillSetup::Off => {}
@@ -559,7 +569,15 @@ pub fn ready(args: &RunArgs) -> Result<std::result::Result<Ready, u8>> {
         resolved,
         server,
         tokenizer,
+        warnings,
     }))
+}
+
+/// Removes a run folder that nothing was written to (the run could not start).
+fn remove_if_empty(dir: &std::path::Path) {
+    if std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_none()) {
+        let _ = std::fs::remove_dir(dir);
+    }
 }
 
 /// Host facts recorded with every run.
@@ -656,6 +674,7 @@ pub fn run(args: RunArgs) -> Result<u8> {
         resolved,
         server,
         tokenizer: tok,
+        warnings,
     } = match ready(&args)? {
         Ok(r) => r,
         Err(code) => return Ok(code),
@@ -682,6 +701,7 @@ pub fn run(args: RunArgs) -> Result<u8> {
         fluidity: output.fluidity.clone(),
         baseline: resolved.baseline,
         warmup: Some(output.warmup.clone()),
+        extra_warnings: warnings,
     };
     let summary = summarize(&output.records, &params);
     let measured: Vec<&crate::record::RequestRecord> = output

@@ -84,7 +84,7 @@ pub fn prompt_tokens(r: &RequestRecord) -> f64 {
 }
 
 /// The fluidity distribution and its parameters.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct FluiditySummary {
     pub threshold: f64,
     pub quantile: f64,
@@ -106,7 +106,7 @@ pub struct FluiditySummary {
 }
 
 /// Token rates by three definitions, side by side (Etalon, figure 5a).
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct RateComparison {
     pub fluid_tokens_per_s: Option<f64>,
     pub inverse_mean_tpot_per_s: Option<f64>,
@@ -114,7 +114,7 @@ pub struct RateComparison {
 }
 
 /// The user-experience part of the summary (flattened into it in `run.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct Experience {
     pub deadlines: String,
     /// Per-request user idle latency inside the smooth-goodput window, ms.

@@ -9,15 +9,16 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// Per-class latency and starvation.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct ClassStats {
     /// Measured requests of the class, failed ones included.
     pub count: usize,
     /// Of those, requests that failed.
     pub failed: usize,
-    pub ttft_p50_ms: f64,
-    pub ttft_p95_ms: f64,
-    pub ttft_p99_ms: f64,
+    /// TTFT of the class's completed requests, ms (`None` when every one failed).
+    pub ttft_p50_ms: Option<f64>,
+    pub ttft_p95_ms: Option<f64>,
+    pub ttft_p99_ms: Option<f64>,
     pub tpot_p50_ms: Option<f64>,
     pub tpot_p95_ms: Option<f64>,
     pub tpot_p99_ms: Option<f64>,
@@ -30,7 +31,7 @@ pub struct ClassStats {
 }
 
 /// Fairness of a run with request classes.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct Fairness {
     /// Jain's index over normalized latency (E2E / output tokens) of every request: 1 is
     /// perfectly even; below 0.9 the draft calls significant unfairness.
@@ -94,9 +95,9 @@ pub fn fairness(
             let stats = ClassStats {
                 count: ms.len(),
                 failed,
-                ttft_p50_ms: median,
-                ttft_p95_ms: some(&mut ttft, 95.0).unwrap_or(f64::NAN),
-                ttft_p99_ms: p99,
+                ttft_p50_ms: median.is_finite().then_some(median),
+                ttft_p95_ms: some(&mut ttft, 95.0),
+                ttft_p99_ms: p99.is_finite().then_some(p99),
                 tpot_p50_ms: some(&mut tpot, 50.0),
                 tpot_p95_ms: some(&mut tpot, 95.0),
                 tpot_p99_ms: some(&mut tpot, 99.0),
@@ -167,7 +168,7 @@ mod tests {
         let chat = &f.classes["chat"];
         assert_eq!((chat.count, chat.failed), (5, 1));
         // Median TTFT of the four answers: 110 ms. 1,000 > 5·110 starves; so does the failure.
-        assert_eq!(chat.ttft_p50_ms, 110.0);
+        assert_eq!(chat.ttft_p50_ms, Some(110.0));
         assert_eq!(chat.starvation_rate, 2.0 / 5.0);
         assert_eq!(chat.latency_inflation_p50, Some(110.0 / 50.0));
         assert_eq!(f.classes["batch"].starvation_rate, 0.0);

@@ -10,7 +10,9 @@ use serde::Serialize;
 
 /// How the upper tail of a latency distribution behaves (draft 5.4.4.3 asks to characterise
 /// it and to report P99/P50).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum TailKind {
     /// P99 within 2× P50: steady delivery.
@@ -24,7 +26,7 @@ pub enum TailKind {
 }
 
 /// Shape of the ITL distribution: modes and tail, with a sentence that says which dominates.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct Shape {
     pub modality: Option<Modality>,
     /// P99 / P50 (the draft's tail heaviness indicator).
@@ -106,7 +108,7 @@ fn fmt_value(v: f64) -> String {
 }
 
 /// The modes found, each as its bin's central value.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct Modality {
     pub modes: usize,
     pub unimodal: bool,

@@ -11,7 +11,9 @@ use crate::record::RequestRecord;
 use serde::Serialize;
 
 /// How inter-token latency samples are formed from chunk arrivals (draft 4.6.3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema, serde::Deserialize,
+)]
 pub enum ItlOption {
     /// Gaps between content events ("time between chunks").
     A,
@@ -36,7 +38,7 @@ fn ms(ns: Nanos) -> f64 {
 }
 
 /// What one successful request measured. Times in ms unless named otherwise.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct RequestMetrics {
     /// First content event − sent.
     pub ttft_ms: f64,
@@ -64,7 +66,7 @@ pub struct RequestMetrics {
     pub e2e_from_schedule_ms: Option<f64>,
     /// Every generated token (reasoning included).
     pub output_tokens: u32,
-    /// Answer tokens (what TPOT and the SLO goodput count).
+    /// Answer tokens (what TPOT counts; goodput counts every generated token).
     pub answer_tokens: u32,
 }
 

@@ -25,10 +25,12 @@ pub struct SummaryParams {
     pub baseline: BTreeMap<String, (f64, f64)>,
     /// What the warm-up did (for its warnings), when the run had one to report.
     pub warmup: Option<crate::record::run::WarmupReport>,
+    /// Warnings the caller knows of (e.g. a prefill curve profiled elsewhere), appended.
+    pub extra_warnings: Vec<Warning>,
 }
 
 /// Request counts of the measured phase.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct RequestCounts {
     pub total: u64,
     pub completed: u64,
@@ -44,7 +46,9 @@ pub struct RequestCounts {
 
 /// The measurement window: from the first measured request's attempt (its planned send time
 /// in open loop) to the last byte of any measured request.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize,
+)]
 pub struct Window {
     #[serde(skip)]
     pub start: Nanos,
@@ -54,7 +58,9 @@ pub struct Window {
 }
 
 /// Throughput over the steady part of the window (the first 10 % excluded, draft 5.2.3.2).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize,
+)]
 pub struct SteadyState {
     pub excluded_s: f64,
     pub output_tokens_per_s: f64,
@@ -62,20 +68,21 @@ pub struct SteadyState {
 }
 
 /// Open loop: did the server keep up with the arrivals (draft 5.2.3.1)?
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct ArrivalBalance {
     /// Planned arrivals per second over the steady part of the arrival span.
     pub arrival_rate_per_s: f64,
     /// Completions per second over the same span.
     pub completion_rate_per_s: f64,
     /// completion / arrival; below 0.9 the draft calls the server saturated. `None` when the
-    /// run was too short compared with its latency to tell (arrival span < 3× median E2E).
+    /// run was too short compared with its latency to tell (arrival span < 3× the shortest
+    /// E2E, the latency without queueing).
     pub completion_share: Option<f64>,
     pub saturated: bool,
 }
 
 /// How the ITL samples were formed and why.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct ItlChoice {
     pub option: ItlOption,
     pub description: String,
@@ -96,7 +103,7 @@ impl ItlChoice {
 }
 
 /// How token counts were obtained.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct TokenCounting {
     /// Output token count `N`: requests per source.
     pub output_tokens_source: BTreeMap<String, u64>,
@@ -107,7 +114,7 @@ pub struct TokenCounting {
 }
 
 /// TTFT percentiles of one input-length bucket (draft 5.1.4.2).
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct InputBucket {
     pub label: String,
     pub n: usize,
@@ -117,7 +124,7 @@ pub struct InputBucket {
 }
 
 /// Client measurements next to what the server said about the same requests.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct ServerComparison {
     /// Server prompt (prefill) time, ms.
     pub prompt_ms: Option<Distribution>,
@@ -132,7 +139,7 @@ pub struct ServerComparison {
 }
 
 /// Everything summarised about a run.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct RunSummary {
     pub requests: RequestCounts,
     pub failures: FailureBreakdown,
@@ -471,6 +478,9 @@ pub fn summarize(records: &[RequestRecord], params: &SummaryParams) -> RunSummar
         warnings: Vec::new(),
     };
     summary.warnings = warnings(&summary);
+    summary
+        .warnings
+        .extend(params.extra_warnings.iter().cloned());
     if let Some(w) = &params.warmup {
         if w.policy.starts_with("none") {
             summary.warnings.push(Warning::ColdStart);

@@ -20,10 +20,10 @@ use serde::Serialize;
 use std::fmt;
 
 /// How deadlines are set.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 #[serde(tag = "scheme", rename_all = "snake_case")]
 pub enum DeadlineScheme {
-    /// d_1 = TTFT bound, d_k = t_{k−1} + TBT bound (today's TTFT+TBT SLOs, seed 003 eq. 2).
+    /// d_1 = TTFT bound, d_k = t_{k−1} + TBT bound (today's TTFT+TBT SLOs, eq. 2 of "Revisiting Service Level Objectives and System Level Metrics in Large Language Model Serving"). Its deadlines follow the previous token, so unlike the others the "dropping never helps" property does not hold under it.
     TtftTbt { ttft_ms: f64, tbt_ms: f64 },
     /// Every token by the end-to-end bound.
     E2e { e2e_ms: f64 },
@@ -75,7 +75,9 @@ impl fmt::Display for DeadlineScheme {
 }
 
 /// The cost f(l) of idle latency l (seconds), in tokens per unit α.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum IdleCost {
     /// f(l) = l: every second of waiting costs α tokens.
@@ -106,7 +108,7 @@ impl IdleCost {
 }
 
 /// Parameters of the deadline framework.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct UxParams {
     pub scheme: DeadlineScheme,
     /// Weight α of idle cost, tokens per unit of f.
@@ -129,7 +131,7 @@ impl Default for UxParams {
 }
 
 /// Deadline results of one request.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct DeadlineOutcome {
     /// Tokens that arrived after their deadline.
     pub deadline_misses: u32,
@@ -203,7 +205,7 @@ pub fn evaluate(r: &RequestRecord, scheme: &DeadlineScheme) -> DeadlineOutcome {
 }
 
 /// The window smooth goodput is computed over, fixed by commitments only.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct UxWindow {
     #[serde(skip)]
     pub start: Nanos,
@@ -254,7 +256,7 @@ impl UxWindow {
 }
 
 /// Smooth goodput of a run.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct SmoothGoodput {
     /// Σ benefit / T, tokens/s.
     pub value: f64,

@@ -41,6 +41,10 @@ pub enum Warning {
     ColdStart,
     /// Open loop: the server completed fewer than 90 % of the arrivals (draft 5.2.3.1).
     ServerSaturated { completion_share: f64 },
+    /// A `--prefill-curve` profiled on another server, model or engine version.
+    PrefillCurveElsewhere { differences: String },
+    /// A warning read back from a run folder: its kind and message as written.
+    Recorded { kind: String, message: String },
 }
 
 impl Warning {
@@ -57,6 +61,56 @@ impl Warning {
             Self::WarmupCapped { .. } => "warmup_capped",
             Self::ColdStart => "cold_start",
             Self::ServerSaturated { .. } => "server_saturated",
+            Self::PrefillCurveElsewhere { .. } => "prefill_curve_elsewhere",
+            Self::Recorded { .. } => "recorded",
+        }
+    }
+
+    /// The kind as written (a recorded warning keeps its original kind).
+    pub fn kind_name(&self) -> &str {
+        match self {
+            Self::Recorded { kind, .. } => kind,
+            other => other.kind(),
+        }
+    }
+}
+
+impl Warning {
+    /// One short line for the terminal's minimum report (the full message is in `run.json`
+    /// and the detailed report).
+    pub fn short(&self) -> String {
+        match self {
+            Self::FewSamples {
+                metric,
+                percentile,
+                samples,
+                needed,
+            } => format!("{metric} {percentile}: {samples} samples (< {needed}), indicative"),
+            Self::Failures { failed, total, .. } => {
+                format!("{failed} of {total} requests failed (see Failures)")
+            }
+            Self::EndedEarly { requests } => {
+                format!("{requests} requests ended before max_tokens")
+            }
+            Self::ItlBetweenChunks { .. } => "ITL is time between chunks (option A)".into(),
+            Self::ReasoningBeforeAnswer { requests } => {
+                format!("{requests} requests reasoned before answering; TTFT is to the answer")
+            }
+            Self::UxWindowDependsOnOutcomes => {
+                "closed loop: smooth goodput's window depends on outcomes".into()
+            }
+            Self::WarmupCapped { cap_s, .. } => {
+                format!("warm-up stopped at its {cap_s:.0} s cap: not compliant")
+            }
+            Self::ColdStart => "cold start (--warmup none)".into(),
+            Self::ServerSaturated { completion_share } => format!(
+                "server saturated: {:.0} % of arrivals completed",
+                completion_share * 100.0
+            ),
+            Self::PrefillCurveElsewhere { .. } => {
+                "--prefill-curve was profiled on another system".into()
+            }
+            other => other.to_string(),
         }
     }
 }
@@ -117,6 +171,11 @@ impl fmt::Display for Warning {
                 "the server completed {:.0} % of arrivals in the steady window, below 90 %: it is saturated at this load (draft 5.2.3.1), so latency figures grow with the run's length",
                 completion_share * 100.0
             ),
+            Self::PrefillCurveElsewhere { differences } => write!(
+                f,
+                "the --prefill-curve was profiled elsewhere ({differences}): fluidity deadlines are another system's; omit --prefill-curve to profile this one"
+            ),
+            Self::Recorded { message, .. } => f.write_str(message),
         }
     }
 }
@@ -139,10 +198,25 @@ impl schemars::JsonSchema for Warning {
     }
 }
 
+impl<'de> serde::Deserialize<'de> for Warning {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(serde::Deserialize)]
+        struct W {
+            kind: String,
+            message: String,
+        }
+        let w = W::deserialize(d)?;
+        Ok(Warning::Recorded {
+            kind: w.kind,
+            message: w.message,
+        })
+    }
+}
+
 impl Serialize for Warning {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut m = s.serialize_map(Some(2))?;
-        m.serialize_entry("kind", self.kind())?;
+        m.serialize_entry("kind", self.kind_name())?;
         m.serialize_entry("message", &self.to_string())?;
         m.end()
     }

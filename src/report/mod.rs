@@ -21,7 +21,7 @@ use serde::Serialize;
 pub const SCHEMA_VERSION: u32 = 2;
 
 /// Which tokenizer counted what (draft 4.4).
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct TokenizerInfo {
     pub name: String,
     pub source: String,
@@ -33,7 +33,7 @@ pub struct TokenizerInfo {
 }
 
 /// The machine the generator ran on.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct HostInfo {
     pub hostname: String,
     pub os: String,
@@ -43,7 +43,7 @@ pub struct HostInfo {
 }
 
 /// What the system under test is, as the user described it (draft C.1 and 4.1).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct SystemInfo {
     /// Accelerators, e.g. "H100 80GB x 8" (`--hardware`).
     pub hardware: Option<String>,
@@ -56,7 +56,7 @@ pub struct SystemInfo {
 }
 
 /// Why the run ends with the exit status it does.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct Verdict {
     /// The process exit status (0 success, 1 SLO or failure threshold not met, 2 unusable
     /// configuration or target, 130 interrupted).
@@ -66,7 +66,7 @@ pub struct Verdict {
 }
 
 /// Everything a report shows about one run; serialised as `run.json`.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct RunReport {
     pub schema_version: u32,
     pub tool: ToolInfo,
@@ -101,7 +101,7 @@ pub struct RunReport {
 }
 
 /// The tool that made the report.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct ToolInfo {
     pub name: String,
     pub version: String,
@@ -117,7 +117,7 @@ impl Default for ToolInfo {
 }
 
 /// How times were taken, stated in every report.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct TimingNotes {
     pub clock: String,
     pub resolution_us: u32,

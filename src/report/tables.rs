@@ -79,6 +79,8 @@ pub fn warmup_line(w: &WarmupReport) -> String {
     let mut s = format!("{} requests, {} output tokens", w.requests, w.output_tokens);
     if let (Some(rr), Some(rt)) = (w.required_requests, w.required_output_tokens) {
         let _ = write!(s, " (draft 4.5 requires >= {rr} and >= {rt})");
+    } else {
+        let _ = write!(s, " ({})", w.policy);
     }
     if w.capped {
         let _ = write!(s, "; stopped at its {:.0} s cap (--warmup-max)", w.cap_s);
@@ -442,8 +444,8 @@ fn fairness(e: &Experience, out: &mut String) {
             name.clone(),
             c.count.to_string(),
             c.failed.to_string(),
-            fmt_ms(c.ttft_p50_ms),
-            fmt_ms(c.ttft_p99_ms),
+            o(c.ttft_p50_ms),
+            o(c.ttft_p99_ms),
             o(c.tpot_p50_ms),
             o(c.tpot_p99_ms),
             format!("{:.1} %", c.starvation_rate * 100.0),

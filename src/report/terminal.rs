@@ -336,11 +336,41 @@ pub fn render(r: &RunReport) -> String {
             }
             row(&mut out, "GPUs", &line);
         }
-        None => row(&mut out, "GPUs", &t.sources.gpu),
+        // The reason in brief; the whole of it is in the detailed report.
+        None => row(
+            &mut out,
+            "GPUs",
+            t.sources.gpu.split(" (").next().unwrap_or(&t.sources.gpu),
+        ),
     }
     row(&mut out, "Warm-up", &tables::warmup_line(&r.warmup));
-    for w in &s.warnings {
-        row(&mut out, "-", &w.to_string());
+    // Few-sample warnings share one line: they say the same thing about several figures.
+    let few: Vec<String> = s
+        .warnings
+        .iter()
+        .filter_map(|w| match w {
+            crate::metrics::warnings::Warning::FewSamples {
+                metric, percentile, ..
+            } => Some(format!("{metric} {percentile}")),
+            _ => None,
+        })
+        .collect();
+    if !few.is_empty() {
+        row(
+            &mut out,
+            "-",
+            &format!(
+                "{} from fewer samples than the draft requires (5.1.4.3): indicative",
+                few.join(", ")
+            ),
+        );
+    }
+    for w in s
+        .warnings
+        .iter()
+        .filter(|w| !matches!(w, crate::metrics::warnings::Warning::FewSamples { .. }))
+    {
+        row(&mut out, "-", &w.short());
     }
     for n in &r.system.notes {
         row(&mut out, "-", n);

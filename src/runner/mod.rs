@@ -210,7 +210,7 @@ async fn run_async(
                 Phase::Profile,
                 shared.sent.load(Ordering::Acquire),
             ));
-            let (curve, report) =
+            let (curve, report, points) =
                 profile::profile(config, plan, &lengths, &shared, &tokenizer).await;
             fluidity.curve_source = report.source.clone();
             let profiled = curve.map(|curve| ProfiledCurve {
@@ -220,7 +220,7 @@ async fn run_async(
                 engine: server.engine.clone(),
                 engine_version: server.version.clone(),
                 created_at: crate::clock::iso8601_ms(clock.unix_us(clock.now())),
-                points: Vec::new(),
+                points,
             });
             (profiled, Some(report))
         }

@@ -97,8 +97,8 @@ pub struct PhaseEnd {
     /// Sending stopped because of the duration limit (or Ctrl-C), so in-flight requests got
     /// the grace period and were then cancelled.
     pub timed_stop: bool,
-    /// Requests cancelled at the end.
-    pub cancelled: u64,
+    /// In-flight requests were cancelled at the end (after the grace period).
+    pub cancelled_in_flight: bool,
 }
 
 /// One request from start to record, honouring timeout and both cancellations (the
@@ -108,12 +108,14 @@ async fn run_one(
     req: PreparedRequest,
     phase: Phase,
     scheduled_at: Option<Nanos>,
+    attempted_at: Option<Nanos>,
     mut cancels: (watch::Receiver<bool>, watch::Receiver<bool>),
 ) -> bool {
     let mut ex = Exchange::new(&req, phase, scheduled_at);
     // The attempt is stamped before racing against cancellation, so even a request
-    // cancelled before its first poll has a real attempt time.
-    ex.draft.record.queued_at = shared.clock.now();
+    // cancelled before its first poll has a real attempt time. A caller that made the
+    // request wait first (for a --max-concurrency slot) passes when it started waiting.
+    ex.draft.record.queued_at = attempted_at.unwrap_or_else(|| shared.clock.now());
     enum End {
         Done,
         Timeout,
@@ -193,7 +195,7 @@ async fn follow_up_turns(ctx: &PhaseCtx, turns: Vec<PreparedRequest>, open_loop:
         }
         ctx.shared.in_flight.fetch_add(1, Ordering::AcqRel);
         let scheduled = open_loop.then_some(due);
-        if !run_one(&ctx.shared, req, ctx.phase, scheduled, ctx.cancels()).await {
+        if !run_one(&ctx.shared, req, ctx.phase, scheduled, None, ctx.cancels()).await {
             return;
         }
     }
@@ -264,7 +266,7 @@ pub async fn run_phase(
                         let rest = session.split_off(1);
                         let Some(first) = session.pop() else { continue };
                         ctx.shared.in_flight.fetch_add(1, Ordering::AcqRel);
-                        if run_one(&ctx.shared, first, ctx.phase, None, ctx.cancels()).await
+                        if run_one(&ctx.shared, first, ctx.phase, None, None, ctx.cancels()).await
                             && !rest.is_empty()
                         {
                             follow_up_turns(&ctx, rest, false).await;
@@ -353,7 +355,7 @@ pub async fn run_phase(
         started_at: phase_start,
         stopped_sending_at,
         timed_stop: reason == StopReason::Timed,
-        cancelled: u64::from(cancelled),
+        cancelled_in_flight: cancelled,
     }
 }
 
@@ -408,11 +410,20 @@ fn dispatch(
         handle.spawn(async move {
             // With a concurrency cap the request waits here for a slot; the wait shows in its
             // connection wait (attempt → bytes written), never as the generator's lateness.
+            let attempted = slots.as_ref().map(|_| ctx2.shared.clock.now());
             let _permit = match &slots {
                 Some(s) => s.clone().acquire_owned().await.ok(),
                 None => None,
             };
-            if run_one(&ctx2.shared, req, ctx2.phase, Some(at), ctx2.cancels()).await
+            if run_one(
+                &ctx2.shared,
+                req,
+                ctx2.phase,
+                Some(at),
+                attempted,
+                ctx2.cancels(),
+            )
+            .await
                 && !rest.is_empty()
             {
                 // Follow-up turns are sent after each answer plus think time; their planned

@@ -102,7 +102,7 @@ pub async fn profile(
     lengths: &[u32],
     shared: &Shared,
     tokenizer: &SharedTokenizer,
-) -> (Option<PrefillCurve>, ProfileReport) {
+) -> (Option<PrefillCurve>, ProfileReport, Vec<(f64, f64)>) {
     let started = Instant::now();
     let mut opts = config.request.clone();
     opts.prefix_cache = false;
@@ -199,5 +199,6 @@ pub async fn profile(
             points: per_length,
             duration_s,
         },
+        points,
     )
 }

@@ -139,6 +139,20 @@ async fn discover(target: &Target, models: SimpleResponse) -> ServerInfo {
             }
         }
     }
+    if info.engine.is_none() {
+        // SGLang describes itself at /get_server_info (it also answers /version).
+        if let Some(v) = get_json(target, "/get_server_info").await {
+            if let Some(version) = v.get("version").and_then(Value::as_str) {
+                info.engine = Some("sglang".into());
+                info.version = Some(version.to_owned());
+                info.context_tokens = v
+                    .get("context_length")
+                    .and_then(Value::as_u64)
+                    .map(|n| n as u32)
+                    .or(info.context_tokens);
+            }
+        }
+    }
     if info.engine.is_none() || info.engine.as_deref() == Some("vllm") {
         if let Some(v) = get_json(target, "/version").await {
             if let Some(version) = v.get("version").and_then(Value::as_str) {

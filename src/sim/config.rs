@@ -118,7 +118,7 @@ pub struct SimConfig {
     pub input_guardrail_ms: f64,
     /// Output guardrail: every token is released this much after it is generated, ms.
     pub output_guardrail_ms: f64,
-    /// Output-delay smoothing (seed 003 §3.4): tokens are held and released no closer than
+    /// Output-delay smoothing ("Revisiting Service Level Objectives and System Level Metrics in Large Language Model Serving", §3.4): tokens are held and released no closer than
     /// this, ms (0 = off). Lowers tail TBT without making anyone wait less.
     pub smoothing_tbt_ms: f64,
     /// Output length without `max_tokens`/`ignore_eos`: log-normal median, tokens.

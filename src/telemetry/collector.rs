@@ -20,7 +20,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// Where GPU figures come from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 #[serde(tag = "source", rename_all = "snake_case")]
 pub enum GpuSource {
     /// NVML on this machine (the generator shares the host with the GPUs).
@@ -32,7 +32,7 @@ pub enum GpuSource {
 }
 
 /// What to collect.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct TelemetryConfig {
     /// The server's Prometheus endpoint; `None` turns server metrics off.
     pub metrics_url: Option<String>,

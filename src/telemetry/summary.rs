@@ -26,7 +26,7 @@ pub struct ClientTotals {
 }
 
 /// Where each source came from, or why it was not measured.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct Sources {
     pub server_metrics: String,
     pub gpu: String,
@@ -34,7 +34,7 @@ pub struct Sources {
 }
 
 /// The server's queue over the steady part of the window (draft 5.2.3.1 and 5.2.3.2).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct QueueTrend {
     pub samples: usize,
     pub waiting_mean: f64,
@@ -48,7 +48,7 @@ pub struct QueueTrend {
 }
 
 /// The server's counters over the window next to the client's figures.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct ServerWindow {
     /// The engine recognised from the metric names.
     pub engine: String,
@@ -65,7 +65,7 @@ pub struct ServerWindow {
 }
 
 /// The same quantity from both sides; `difference_pct` = (server − client) / client.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct Pair {
     pub client: f64,
     pub server: Option<f64>,
@@ -85,7 +85,7 @@ impl Pair {
 }
 
 /// Client against server over the window.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct Comparison {
     pub output_tokens: Pair,
     pub requests_finished: Pair,
@@ -94,7 +94,7 @@ pub struct Comparison {
 }
 
 /// One GPU over the window.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct GpuStats {
     pub index: u32,
     pub name: Option<String>,
@@ -107,7 +107,7 @@ pub struct GpuStats {
 }
 
 /// GPUs and their energy over the window.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct GpuWindow {
     pub gpus: Vec<GpuStats>,
     /// Energy over the window (counter difference preferred to integrating sampled power;
@@ -124,21 +124,21 @@ pub struct GpuWindow {
 }
 
 /// CPU package energy over the window.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct CpuEnergy {
     pub joules: f64,
     pub joules_per_output_token: Option<f64>,
 }
 
 /// The generator's host over the window.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct HostWindow {
     pub cpu_cores_mean: Option<f64>,
     pub rss_max_mib: Option<f64>,
 }
 
 /// Telemetry of a run's measurement window.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct TelemetrySummary {
     pub sources: Sources,
     pub server: Option<ServerWindow>,

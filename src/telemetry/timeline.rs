@@ -16,7 +16,7 @@ const SECOND: Nanos = 1_000_000_000;
 
 /// One second of the run. Server, GPU and host columns are empty (`None`) when the source
 /// was not measured or had no sample in that second.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct TimelineRow {
     /// Start of the second, s since the run started.
     pub t_s: u64,

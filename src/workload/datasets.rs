@@ -10,7 +10,7 @@ use std::path::Path;
 use thiserror::Error;
 
 /// One conversation starter: the prompt messages and, when known, the answer.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct PromptRecord {
     /// (role, content) messages of the prompt.
     pub messages: Vec<(String, String)>,
@@ -34,14 +34,14 @@ pub struct TraceRecord {
 }
 
 /// A loaded dataset.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub enum Dataset {
     Prompts(Vec<PromptRecord>),
     Trace(Vec<TraceRecord>),
 }
 
 /// What loading found.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct DatasetInfo {
     pub path: String,
     pub format: String,

@@ -13,10 +13,10 @@ use thiserror::Error;
 )]
 #[serde(rename_all = "snake_case")]
 pub enum Content {
-    /// Random single-token words from the tokenizer's vocabulary ("random token sequences").
+    /// Random words from the benign word list, one token each ("random token sequences").
     #[default]
     Random,
-    /// Source-code-like lines (functions, calls, returns) built from vocabulary words.
+    /// Source-code-like lines (functions, calls, returns) built from benign words.
     Code,
     /// Prose sentences followed by a question about them (`question_tokens` long).
     Document,
@@ -148,7 +148,7 @@ impl Scenario {
     pub fn fixed(input_tokens: u32, output_tokens: u32) -> Self {
         Self::plain(
             "fixed",
-            "fixed input and output lengths, random vocabulary words",
+            "fixed input and output lengths, random benign words",
             LengthDist::fixed(input_tokens),
             LengthDist::fixed(output_tokens),
         )

@@ -72,6 +72,7 @@ pub fn params(config: &RunConfig, out: &RunOutput) -> SummaryParams {
         fluidity: out.fluidity.clone(),
         baseline: Default::default(),
         warmup: Some(out.warmup.clone()),
+        extra_warnings: Vec::new(),
     }
 }
 
