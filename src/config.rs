@@ -240,6 +240,12 @@ pub struct Target {
     pub api_key: Option<Secret>,
     /// Whether this is the built-in simulator started by servebench itself.
     pub builtin_simulator: bool,
+    /// TLS: extra CA, client certificate, or no verification.
+    #[serde(default)]
+    pub tls: crate::client::network::TlsOptions,
+    /// The proxy the target is reached through (from the environment).
+    #[serde(default)]
+    pub proxy: Option<crate::client::network::Proxy>,
 }
 
 /// Whether a header carries credentials (its value is redacted from every output).
@@ -368,6 +374,30 @@ pub enum Warmup {
     Auto,
 }
 
+/// When a request that was refused is tried again (`--retry`).
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct RetryPolicy {
+    /// Most retries per request (0: never retry).
+    pub max_retries: u32,
+    /// HTTP statuses that are retried.
+    pub statuses: Vec<u16>,
+    /// Also retry when no connection could be made.
+    pub connect_errors: bool,
+    /// Longest wait before a retry, honouring `Retry-After` up to it, s.
+    pub max_wait_s: f64,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_retries: 0,
+            statuses: vec![429, 503],
+            connect_errors: false,
+            max_wait_s: 30.0,
+        }
+    }
+}
+
 /// Which clock timestamps chunk arrivals.
 #[derive(
     Debug,
@@ -468,6 +498,14 @@ pub struct RunConfig {
     #[serde(serialize_with = "secs", deserialize_with = "from_secs")]
     #[schemars(with = "f64")]
     pub request_timeout: Duration,
+    /// Per-request limits below the total timeout: first byte, first token, response and
+    /// line sizes.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub exchange_limits: crate::client::exchange::ExchangeLimits,
+    /// Retries of rate-limited or unavailable answers; off by default so measurements are
+    /// never silently retried.
+    pub retry: RetryPolicy,
     /// After Ctrl-C or the duration limit: how long in-flight requests may finish.
     #[serde(serialize_with = "secs", deserialize_with = "from_secs")]
     #[schemars(with = "f64")]
@@ -544,6 +582,8 @@ mod tests {
             ],
             api_key: Some(Secret::new("sk-abc")),
             builtin_simulator: false,
+            tls: Default::default(),
+            proxy: None,
         };
         let s = serde_json::to_string(&t).unwrap();
         assert!(!s.contains("sk-"), "{s}");

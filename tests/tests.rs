@@ -1,10 +1,13 @@
 //! Integration tests: one binary (see STYLE.md), modules per area.
 
 mod common;
+mod crash;
 mod e2e_sim;
 mod experience;
 mod failures;
+mod fault_matrix;
 mod first_hour;
+mod hostile;
 mod real_server;
 mod sim_engine;
 mod telemetry;

@@ -27,6 +27,18 @@ pub enum Command {
     /// Measure servebench itself against the simulator's ground truth (accuracy, CPU per
     /// chunk, open-loop fidelity). A benchmark: numbers depend on the machine.
     Selfbench(SelfbenchArgs),
+    /// A run's report from its folder; a run that was killed is rebuilt from its
+    /// requests.jsonl first.
+    Report(ReportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The run folder.
+    pub dir: PathBuf,
+    /// Every table, not only the minimum report.
+    #[arg(long)]
+    pub detail: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -104,6 +116,12 @@ pub struct SelfbenchArgs {
     /// Client worker threads (the simulator uses one thread of its own).
     #[arg(long, default_value_t = 1)]
     pub client_threads: usize,
+    /// Also time summarising this many synthetic requests (0 skips), e.g. 1000000.
+    #[arg(long, default_value_t = 0)]
+    pub summary_requests: u64,
+    /// Tokens per request of the summary benchmark.
+    #[arg(long, default_value_t = 32)]
+    pub summary_tokens: u32,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -208,6 +226,18 @@ pub struct TargetArgs {
     /// How long to wait for a server that answers 503 (still loading) before the run.
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     pub ready_timeout: Duration,
+    /// PEM file of extra CA certificates to trust (a private CA), besides the system's.
+    #[arg(long)]
+    pub ca_cert: Option<PathBuf>,
+    /// PEM client certificate chain for mutual TLS (with --client-key).
+    #[arg(long, requires = "client_key")]
+    pub client_cert: Option<PathBuf>,
+    /// PEM private key for mutual TLS (with --client-cert).
+    #[arg(long, requires = "client_cert")]
+    pub client_key: Option<PathBuf>,
+    /// Accept any TLS certificate (self-signed, wrong name): for testing only.
+    #[arg(long)]
+    pub insecure: bool,
 }
 
 /// What to send.
@@ -296,6 +326,30 @@ pub struct LimitArgs {
     /// before they are cancelled (and recorded as `cancelled`).
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub grace: Duration,
+    /// No response byte within this long after sending: the request fails as a timeout.
+    #[arg(long, value_parser = parse_duration)]
+    pub first_byte_timeout: Option<Duration>,
+    /// No token (answer or reasoning) within this long after sending: a timeout.
+    #[arg(long, value_parser = parse_duration)]
+    pub first_token_timeout: Option<Duration>,
+    /// Largest response body, MiB; beyond it the request fails as a protocol failure (bounds
+    /// memory against an endless stream).
+    #[arg(long, default_value_t = 256)]
+    pub max_response_mib: u64,
+    /// Largest SSE line or event, MiB; beyond it the request fails as a protocol failure.
+    #[arg(long, default_value_t = 16)]
+    pub max_line_mib: u64,
+    /// Retry a request answered 429 or 503 up to N times, after its Retry-After (capped by
+    /// --retry-max-wait). Off by default: retried requests are marked and their latency
+    /// counts from the first attempt.
+    #[arg(long, default_value_t = 0)]
+    pub retry: u32,
+    /// Also retry requests that could not connect (with --retry).
+    #[arg(long)]
+    pub retry_connect: bool,
+    /// Longest wait before a retry.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub retry_max_wait: Duration,
     /// Exit with status 1 when more than this share of measured requests failed (0–1).
     /// Requests cancelled at the end of a duration-limited run do not count.
     #[arg(long, default_value_t = 0.05)]

@@ -4,7 +4,9 @@
 //! into a `RunConfig` and runs the pipeline, `sim` serves the simulator.
 
 pub mod args;
+pub mod assemble;
 pub mod profile;
+pub mod report;
 pub mod run;
 pub mod selfbench;
 pub mod sim;
@@ -38,6 +40,7 @@ pub fn main() -> ExitCode {
         Command::Selfbench(args) => selfbench::selfbench(args),
         Command::ProfilePrefill(args) => profile::profile(*args),
         Command::Workload(cmd) => workload::workload(cmd),
+        Command::Report(args) => report::report(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

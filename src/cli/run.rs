@@ -12,14 +12,12 @@ use crate::config::{
 };
 use crate::metrics::experience::FluidityParams;
 use crate::metrics::fluidity::{PrefillCurve, ProfiledCurve};
-use crate::metrics::generator::judge;
 use crate::metrics::slo::SloSpec;
 use crate::metrics::summary::failed_share;
 use crate::metrics::ux::{DeadlineScheme, IdleCost, UxParams};
-use crate::metrics::{summarize, SummaryParams};
 use crate::record::{FailureKind, Phase};
 use crate::report::{
-    json::run_json, terminal, RunReport, SystemInfo, TimingNotes, ToolInfo, Verdict,
+    terminal, SystemInfo, ToolInfo, Verdict,
 };
 use crate::runner::{self, RunError, ServerInfo};
 use crate::sim::SimServer;
@@ -174,6 +172,33 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
     let t = &args.target;
     let url = BaseUrl::parse(url)?;
     let url_for_metrics = url.clone();
+    let tls = crate::client::network::TlsOptions {
+        ca_cert: t.ca_cert.clone(),
+        client_cert: t.client_cert.clone(),
+        client_key: t.client_key.clone(),
+        insecure: t.insecure,
+    };
+    if url.tls {
+        // Read every certificate file now: a bad one is a configuration error, not a run
+        // of connection failures.
+        crate::client::network::client_config(&tls)?;
+    }
+    if t.insecure {
+        eprintln!("WARNING: --insecure: the server's TLS certificate is NOT verified; anyone between you and it could read or change the traffic. For testing only.");
+    }
+    let proxy = if builtin {
+        None
+    } else {
+        crate::client::network::proxy_from_env(&url)?
+    };
+    if let Some(p) = &proxy {
+        eprintln!(
+            "Reaching {url} through the proxy {} ({}{})",
+            p.url,
+            p.from,
+            if p.tunnel { ", CONNECT tunnel" } else { "" }
+        );
+    }
     let api_key = match &t.api_key_file {
         // Credentials written into --url are the user's explicit choice for this server.
         None if url.basic_auth.is_some() => None,
@@ -324,7 +349,6 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
         Some(dir) => baseline_by_class(dir)?,
         None => BTreeMap::new(),
     };
-    let out_dir = prepare_run_dir(args.output.out.as_deref(), args.output.force)?;
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
@@ -339,6 +363,8 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
             headers,
             api_key,
             builtin_simulator: builtin,
+            tls: tls.clone(),
+            proxy,
         },
         request: RequestOptions {
             ignore_eos: b.ignore_eos,
@@ -391,12 +417,27 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
         },
         idle_power_s: args.telemetry.idle_power_s.max(0.0),
         request_timeout: lim.timeout,
+        exchange_limits: crate::client::exchange::ExchangeLimits {
+            first_byte: lim.first_byte_timeout,
+            first_token: lim.first_token_timeout,
+            max_response_bytes: lim.max_response_mib.max(1) << 20,
+            max_line_bytes: (lim.max_line_mib.max(1) << 20) as usize,
+        },
+        retry: crate::config::RetryPolicy {
+            max_retries: lim.retry,
+            connect_errors: lim.retry_connect,
+            max_wait_s: lim.retry_max_wait.as_secs_f64(),
+            ..Default::default()
+        },
         grace: lim.grace,
         client_threads: args.output.client_threads.unwrap_or(cores).max(1),
-        out_dir,
+        out_dir: std::path::PathBuf::new(),
         command_line: redacted_command_line(),
         quiet: args.output.quiet,
     };
+    // Last: the folder is created only once everything else is known to be valid.
+    let mut config = config;
+    config.out_dir = prepare_run_dir(args.output.out.as_deref(), args.output.force)?;
     Ok(Resolved {
         config,
         tokenizer_name: w.tokenizer.clone(),
@@ -666,6 +707,21 @@ pub fn verdict(r: &crate::metrics::RunSummary, config: &RunConfig, interrupted: 
     }
 }
 
+/// Which tokenizer counted what, for the report.
+pub fn tokenizer_info(tok: &dyn tokenizer::Tokenizer) -> crate::report::TokenizerInfo {
+    crate::report::TokenizerInfo {
+        name: tok.name().to_owned(),
+        source: tok.source().to_owned(),
+        vocab_size: tok.vocab_size(),
+        counting_option: tokenizer::counting_option(tok).into(),
+        special_tokens: if tok.enumerable() {
+            "input: message texts only (no BOS/EOS, no chat-template tokens; system prompt included); throughput uses the server's usage.prompt_tokens when present, which counts them; output: server usage.completion_tokens when present, else this tokenizer on the whole text".into()
+        } else {
+            "input: the prompt after the server's chat template, BOS and template tokens included, as the server's /tokenize counts them; output: server usage.completion_tokens".into()
+        },
+    }
+}
+
 /// Runs the whole pipeline; returns the exit status.
 pub fn run(args: RunArgs) -> Result<u8> {
     let detail = args.output.detail;
@@ -680,6 +736,25 @@ pub fn run(args: RunArgs) -> Result<u8> {
         Err(code) => return Ok(code),
     };
     let config = resolved.config;
+    let host = host_info();
+    let tokenizer_info = tokenizer_info(tok.as_ref());
+    // While the run goes on, run.json says so, with everything needed to recover it from
+    // requests.jsonl if the process dies (`servebench report` does it).
+    let start = crate::report::RunStart {
+        schema_version: crate::report::SCHEMA_VERSION,
+        status: "running".into(),
+        tool: ToolInfo::default(),
+        started_at: crate::clock::iso8601_ms(crate::clock::RunClock::start().unix_us(0)),
+        started_at_us: crate::clock::RunClock::start().unix_us(0),
+        command_line: config.command_line.clone(),
+        host: host.clone(),
+        system: resolved.system.clone(),
+        server: server.clone(),
+        tokenizer: tokenizer_info.clone(),
+        baseline: resolved.baseline.clone(),
+        config: config.clone(),
+    };
+    write_run_json(&config.out_dir, &serde_json::to_value(&start)?)?;
     eprintln!(
         "Running {} against {} (model {}); records stream to {}",
         crate::report::tables::describe_load(&config),
@@ -695,51 +770,6 @@ pub fn run(args: RunArgs) -> Result<u8> {
         }
         Err(e) => return Err(e.into()),
     };
-    let params = SummaryParams {
-        slo: config.slo.clone(),
-        ux: config.ux,
-        fluidity: output.fluidity.clone(),
-        baseline: resolved.baseline,
-        warmup: Some(output.warmup.clone()),
-        extra_warnings: warnings,
-    };
-    let summary = summarize(&output.records, &params);
-    let measured: Vec<&crate::record::RequestRecord> = output
-        .records
-        .iter()
-        .filter(|r| r.phase == Phase::Measure)
-        .collect();
-    let generator = judge(&measured, &output.generator);
-    let rows = crate::telemetry::timeline::timeline(
-        &output.records,
-        &output.telemetry,
-        output.clock.offset_of(std::time::Instant::now()),
-    );
-    let csv = config.out_dir.join("timeseries.csv");
-    std::fs::write(&csv, crate::telemetry::timeline::to_csv(&rows))
-        .with_context(|| format!("writing {}", csv.display()))?;
-    let telemetry = {
-        let w = summary.window;
-        let completed: Vec<f64> = measured
-            .iter()
-            .filter_map(|r| r.derived.as_ref()?.ttft_ms)
-            .collect();
-        crate::telemetry::summary::summarize(
-            &output.telemetry,
-            w.start,
-            w.end,
-            w.start + (w.end.saturating_sub(w.start)) / 10,
-            output.idle_until,
-            &crate::telemetry::summary::ClientTotals {
-                output_tokens: summary.total_output_tokens,
-                completed: summary.requests.completed,
-                ended: measured.iter().filter(|r| r.http_status.is_some()).count() as u64,
-                mean_ttft_ms: (!completed.is_empty())
-                    .then(|| completed.iter().sum::<f64>() / completed.len() as f64),
-            },
-        )
-    };
-    let verdict = verdict(&summary, &config, output.interrupted);
     if let Some(curve) = &output.prefill_curve {
         if matches!(config.prefill, PrefillSetup::Profile(_)) {
             let path = config.out_dir.join("prefill-curve.json");
@@ -747,41 +777,24 @@ pub fn run(args: RunArgs) -> Result<u8> {
                 .with_context(|| format!("writing {}", path.display()))?;
         }
     }
-    let report = RunReport {
-        schema_version: crate::report::SCHEMA_VERSION,
-        tool: ToolInfo::default(),
-        started_at: crate::clock::iso8601_ms(output.started_unix_us),
-        finished_at: crate::clock::iso8601_ms(output.finished_unix_us),
-        started_at_us: output.started_unix_us,
-        finished_at_us: output.finished_unix_us,
-        interrupted: output.interrupted,
-        command_line: config.command_line.clone(),
-        host: host_info(),
-        system: resolved.system,
-        server,
-        tokenizer: crate::report::TokenizerInfo {
-            name: tok.name().to_owned(),
-            source: tok.source().to_owned(),
-            vocab_size: tok.vocab_size(),
-            counting_option: tokenizer::counting_option(tok.as_ref()).into(),
-            special_tokens: if tok.enumerable() {
-                "input: message texts only (no BOS/EOS, no chat-template tokens; system prompt included); throughput uses the server's usage.prompt_tokens when present, which counts them; output: server usage.completion_tokens when present, else this tokenizer on the whole text".into()
-            } else {
-                "input: the prompt after the server's chat template, BOS and template tokens included, as the server's /tokenize counts them; output: server usage.completion_tokens".into()
-            },
-        },
+    let end = output.clock.offset_of(std::time::Instant::now());
+    let report = super::assemble::assemble(super::assemble::Inputs {
+        start,
+        records: &output.records,
+        telemetry: &output.telemetry,
+        idle_until: output.idle_until,
+        end,
+        generator: output.generator,
+        fluidity: output.fluidity.clone(),
         warmup: output.warmup.clone(),
         prefill_profile: output.profile.clone(),
         prefill_curve: output.prefill_curve.clone(),
-        timing: TimingNotes::new(generator.arrival_clock == "kernel_rx"),
-        summary,
-        telemetry,
-        timeseries: rows,
-        generator,
-        verdict,
-        config,
-    };
-    write_run_json(&report.config.out_dir, &run_json(&report))?;
+        started_unix_us: output.started_unix_us,
+        finished_unix_us: output.finished_unix_us,
+        interrupted: output.interrupted,
+        recovered: false,
+        extra_warnings: warnings,
+    })?;
     if detail {
         print!("{}", terminal::render_detail(&report));
     } else {

@@ -263,11 +263,70 @@ fn open_loop(rate: f64, args: &SelfbenchArgs) -> Result<()> {
     Ok(())
 }
 
+/// Time to summarise `n` synthetic requests of `tokens` one-token chunks each (a seeded
+/// mix of latencies, some failures and classes): the summary must take seconds, not minutes.
+fn summary_speed(n: u64, tokens: u32) {
+    use crate::record::{Chunk, FailureKind, Outcome, RequestRecord};
+    use rand::{RngExt, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+    let built = std::time::Instant::now();
+    let records: Vec<RequestRecord> = (0..n)
+        .map(|id| {
+            let start = id * 1_000_000; // one request per ms
+            let ttft = rng.random_range(20_000_000..400_000_000u64);
+            let mut at = start + ttft;
+            let chunks = (0..tokens)
+                .map(|_| {
+                    let c = Chunk {
+                        at,
+                        tokens: 1,
+                        bytes: 4,
+                    };
+                    at += rng.random_range(5_000_000..40_000_000u64);
+                    c
+                })
+                .collect::<Vec<_>>();
+            let failed = id % 97 == 0;
+            RequestRecord {
+                id,
+                class: Some(if id % 3 == 0 { "long" } else { "short" }.into()),
+                scheduled_at: Some(start),
+                queued_at: start,
+                sent_at: Some(start),
+                finished_at: chunks.last().map_or(start, |c| c.at),
+                first_content: Some(0),
+                output_tokens: tokens,
+                max_tokens: tokens,
+                input_tokens: 512,
+                http_status: Some(200),
+                outcome: if failed {
+                    Outcome::failed(FailureKind::StreamCut, "cut")
+                } else {
+                    Outcome::Ok
+                },
+                chunks,
+                ..Default::default()
+            }
+        })
+        .collect();
+    let build_s = built.elapsed().as_secs_f64();
+    let t = std::time::Instant::now();
+    let s = summarize(&records, &SummaryParams::default());
+    println!(
+        "summary: {n} requests of {tokens} tokens ({} ITL samples) summarised in {:.2} s (building them took {build_s:.2} s)",
+        s.itl_ms.map(|d| d.n).unwrap_or(0),
+        t.elapsed().as_secs_f64()
+    );
+}
+
 pub fn selfbench(args: SelfbenchArgs) -> Result<u8> {
-    for &s in &args.accuracy_streams {
+    if args.summary_requests > 0 {
+        summary_speed(args.summary_requests, args.summary_tokens);
+    }
+    for &s in args.accuracy_streams.iter().filter(|&&s| s > 0) {
         accuracy(s, &args)?;
     }
-    for &s in &args.throughput_streams {
+    for &s in args.throughput_streams.iter().filter(|&&s| s > 0) {
         throughput(s, &args, false)?;
         throughput(s, &args, true)?;
     }

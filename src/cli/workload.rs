@@ -40,6 +40,8 @@ fn generate(
                 headers: Vec::new(),
                 api_key: None,
                 builtin_simulator: false,
+                tls: Default::default(),
+                proxy: None,
             };
             crate::tokenizer::load_for("server", &target)?
         }

@@ -34,14 +34,27 @@ pub struct PreparedRequest {
 pub fn http_request(target: &Target, body: &[u8]) -> Vec<u8> {
     use std::fmt::Write;
     let mut head = String::with_capacity(256);
+    // Through a plain HTTP proxy the request line names the whole URL (absolute form).
+    let path = target.url.path(target.endpoint.path());
+    let request_target = match &target.proxy {
+        Some(p) if !p.tunnel => format!("{}{path}", target.url.root()),
+        _ => path,
+    };
     let _ = write!(
         head,
-        "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nUser-Agent: servebench/{}\r\nContent-Length: {}\r\n",
-        target.url.path(target.endpoint.path()),
+        "POST {request_target} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nUser-Agent: servebench/{}\r\nContent-Length: {}\r\n",
         target.url.host_header(),
         env!("CARGO_PKG_VERSION"),
         body.len()
     );
+    if let Some(auth) = target
+        .proxy
+        .as_ref()
+        .filter(|p| !p.tunnel)
+        .and_then(|p| p.auth.as_ref())
+    {
+        let _ = write!(head, "Proxy-Authorization: {}\r\n", auth.expose());
+    }
     if let Some(key) = &target.api_key {
         let _ = write!(head, "Authorization: Bearer {}\r\n", key.expose());
     } else if let Some(auth) = target.url.basic_auth_header() {
@@ -103,11 +116,12 @@ impl Exchange {
         }
     }
 
-    /// Handles one SSE data payload that arrived at `at`. `Err` ends the exchange.
-    fn on_event(&mut self, data: &[u8], at: Nanos) -> Result<(), Outcome> {
+    /// Handles one SSE data payload that arrived at `at`; `Ok(true)` when it ends the stream
+    /// (`[DONE]`: anything after it is not part of the answer). `Err` ends the exchange.
+    fn on_event(&mut self, data: &[u8], at: Nanos) -> Result<bool, Outcome> {
         if data == b"[DONE]" {
             self.saw_done = true;
-            return Ok(());
+            return Ok(true);
         }
         let chunk = parse_chunk(data).map_err(|e| Outcome::failed(FailureKind::Protocol, e))?;
         if self.draft.record.response_id.is_none() {
@@ -170,7 +184,7 @@ impl Exchange {
             });
             self.draft.cumulative_usage.push(cumulative);
         }
-        Ok(())
+        Ok(false)
     }
 
     /// The outcome of a stream that ended normally at `at`.
@@ -199,6 +213,34 @@ impl Exchange {
 enum BodyEnd {
     Complete,
     Eof,
+    /// The stream's own end marker (`[DONE]`) came before the HTTP body ended: the rest is
+    /// not read (and the connection not reused).
+    Marker,
+}
+
+/// Limits of one exchange: each ends it with a failure of the right kind, and together they
+/// bound the memory a hostile or broken server can make the client use.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ExchangeLimits {
+    /// From sending to the first response byte (`--first-byte-timeout`).
+    pub first_byte: Option<std::time::Duration>,
+    /// From sending to the first answer or reasoning token (`--first-token-timeout`).
+    pub first_token: Option<std::time::Duration>,
+    /// Decoded body bytes of one response (`--max-response-bytes`).
+    pub max_response_bytes: u64,
+    /// Bytes of one SSE line or event (`--max-line-bytes`).
+    pub max_line_bytes: usize,
+}
+
+impl Default for ExchangeLimits {
+    fn default() -> Self {
+        Self {
+            first_byte: None,
+            first_token: None,
+            max_response_bytes: 256 << 20,
+            max_line_bytes: 16 << 20,
+        }
+    }
 }
 
 /// Runs one exchange against `pool`, filling `ex`. Never panics on bad input: every failure
@@ -210,6 +252,7 @@ pub async fn execute(
     clock: &RunClock,
     req: &PreparedRequest,
     url_for_errors: &str,
+    limits: &ExchangeLimits,
 ) {
     // The caller normally stamps the attempt before racing this future against cancellation
     // (so a request cancelled before its first poll still has a real attempt time).
@@ -239,7 +282,23 @@ pub async fn execute(
         ex.draft.record.sent_at = Some(sent);
         ex.draft.record.connect_ns = sent - ex.draft.record.queued_at;
         let head = match conn.write_request(&req.http_bytes).await {
-            Ok(()) => conn.read_head().await,
+            Ok(()) => match limits.first_byte {
+                Some(limit) => match tokio::time::timeout(limit, conn.read_head()).await {
+                    Ok(h) => h,
+                    Err(_) => {
+                        ex.draft.record.finished_at = clock.now();
+                        ex.draft.record.outcome = Outcome::failed(
+                            FailureKind::Timeout,
+                            format!(
+                                "no response byte within {:.1} s of sending (--first-byte-timeout)",
+                                limit.as_secs_f64()
+                            ),
+                        );
+                        return;
+                    }
+                },
+                None => conn.read_head().await,
+            },
             Err(e) => Err(HttpError::Io(e)),
         };
         let head = match head {
@@ -279,17 +338,19 @@ pub async fn execute(
                     if body.len() < 4096 {
                         body.extend_from_slice(&bytes[..bytes.len().min(4096 - body.len())]);
                     }
-                    Ok(())
+                    Ok(Progress::default())
                 },
                 clock,
+                &BodyLimits::error_body(limits),
             )
             .await;
             ex.draft.record.finished_at = clock.now();
-            let mut detail = format!(
-                "HTTP {}: {}",
-                head.status,
-                String::from_utf8_lossy(&body).trim()
-            );
+            let text = String::from_utf8_lossy(&body);
+            let mut detail = if text.trim().is_empty() {
+                format!("HTTP {} with an empty body", head.status)
+            } else {
+                format!("HTTP {}: {}", head.status, text.trim())
+            };
             if let Some(ra) = &head.retry_after {
                 detail.push_str(&format!(" (Retry-After: {ra})"));
             }
@@ -300,29 +361,52 @@ pub async fn execute(
             return;
         }
 
-        let mut sse = SseParser::new();
+        let mut sse = SseParser::with_max_line(limits.max_line_bytes);
         let mut failure: Option<Outcome> = None;
+        let mut ended = false;
+        let first_token_deadline = limits.first_token.map(|d| clock.instant_at(sent) + d);
         let end = read_body(
             &mut conn,
             &mut decoder,
             |bytes, at| {
                 sse.feed(bytes, |event| match ex.on_event(event.data, at) {
-                    Ok(()) => true,
+                    Ok(done) => {
+                        ended |= done;
+                        !done
+                    }
                     Err(o) => {
                         failure = Some(o);
                         false
                     }
                 });
-                match failure.take() {
-                    Some(o) => Err(o),
-                    None => Ok(()),
+                if let Some(o) = failure.take() {
+                    return Err(o);
                 }
+                if sse.overflowed() {
+                    return Err(Outcome::failed(
+                        FailureKind::Protocol,
+                        format!(
+                            "an SSE line or event exceeded {} MiB (--max-line-bytes)",
+                            limits.max_line_bytes >> 20
+                        ),
+                    ));
+                }
+                let r = &ex.draft.record;
+                Ok(Progress {
+                    ended,
+                    token: !r.chunks.is_empty() || !r.reasoning_chunks.is_empty(),
+                })
             },
             clock,
+            &BodyLimits {
+                max_bytes: limits.max_response_bytes,
+                first_token_deadline,
+            },
         )
         .await;
         let now = clock.now();
         match end {
+            Ok(BodyEnd::Marker) => ex.finish_stream(now),
             Ok(BodyEnd::Complete) => {
                 ex.finish_stream(now);
                 if head.keep_alive {
@@ -352,32 +436,88 @@ pub async fn execute(
     }
 }
 
-/// Reads the body to its end, passing decoded bytes and their arrival time to `on_data`.
+/// What bounds a body read.
+struct BodyLimits {
+    /// Decoded bytes beyond which the response is a protocol failure.
+    max_bytes: u64,
+    /// Until the first token: the time by which one must have come.
+    first_token_deadline: Option<std::time::Instant>,
+}
+
+impl BodyLimits {
+    fn error_body(limits: &ExchangeLimits) -> BodyLimits {
+        BodyLimits {
+            max_bytes: limits.max_response_bytes,
+            first_token_deadline: None,
+        }
+    }
+}
+
+/// What the consumer of body bytes says after each piece.
+#[derive(Debug, Clone, Copy, Default)]
+struct Progress {
+    /// The stream's own end marker came.
+    ended: bool,
+    /// A token (answer or reasoning) has come.
+    token: bool,
+}
+
+/// Reads the body to its end, passing decoded bytes and their arrival time to `on_data`
+/// (which returns `true` once the stream's own end marker came).
 async fn read_body(
     conn: &mut super::http::Conn,
     decoder: &mut BodyDecoder,
-    mut on_data: impl FnMut(&[u8], Nanos) -> Result<(), Outcome>,
+    mut on_data: impl FnMut(&[u8], Nanos) -> Result<Progress, Outcome>,
     clock: &RunClock,
+    limits: &BodyLimits,
 ) -> Result<BodyEnd, Outcome> {
     // Bytes that came with the head arrived with the last read of the head.
     let mut at = clock.offset_of(conn.last_read());
+    let mut total: u64 = 0;
+    let mut got_token = false;
     loop {
         if !conn.buffered().is_empty() {
-            let mut result = Ok(());
+            let mut result: Result<Progress, Outcome> = Ok(Progress::default());
             let consumed = decoder
                 .decode(conn.buffered(), |bytes| {
-                    if result.is_ok() {
+                    total += bytes.len() as u64;
+                    if matches!(result, Ok(p) if !p.ended) {
                         result = on_data(bytes, at);
                     }
                 })
                 .map_err(|e| Outcome::failed(FailureKind::Protocol, e.to_string()))?;
             conn.consume(consumed);
-            result?;
+            let progress = result?;
+            got_token |= progress.token;
+            if progress.ended {
+                return Ok(BodyEnd::Marker);
+            }
+            if total > limits.max_bytes {
+                return Err(Outcome::failed(
+                    FailureKind::Protocol,
+                    format!(
+                        "the response exceeded {} MiB (--max-response-bytes)",
+                        limits.max_bytes >> 20
+                    ),
+                ));
+            }
         }
         if decoder.is_done() {
             return Ok(BodyEnd::Complete);
         }
-        let n = conn.fill().await.map_err(|e| {
+        let read = match limits.first_token_deadline.filter(|_| !got_token) {
+            Some(deadline) => match tokio::time::timeout_at(deadline.into(), conn.fill()).await {
+                Ok(r) => r,
+                Err(_) => {
+                    return Err(Outcome::failed(
+                        FailureKind::Timeout,
+                        "no token within the first-token timeout (--first-token-timeout)",
+                    ))
+                }
+            },
+            None => conn.fill().await,
+        };
+        let n = read.map_err(|e| {
             Outcome::failed(
                 FailureKind::StreamCut,
                 format!("read failed mid-stream: {e}"),
@@ -390,11 +530,20 @@ async fn read_body(
     }
 }
 
-fn connect_advice(e: &HttpError, url: &str) -> String {
+/// A connection failure in words a user can act on.
+pub fn connect_advice(e: &HttpError, url: &str) -> String {
+    let text = e.to_string();
     match e {
         HttpError::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
             format!("connection refused at {url}: is the server running?")
         }
+        _ if text.contains("lookup address") || text.contains("Name or service not known") => {
+            format!("could not resolve the host of {url} (DNS): {text}")
+        }
+        _ if text.contains("certificate") || text.contains("UnknownIssuer") => format!(
+            "TLS: {url} presented a certificate that was not accepted ({text}); trust its CA with --ca-cert, or use --insecure for testing"
+        ),
+        _ if text.contains("proxy") => text,
         other => format!("could not connect to {url}: {other}"),
     }
 }

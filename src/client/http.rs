@@ -8,8 +8,9 @@
 //! servers send is supported: responses with `Content-Length`, `Transfer-Encoding: chunked`,
 //! or a body delimited by connection close; no 1xx, no pipelining, no redirects.
 
+use super::network::{client_config, Proxy, TlsOptions};
 use super::rx_stream::RxStream;
-use crate::config::BaseUrl;
+use crate::config::{BaseUrl, Target};
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -63,11 +64,12 @@ impl Stream {
     }
 }
 
-/// Opens connections to one server.
+/// Opens connections to one server, directly or through a proxy.
 #[derive(Clone)]
 pub struct Connector {
     url: BaseUrl,
     tls: Option<(TlsConnector, rustls::pki_types::ServerName<'static>)>,
+    proxy: Option<Proxy>,
     /// Ask the kernel to timestamp received bytes (`SO_TIMESTAMPNS`).
     kernel_timestamps: bool,
     /// Reads that carried a kernel timestamp, and reads in all (for the run's clock report).
@@ -82,22 +84,31 @@ pub struct ReadStamps {
 }
 
 impl Connector {
-    /// A connector that timestamps arrivals with the kernel's receive time where it can.
+    /// A connector for a URL outside the measured path (metrics, GPUs): system roots, no
+    /// proxy, read-return timestamps.
     pub fn new(url: &BaseUrl) -> Result<Self, HttpError> {
-        Self::with_clock(url, true)
+        Self::with_options(url, &TlsOptions::default(), None, false)
+    }
+
+    /// A connector for the target with its TLS options and proxy.
+    pub fn for_target(target: &Target, kernel_timestamps: bool) -> Result<Self, HttpError> {
+        Self::with_options(
+            &target.url,
+            &target.tls,
+            target.proxy.clone(),
+            kernel_timestamps,
+        )
     }
 
     /// A connector; `kernel_timestamps` false uses the time each read returned.
-    pub fn with_clock(url: &BaseUrl, kernel_timestamps: bool) -> Result<Self, HttpError> {
+    pub fn with_options(
+        url: &BaseUrl,
+        tls: &TlsOptions,
+        proxy: Option<Proxy>,
+        kernel_timestamps: bool,
+    ) -> Result<Self, HttpError> {
         let tls = if url.tls {
-            let mut roots = rustls::RootCertStore::empty();
-            roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-            let provider = Arc::new(rustls::crypto::ring::default_provider());
-            let config = rustls::ClientConfig::builder_with_provider(provider)
-                .with_safe_default_protocol_versions()
-                .map_err(|e| HttpError::Invalid(e.to_string()))?
-                .with_root_certificates(roots)
-                .with_no_client_auth();
+            let config = client_config(tls).map_err(|e| HttpError::Invalid(e.to_string()))?;
             let name = rustls::pki_types::ServerName::try_from(url.socket_host().to_owned())
                 .map_err(|e| HttpError::Invalid(format!("bad TLS server name: {e}")))?;
             Some((TlsConnector::from(Arc::new(config)), name))
@@ -107,16 +118,24 @@ impl Connector {
         Ok(Self {
             url: url.clone(),
             tls,
+            proxy,
             kernel_timestamps,
             stamps: Arc::default(),
         })
     }
 
-    /// Opens a new connection (TCP_NODELAY set; TLS handshake done).
+    /// Opens a new connection (TCP_NODELAY set; proxy tunnel and TLS handshake done).
     pub async fn connect(&self) -> Result<Conn, HttpError> {
-        let tcp = TcpStream::connect((self.url.socket_host(), self.url.port)).await?;
+        let (host, port) = match &self.proxy {
+            Some(p) => (p.url.socket_host(), p.url.port),
+            None => (self.url.socket_host(), self.url.port),
+        };
+        let tcp = TcpStream::connect((host, port)).await?;
         tcp.set_nodelay(true)?;
-        let (rx, _) = RxStream::new(tcp, self.kernel_timestamps);
+        let (mut rx, _) = RxStream::new(tcp, self.kernel_timestamps);
+        if let Some(p) = self.proxy.as_ref().filter(|p| p.tunnel) {
+            tunnel(&mut rx, &self.url, p).await?;
+        }
         let stream = match &self.tls {
             None => Stream::Plain(rx),
             Some((connector, name)) => {
@@ -124,6 +143,52 @@ impl Connector {
             }
         };
         Ok(Conn::new(stream, self.stamps.clone()))
+    }
+}
+
+/// Opens a CONNECT tunnel to `target` through the proxy on `stream`.
+async fn tunnel(stream: &mut RxStream, target: &BaseUrl, proxy: &Proxy) -> Result<(), HttpError> {
+    let authority = format!("{}:{}", target.host, target.port);
+    let mut req = format!("CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n");
+    if let Some(auth) = &proxy.auth {
+        req.push_str(&format!("Proxy-Authorization: {}\r\n", auth.expose()));
+    }
+    req.push_str("\r\n");
+    stream.write_all(req.as_bytes()).await?;
+    let mut buf = Vec::with_capacity(512);
+    let mut chunk = [0u8; 512];
+    loop {
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            return Err(HttpError::Invalid(format!(
+                "the proxy {} closed the connection instead of opening a tunnel",
+                proxy.url
+            )));
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        let mut headers = [httparse::EMPTY_HEADER; 32];
+        let mut resp = httparse::Response::new(&mut headers);
+        match resp.parse(&buf) {
+            Ok(httparse::Status::Complete(_)) => {
+                let code = resp.code.unwrap_or(0);
+                return if (200..300).contains(&code) {
+                    Ok(())
+                } else {
+                    Err(HttpError::Io(io::Error::other(format!(
+                        "the proxy {} refused to tunnel to {authority}: HTTP {code} {}",
+                        proxy.url,
+                        resp.reason.unwrap_or("")
+                    ))))
+                };
+            }
+            Ok(httparse::Status::Partial) if buf.len() < 16 * 1024 => {}
+            _ => {
+                return Err(HttpError::Invalid(format!(
+                    "the proxy {} answered CONNECT with something that is not HTTP",
+                    proxy.url
+                )))
+            }
+        }
     }
 }
 
@@ -537,6 +602,52 @@ mod tests {
         let mut out = Vec::new();
         let n = d.decode(b"abcdef", |b| out.extend_from_slice(b)).unwrap();
         assert_eq!((n, out.as_slice(), d.is_done()), (3, &b"abc"[..], true));
+    }
+
+    use proptest::prelude::*;
+
+    fn chunked(payloads: &[Vec<u8>]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for p in payloads.iter().filter(|p| !p.is_empty()) {
+            out.extend_from_slice(format!("{:x}\r\n", p.len()).as_bytes());
+            out.extend_from_slice(p);
+            out.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(b"0\r\n\r\n");
+        out
+    }
+
+    proptest! {
+        /// Any valid chunked body, split anywhere into any number of reads, decodes to the
+        /// same payload and is complete.
+        #[test]
+        fn chunked_bodies_split_anywhere(
+            payloads in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..300), 0..8),
+            cuts in proptest::collection::vec(any::<prop::sample::Index>(), 0..12),
+        ) {
+            let body = chunked(&payloads);
+            let mut points: Vec<usize> = cuts.iter().map(|i| i.index(body.len() + 1)).collect();
+            points.sort_unstable();
+            points.dedup();
+            let mut parts: Vec<&[u8]> = Vec::new();
+            let mut prev = 0;
+            for p in points {
+                parts.push(&body[prev..p]);
+                prev = p;
+            }
+            parts.push(&body[prev..]);
+            let (out, done) = decode_all(BodyFraming::Chunked, &parts);
+            prop_assert_eq!(out, payloads.concat());
+            prop_assert!(done);
+        }
+
+        /// Arbitrary bytes never panic the decoder or the head parser; they decode or fail.
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..2000)) {
+            let mut d = BodyDecoder::new(BodyFraming::Chunked);
+            let _ = d.decode(&bytes, |_| {});
+            let _ = parse_head(&bytes);
+        }
     }
 
     #[test]

@@ -8,6 +8,7 @@
 
 pub mod exchange;
 pub mod http;
+pub mod network;
 pub mod openai;
 pub mod pool;
 pub mod rx_stream;

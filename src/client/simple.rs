@@ -24,7 +24,11 @@ pub async fn call(
     timeout: Duration,
 ) -> Result<SimpleResponse, HttpError> {
     tokio::time::timeout(timeout, async {
-        let connector = Connector::new(url)?;
+        // Calls about the target cross the same network set-up as its requests.
+        let connector = match target.filter(|t| t.url == *url) {
+            Some(t) => Connector::for_target(t, false)?,
+            None => Connector::new(url)?,
+        };
         let mut conn = connector.connect().await?;
         let mut head = format!(
             "{method} {path} HTTP/1.1\r\nHost: {}\r\nUser-Agent: servebench/{}\r\nConnection: close\r\n",

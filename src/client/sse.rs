@@ -17,8 +17,12 @@ pub struct SseEvent<'a> {
 }
 
 /// Parser state carried between reads.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SseParser {
+    /// Most bytes one line or one event's data may hold; beyond it the parser stops (see
+    /// [`SseParser::overflowed`]), so a line that never ends cannot grow memory without bound.
+    max: usize,
+    overflow: bool,
     /// Bytes of an unfinished line.
     line: Vec<u8>,
     /// Data of the event being built.
@@ -30,9 +34,33 @@ pub struct SseParser {
     after_cr: bool,
 }
 
+impl Default for SseParser {
+    fn default() -> Self {
+        Self::with_max_line(usize::MAX)
+    }
+}
+
 impl SseParser {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A parser that gives up on a line or event longer than `max` bytes.
+    pub fn with_max_line(max: usize) -> Self {
+        Self {
+            max,
+            overflow: false,
+            line: Vec::new(),
+            data: Vec::new(),
+            event: String::new(),
+            has_data: false,
+            after_cr: false,
+        }
+    }
+
+    /// A line or an event's data grew past the limit; the stream is not parsed further.
+    pub fn overflowed(&self) -> bool {
+        self.overflow
     }
 
     /// Feeds bytes; calls `on_event` for every event they complete. Stops early, returning
@@ -42,6 +70,9 @@ impl SseParser {
         mut bytes: &[u8],
         mut on_event: impl FnMut(SseEvent<'_>) -> bool,
     ) -> bool {
+        if self.overflow {
+            return false;
+        }
         if self.after_cr {
             self.after_cr = false;
             if bytes.first() == Some(&b'\n') {
@@ -51,6 +82,11 @@ impl SseParser {
         while !bytes.is_empty() {
             match memchr::memchr2(b'\n', b'\r', bytes) {
                 None => {
+                    if self.line.len() + bytes.len() > self.max {
+                        self.overflow = true;
+                        self.line = Vec::new();
+                        return false;
+                    }
                     self.line.extend_from_slice(bytes);
                     return true;
                 }
@@ -131,6 +167,11 @@ impl SseParser {
         };
         match field {
             b"data" => {
+                if self.data.len() + value.len() + 1 > self.max {
+                    self.overflow = true;
+                    self.data = Vec::new();
+                    return false;
+                }
                 if self.has_data {
                     self.data.push(b'\n');
                 }
@@ -255,6 +296,44 @@ mod tests {
             parts.push(&bytes[prev..]);
             prop_assert_eq!(collect(&parts), whole);
         }
+
+        /// Arbitrary bytes, split anywhere: no panic, and the same events as in one read.
+        #[test]
+        fn arbitrary_bytes_split_anywhere(
+            bytes in proptest::collection::vec(prop_oneof![Just(b'\n'), Just(b'\r'), Just(b':'), Just(b' '), any::<u8>()], 0..600),
+            cut in any::<prop::sample::Index>(),
+        ) {
+            let c = cut.index(bytes.len() + 1);
+            prop_assert_eq!(collect(&[&bytes[..c], &bytes[c..]]), collect(&[&bytes]));
+            // And the JSON layer never panics on whatever the events carry.
+            let mut p = SseParser::new();
+            p.feed(&bytes, |e| {
+                let _ = crate::client::openai::parse_chunk(e.data);
+                true
+            });
+        }
+    }
+
+    /// A line longer than the limit stops the parser instead of growing without bound.
+    #[test]
+    fn an_endless_line_overflows_at_the_limit() {
+        let mut p = SseParser::with_max_line(1024);
+        let chunk = [b'x'; 300];
+        let mut fed = 0;
+        while p.feed(&chunk, |_| true) {
+            fed += 300;
+            assert!(fed < 10_000, "never overflowed");
+        }
+        assert!(p.overflowed());
+        assert!(fed <= 1024);
+        let mut p = SseParser::with_max_line(1024);
+        let mut events = 0;
+        let big = format!("data: {}\n\n", "y".repeat(2000));
+        p.feed(big.as_bytes(), |_| {
+            events += 1;
+            true
+        });
+        assert!(p.overflowed() && events == 0);
     }
 
     #[test]

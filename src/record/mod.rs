@@ -155,6 +155,8 @@ pub struct RequestRecord {
     pub http_status: Option<u16>,
     /// Per-request figures computed when the record settled (see [`settle`]).
     pub derived: Option<Derived>,
+    /// Times the request was retried (`--retry`); its latency counts from the first attempt.
+    pub retries: u32,
 }
 
 /// Per-request figures, computed once when the record settles and written with it, so

@@ -79,6 +79,9 @@ pub struct WireRecord {
     /// `deadline_misses`, `fluidity`), computed once when the record settled.
     #[serde(default, flatten, skip_serializing_if = "Option::is_none")]
     pub derived: Option<Derived>,
+    /// Retries (`--retry`); absent when none.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub retries: u32,
 }
 
 impl WireRecord {
@@ -126,6 +129,7 @@ impl WireRecord {
             usage: r.usage.clone(),
             server_timing: r.server_timing.clone(),
             derived: r.derived.clone(),
+            retries: r.retries,
         }
     }
 
@@ -175,6 +179,7 @@ impl WireRecord {
             finish_reason: self.finish_reason,
             http_status: self.http_status,
             derived: self.derived,
+            retries: self.retries,
         }
     }
 }

@@ -76,6 +76,9 @@ pub struct RunReport {
     pub started_at_us: u64,
     pub finished_at_us: u64,
     pub interrupted: bool,
+    /// Rebuilt from `requests.jsonl` after the process died mid-run (`servebench report`).
+    #[serde(default)]
+    pub recovered: bool,
     /// The exact command line, credentials redacted.
     pub command_line: Vec<String>,
     pub host: HostInfo,
@@ -98,6 +101,27 @@ pub struct RunReport {
     pub timeseries: Vec<crate::telemetry::timeline::TimelineRow>,
     pub generator: GeneratorReport,
     pub verdict: Verdict,
+}
+
+/// What `run.json` holds while a run is going: enough to recover the run from its
+/// `requests.jsonl` if the process dies (`servebench report` does it).
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct RunStart {
+    pub schema_version: u32,
+    /// Always `running`: a `run.json` that still says so belongs to a run that never ended.
+    pub status: String,
+    pub tool: ToolInfo,
+    pub started_at: String,
+    pub started_at_us: u64,
+    pub command_line: Vec<String>,
+    pub host: HostInfo,
+    pub system: SystemInfo,
+    pub server: ServerInfo,
+    pub tokenizer: TokenizerInfo,
+    /// Isolated TTFT (P50, P99) per class from `--baseline`, for recovery.
+    #[serde(default)]
+    pub baseline: std::collections::BTreeMap<String, (f64, f64)>,
+    pub config: RunConfig,
 }
 
 /// The tool that made the report.

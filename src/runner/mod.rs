@@ -107,22 +107,22 @@ async fn run_async(
     let clock = RunClock::start();
     let started_unix_us = clock.unix_us(0);
     let writer_cpu = cpu.clone();
+    let controls = Controls::new();
     let writer = RecordWriter::start(
         &config.out_dir.join("requests.jsonl"),
         clock,
         tokenizer.clone(),
         move || writer_cpu.register_current(),
+        controls.stop_sending.clone(),
     )?;
     let counters = writer.counters.clone();
     let url = config.target.url.to_string();
-    let connector = Connector::with_clock(
-        &config.target.url,
-        config.arrival_clock == ArrivalClock::Kernel,
-    )
-    .map_err(|e| ReadyError::Unreachable {
-        url: url.clone(),
-        detail: e.to_string(),
-    })?;
+    let connector =
+        Connector::for_target(&config.target, config.arrival_clock == ArrivalClock::Kernel)
+            .map_err(|e| ReadyError::Unreachable {
+                url: url.clone(),
+                detail: e.to_string(),
+            })?;
     let stamps = connector.stamps.clone();
     let pool = Arc::new(Pool::new(connector));
     if let Err(e) = pool.prewarm(prewarm_count(config.load)).await {
@@ -148,11 +148,12 @@ async fn run_async(
     }
     let idle_until = clock.now();
 
-    let controls = Controls::new();
     let shared = Shared {
         pool: pool.clone(),
         clock,
         timeout: config.request_timeout,
+        limits: config.exchange_limits,
+        retry: config.retry.clone(),
         url: config.target.url.to_string().into(),
         sink: writer.sender(),
         sent: Arc::new(AtomicU64::new(0)),

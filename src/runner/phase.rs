@@ -79,6 +79,8 @@ pub struct Shared {
     pub pool: Arc<Pool>,
     pub clock: RunClock,
     pub timeout: Duration,
+    pub limits: crate::client::exchange::ExchangeLimits,
+    pub retry: crate::config::RetryPolicy,
     pub url: Arc<str>,
     pub sink: Sender<Draft>,
     pub sent: Arc<AtomicU64>,
@@ -115,19 +117,52 @@ async fn run_one(
     // The attempt is stamped before racing against cancellation, so even a request
     // cancelled before its first poll has a real attempt time. A caller that made the
     // request wait first (for a --max-concurrency slot) passes when it started waiting.
-    ex.draft.record.queued_at = attempted_at.unwrap_or_else(|| shared.clock.now());
+    let first_attempt = attempted_at.unwrap_or_else(|| shared.clock.now());
+    ex.draft.record.queued_at = first_attempt;
     enum End {
         Done,
         Timeout,
         Cancelled,
     }
-    let end = tokio::select! {
-        r = tokio::time::timeout(shared.timeout, execute(&mut ex, &shared.pool, &shared.clock, &req, &shared.url)) => {
-            if r.is_ok() { End::Done } else { End::Timeout }
+    let deadline = tokio::time::Instant::now() + shared.timeout;
+    let mut retries = 0u32;
+    let mut first_sent = None;
+    let end = loop {
+        let end = tokio::select! {
+            r = tokio::time::timeout_at(deadline, execute(&mut ex, &shared.pool, &shared.clock, &req, &shared.url, &shared.limits)) => {
+                if r.is_ok() { End::Done } else { End::Timeout }
+            }
+            _ = cancels.0.wait_for(|c| *c) => End::Cancelled,
+            _ = cancels.1.wait_for(|c| *c) => End::Cancelled,
+        };
+        first_sent = first_sent.or(ex.record().sent_at);
+        let Some(wait) = retry_wait(&shared.retry, ex.record(), retries) else {
+            break end;
+        };
+        if !matches!(end, End::Done) {
+            break end;
         }
-        _ = cancels.0.wait_for(|c| *c) => End::Cancelled,
-        _ = cancels.1.wait_for(|c| *c) => End::Cancelled,
+        // Try again after the wait; the user is still waiting, so latency keeps counting
+        // from the first attempt.
+        let cancelled = tokio::select! {
+            _ = tokio::time::sleep(wait) => false,
+            _ = cancels.0.wait_for(|c| *c) => true,
+            _ = cancels.1.wait_for(|c| *c) => true,
+        };
+        if cancelled {
+            break End::Done;
+        }
+        retries += 1;
+        ex = Exchange::new(&req, phase, scheduled_at);
+        ex.draft.record.queued_at = shared.clock.now();
     };
+    let r = &mut ex.draft.record;
+    r.retries = retries;
+    if retries > 0 {
+        // The whole wait is the user's: attempt and send times are the first attempt's.
+        r.queued_at = first_attempt;
+        r.sent_at = first_sent.or(r.sent_at);
+    }
     let now = shared.clock.now();
     match end {
         End::Done => {}
@@ -149,6 +184,49 @@ async fn run_one(
     let ok = ex.record().outcome.is_ok();
     let _ = shared.sink.send(ex.into_draft());
     ok
+}
+
+/// How long to wait before retrying a refused request, when the policy retries it:
+/// its `Retry-After` (seconds) capped by the policy, or 0.5 s doubling per retry.
+fn retry_wait(
+    policy: &crate::config::RetryPolicy,
+    r: &crate::record::RequestRecord,
+    retries: u32,
+) -> Option<Duration> {
+    if retries >= policy.max_retries {
+        return None;
+    }
+    let retryable = match (&r.outcome, r.http_status) {
+        (
+            crate::record::Outcome::Failed {
+                kind: FailureKind::HttpStatus,
+                ..
+            },
+            Some(s),
+        ) => policy.statuses.contains(&s),
+        (
+            crate::record::Outcome::Failed {
+                kind: FailureKind::Connect,
+                ..
+            },
+            _,
+        ) => policy.connect_errors,
+        _ => false,
+    };
+    if !retryable {
+        return None;
+    }
+    let advised = match &r.outcome {
+        crate::record::Outcome::Failed { detail, .. } => detail
+            .split("(Retry-After: ")
+            .nth(1)
+            .and_then(|s| s.trim_end_matches(')').trim().parse::<f64>().ok()),
+        _ => None,
+    };
+    let backoff = 0.5 * f64::from(1u32 << retries.min(10));
+    Some(Duration::from_secs_f64(
+        advised.unwrap_or(backoff).clamp(0.0, policy.max_wait_s),
+    ))
 }
 
 /// Reserves one request slot of the phase (`sent` counts from `start`); false, with nothing

@@ -152,7 +152,14 @@ pub async fn profile(
             let mut ex = Exchange::new(&req, Phase::Profile, None);
             if tokio::time::timeout(
                 shared.timeout,
-                execute(&mut ex, &shared.pool, &shared.clock, &req, &shared.url),
+                execute(
+                    &mut ex,
+                    &shared.pool,
+                    &shared.clock,
+                    &req,
+                    &shared.url,
+                    &shared.limits,
+                ),
             )
             .await
             .is_err()

@@ -19,7 +19,7 @@ use thiserror::Error;
 pub enum ReadyError {
     #[error("connection refused at {0}: is the server running?")]
     Refused(String),
-    #[error("could not reach {url}: {detail}")]
+    #[error("{detail}")]
     Unreachable { url: String, detail: String },
     #[error("{url} was still not ready (HTTP 503) after {secs:.0} s: is the model still loading? (--ready-timeout)")]
     NotReady { url: String, secs: f64 },
@@ -59,8 +59,8 @@ pub async fn wait_until_ready(
             }
             Err(e) => {
                 return Err(ReadyError::Unreachable {
+                    detail: crate::client::exchange::connect_advice(&e, &url),
                     url,
-                    detail: e.to_string(),
                 })
             }
         }

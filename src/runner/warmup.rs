@@ -145,7 +145,14 @@ async fn probe(
         let mut ex = Exchange::new(&req, Phase::Probe, None);
         if tokio::time::timeout(
             shared.timeout,
-            execute(&mut ex, &shared.pool, &shared.clock, &req, &shared.url),
+            execute(
+                &mut ex,
+                &shared.pool,
+                &shared.clock,
+                &req,
+                &shared.url,
+                &shared.limits,
+            ),
         )
         .await
         .is_err()

@@ -3,7 +3,6 @@
 use crate::record::wire::WireRecord;
 use crate::record::RequestRecord;
 use anyhow::{Context, Result};
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 /// `runs/<UTC date>-<time>-<ms><pid>` under the current directory: two runs started in the
@@ -98,20 +97,32 @@ pub fn write_run_json(dir: &Path, value: &serde_json::Value) -> Result<()> {
 /// Reads `requests.jsonl` back into records with times relative to `anchor_unix_us`.
 /// A truncated last line (a crash mid-write) is skipped; other bad lines are errors.
 pub fn read_requests(path: &Path, anchor_unix_us: u64) -> Result<Vec<RequestRecord>> {
-    let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let lines: Vec<String> = std::io::BufReader::new(file)
-        .lines()
-        .collect::<Result<_, _>>()?;
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
     let mut out = Vec::with_capacity(lines.len());
     for (i, line) in lines.iter().enumerate() {
-        if line.trim().is_empty() {
+        if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        match serde_json::from_str::<WireRecord>(line) {
+        match serde_json::from_slice::<WireRecord>(line) {
             Ok(w) => out.push(w.into_record(anchor_unix_us)),
+            // A last line without its newline was cut by a crash mid-write (possibly inside
+            // a multi-byte character): everything before it is whole.
             Err(_) if i + 1 == lines.len() => break,
             Err(e) => anyhow::bail!("{}:{}: not a request record: {e}", path.display(), i + 1),
         }
     }
     Ok(out)
+}
+
+/// The earliest time in `requests.jsonl` (µs since the epoch), a safe anchor for reading
+/// it back when the run's own anchor is unknown.
+pub fn earliest_us(path: &Path) -> Result<u64> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(bytes
+        .split(|&b| b == b'\n')
+        .filter_map(|l| serde_json::from_slice::<WireRecord>(l).ok())
+        .map(|w| w.scheduled_at_us.unwrap_or(w.queued_at_us).min(w.queued_at_us))
+        .min()
+        .unwrap_or(0))
 }

@@ -69,8 +69,9 @@ impl RecordWriter {
         clock: RunClock,
         tokenizer: SharedTokenizer,
         register_thread: impl FnOnce() + Send + 'static,
+        failed: Arc<std::sync::atomic::AtomicBool>,
     ) -> std::io::Result<Self> {
-        let mut file = File::create(path)?;
+        let file = File::create(path)?;
         let (tx, rx) = channel::<Draft>();
         let counters = Arc::new(Counters::default());
         let live = counters.clone();
@@ -80,45 +81,13 @@ impl RecordWriter {
             .name("record-writer".into())
             .spawn(move || {
                 register_thread();
-                let mut pending: Vec<u8> = Vec::with_capacity(FLUSH_BYTES + 64 * 1024);
-                let mut records = Vec::new();
-                let mut last_flush = Instant::now();
-                loop {
-                    match rx.recv_timeout(Duration::from_millis(250)) {
-                        Ok(draft) => {
-                            let mut rec = settle(draft, tokenizer.as_ref());
-                            if let Some(p) = params.get() {
-                                rec.derived = Some(derive(&rec, p));
-                            }
-                            let c = live.of(rec.phase);
-                            if rec.outcome.is_ok() {
-                                c.completed.fetch_add(1, Ordering::Relaxed);
-                            } else {
-                                c.failed.fetch_add(1, Ordering::Relaxed);
-                            }
-                            c.output_tokens
-                                .fetch_add(rec.output_tokens as u64, Ordering::Relaxed);
-                            serde_json::to_writer(
-                                &mut pending,
-                                &WireRecord::from_record(&rec, &clock),
-                            )?;
-                            pending.push(b'\n');
-                            records.push(rec);
-                        }
-                        Err(RecvTimeoutError::Timeout) => {}
-                        Err(RecvTimeoutError::Disconnected) => break,
-                    }
-                    if pending.len() >= FLUSH_BYTES
-                        || (!pending.is_empty() && last_flush.elapsed() >= FLUSH_EVERY)
-                    {
-                        file.write_all(&pending)?;
-                        pending.clear();
-                        last_flush = Instant::now();
-                    }
+                // A write that fails (a full disk) must stop the run: nothing more could be
+                // recorded. The flag is the run's "stop sending"; the error is returned.
+                let result = write_loop(rx, file, &live, &params, &tokenizer, clock);
+                if result.is_err() {
+                    failed.store(true, Ordering::Release);
                 }
-                file.write_all(&pending)?;
-                file.sync_data()?;
-                Ok(records)
+                result
             })?;
         Ok(Self {
             tx,
@@ -127,7 +96,56 @@ impl RecordWriter {
             derive_params,
         })
     }
+}
 
+/// Settles and writes drafts until every sender is gone.
+fn write_loop(
+    rx: std::sync::mpsc::Receiver<Draft>,
+    mut file: File,
+    live: &Counters,
+    params: &OnceLock<DeriveParams>,
+    tokenizer: &SharedTokenizer,
+    clock: RunClock,
+) -> std::io::Result<Vec<RequestRecord>> {
+    let mut pending: Vec<u8> = Vec::with_capacity(FLUSH_BYTES + 64 * 1024);
+    let mut records = Vec::new();
+    let mut last_flush = Instant::now();
+    loop {
+        match rx.recv_timeout(Duration::from_millis(250)) {
+            Ok(draft) => {
+                let mut rec = settle(draft, tokenizer.as_ref());
+                if let Some(p) = params.get() {
+                    rec.derived = Some(derive(&rec, p));
+                }
+                let c = live.of(rec.phase);
+                if rec.outcome.is_ok() {
+                    c.completed.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    c.failed.fetch_add(1, Ordering::Relaxed);
+                }
+                c.output_tokens
+                    .fetch_add(rec.output_tokens as u64, Ordering::Relaxed);
+                serde_json::to_writer(&mut pending, &WireRecord::from_record(&rec, &clock))?;
+                pending.push(b'\n');
+                records.push(rec);
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+        if pending.len() >= FLUSH_BYTES
+            || (!pending.is_empty() && last_flush.elapsed() >= FLUSH_EVERY)
+        {
+            file.write_all(&pending)?;
+            pending.clear();
+            last_flush = Instant::now();
+        }
+    }
+    file.write_all(&pending)?;
+    file.sync_data()?;
+    Ok(records)
+}
+
+impl RecordWriter {
     /// A sender for finished drafts (cheap to clone, never blocks).
     pub fn sender(&self) -> Sender<Draft> {
         self.tx.clone()
@@ -140,5 +158,56 @@ impl RecordWriter {
         self.thread
             .join()
             .map_err(|_| std::io::Error::other("record writer thread panicked"))?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{Chunk, RequestRecord};
+    use std::sync::atomic::AtomicBool;
+
+    /// A full disk is reported, not ignored, and it stops the run.
+    #[test]
+    fn a_full_disk_is_an_error_and_raises_the_stop_flag() {
+        let full = Path::new("/dev/full");
+        if !full.exists() {
+            return; // Linux only: a device every write to fails with ENOSPC
+        }
+        let failed = Arc::new(AtomicBool::new(false));
+        let w = RecordWriter::start(
+            full,
+            RunClock::start(),
+            crate::tokenizer::reference(),
+            || {},
+            failed.clone(),
+        )
+        .unwrap();
+        let tx = w.sender();
+        // Enough lines to pass the flush threshold.
+        for id in 0..4_000 {
+            let mut d = Draft::default();
+            d.record = RequestRecord {
+                id,
+                chunks: vec![
+                    Chunk {
+                        at: 1,
+                        tokens: 1,
+                        bytes: 3
+                    };
+                    20
+                ],
+                first_content: Some(0),
+                ..Default::default()
+            };
+            d.content_text = "abc".repeat(20);
+            if tx.send(d).is_err() {
+                break;
+            }
+        }
+        drop(tx);
+        let err = w.finish().unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(28), "{err}");
+        assert!(failed.load(Ordering::Acquire));
     }
 }

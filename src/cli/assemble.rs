@@ -1,0 +1,121 @@
+//! From what a run produced (or what survived of it) to its report: one summary, the
+//! generator's verdict, telemetry on one timeline, the exit status; `run.json` and
+//! `timeseries.csv` written. Shared by `run` and by `report`, which rebuilds a run that died.
+
+use super::run::{host_info, verdict};
+use crate::clock::Nanos;
+use crate::metrics::experience::FluidityParams;
+use crate::metrics::fluidity::ProfiledCurve;
+use crate::metrics::generator::{judge, GeneratorFacts};
+use crate::metrics::warnings::Warning;
+use crate::metrics::{summarize, SummaryParams};
+use crate::record::run::{ProfileReport, WarmupReport};
+use crate::record::{Phase, RequestRecord};
+use crate::report::{json::run_json, RunReport, RunStart, TimingNotes};
+use crate::store::write_run_json;
+use crate::telemetry::TelemetryData;
+use anyhow::{Context, Result};
+
+/// Everything a report is made of.
+pub struct Inputs<'a> {
+    pub start: RunStart,
+    pub records: &'a [RequestRecord],
+    pub telemetry: &'a TelemetryData,
+    pub idle_until: Nanos,
+    /// The run's last moment on its clock.
+    pub end: Nanos,
+    pub generator: GeneratorFacts,
+    pub fluidity: FluidityParams,
+    pub warmup: WarmupReport,
+    pub prefill_profile: Option<ProfileReport>,
+    pub prefill_curve: Option<ProfiledCurve>,
+    pub started_unix_us: u64,
+    pub finished_unix_us: u64,
+    pub interrupted: bool,
+    pub recovered: bool,
+    pub extra_warnings: Vec<Warning>,
+}
+
+/// Builds the report, writes `run.json` and `timeseries.csv` into the run folder.
+pub fn assemble(i: Inputs<'_>) -> Result<RunReport> {
+    let config = i.start.config;
+    let params = SummaryParams {
+        slo: config.slo.clone(),
+        ux: config.ux,
+        fluidity: i.fluidity,
+        baseline: i.start.baseline,
+        warmup: Some(i.warmup.clone()),
+        extra_warnings: i.extra_warnings,
+    };
+    let summary = summarize(i.records, &params);
+    let measured: Vec<&RequestRecord> = i
+        .records
+        .iter()
+        .filter(|r| r.phase == Phase::Measure)
+        .collect();
+    let mut generator = judge(&measured, &i.generator);
+    if i.recovered {
+        generator.notes.push(
+            "recovered from an interrupted run: the generator's CPU figures were not recorded"
+                .into(),
+        );
+    }
+    let rows = crate::telemetry::timeline::timeline(i.records, i.telemetry, i.end);
+    let csv = config.out_dir.join("timeseries.csv");
+    std::fs::write(&csv, crate::telemetry::timeline::to_csv(&rows))
+        .with_context(|| format!("writing {}", csv.display()))?;
+    let telemetry = {
+        let w = summary.window;
+        let ttfts: Vec<f64> = measured
+            .iter()
+            .filter_map(|r| r.derived.as_ref()?.ttft_ms)
+            .collect();
+        crate::telemetry::summary::summarize(
+            i.telemetry,
+            w.start,
+            w.end,
+            w.start + (w.end.saturating_sub(w.start)) / 10,
+            i.idle_until,
+            &crate::telemetry::summary::ClientTotals {
+                output_tokens: summary.total_output_tokens,
+                completed: summary.requests.completed,
+                ended: measured.iter().filter(|r| r.http_status.is_some()).count() as u64,
+                mean_ttft_ms: (!ttfts.is_empty())
+                    .then(|| ttfts.iter().sum::<f64>() / ttfts.len() as f64),
+            },
+        )
+    };
+    let mut verdict = verdict(&summary, &config, i.interrupted);
+    if i.recovered {
+        verdict
+            .reasons
+            .insert(0, "recovered from requests.jsonl: the run was killed before it finished".into());
+    }
+    let report = RunReport {
+        schema_version: crate::report::SCHEMA_VERSION,
+        tool: i.start.tool,
+        started_at: crate::clock::iso8601_ms(i.started_unix_us),
+        finished_at: crate::clock::iso8601_ms(i.finished_unix_us),
+        started_at_us: i.started_unix_us,
+        finished_at_us: i.finished_unix_us,
+        interrupted: i.interrupted,
+        recovered: i.recovered,
+        command_line: i.start.command_line,
+        host: if i.recovered { i.start.host } else { host_info() },
+        system: i.start.system,
+        server: i.start.server,
+        tokenizer: i.start.tokenizer,
+        warmup: i.warmup,
+        prefill_profile: i.prefill_profile,
+        prefill_curve: i.prefill_curve,
+        timing: TimingNotes::new(generator.arrival_clock == "kernel_rx"),
+        summary,
+        telemetry,
+        timeseries: rows,
+        generator,
+        verdict,
+        config,
+    };
+    write_run_json(&report.config.out_dir, &run_json(&report))?;
+    Ok(report)
+}
