@@ -10,6 +10,7 @@ pub mod client;
 pub mod clock;
 pub mod config;
 pub mod metrics;
+pub mod procedure;
 pub mod record;
 pub mod report;
 pub mod runner;

@@ -80,11 +80,21 @@ fn closed_loop_records_every_chunk_the_server_wrote() {
     // once when the record settled: they equal what the summary computes.
     let lines = std::fs::read_to_string(out_dir.join("requests.jsonl")).unwrap();
     assert_eq!(lines.lines().count(), 45);
-    let by_id: HashMap<u64, &servebench::record::RequestRecord> =
-        out.records.iter().map(|r| (r.id, r)).collect();
+    // Ids count within a phase (warm-up requests come from a stream of their own).
+    let by_id: HashMap<(String, u64), &servebench::record::RequestRecord> = out
+        .records
+        .iter()
+        .map(|r| {
+            let phase = serde_json::to_value(r.phase).unwrap();
+            ((phase.as_str().unwrap().to_owned(), r.id), r)
+        })
+        .collect();
     for line in lines.lines() {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
-        let r = by_id[&v["id"].as_u64().unwrap()];
+        let r = by_id[&(
+            v["phase"].as_str().unwrap().to_owned(),
+            v["id"].as_u64().unwrap(),
+        )];
         let us = |t: u64| out.clock.unix_us(t);
         assert_eq!(v["sent_at_us"].as_u64(), r.sent_at.map(us));
         assert_eq!(v["first_token_at_us"].as_u64(), r.first_token_at().map(us));

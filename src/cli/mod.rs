@@ -10,6 +10,7 @@ pub mod report;
 pub mod run;
 pub mod selfbench;
 pub mod sim;
+pub mod test;
 pub mod workload;
 
 use args::{Cli, Command};
@@ -41,6 +42,8 @@ pub fn main() -> ExitCode {
         Command::ProfilePrefill(args) => profile::profile(*args),
         Command::Workload(cmd) => workload::workload(cmd),
         Command::Report(args) => report::report(args),
+        Command::Test(args) => test::test(*args),
+        Command::Suite(args) => test::suite(*args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

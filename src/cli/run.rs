@@ -16,9 +16,7 @@ use crate::metrics::slo::SloSpec;
 use crate::metrics::summary::failed_share;
 use crate::metrics::ux::{DeadlineScheme, IdleCost, UxParams};
 use crate::record::{FailureKind, Phase};
-use crate::report::{
-    terminal, SystemInfo, ToolInfo, Verdict,
-};
+use crate::report::{terminal, SystemInfo, ToolInfo, Verdict};
 use crate::runner::{self, RunError, ServerInfo};
 use crate::sim::SimServer;
 use crate::store::{prepare_run_dir, read_requests, write_run_json};
@@ -735,9 +733,54 @@ pub fn run(args: RunArgs) -> Result<u8> {
         Ok(r) => r,
         Err(code) => return Ok(code),
     };
-    let config = resolved.config;
+    let (report, _records) = match execute(Execute {
+        config: resolved.config,
+        system: resolved.system,
+        baseline: resolved.baseline,
+        server: &server,
+        tokenizer: tok,
+        warnings,
+        announce: true,
+    })? {
+        Ok(r) => r,
+        Err(code) => return Ok(code),
+    };
+    if detail {
+        print!("{}", terminal::render_detail(&report));
+    } else {
+        print!("{}", terminal::render(&report));
+    }
+    println!(
+        "\nRun folder: {} (every table: --detail, or run.json)",
+        report.config.out_dir.display()
+    );
+    drop(sim);
+    Ok(report.verdict.exit_status)
+}
+
+/// What one run needs once the target is ready.
+pub struct Execute<'a> {
+    pub config: RunConfig,
+    pub system: SystemInfo,
+    /// Isolated TTFT (P50, P99) per class, ms.
+    pub baseline: BTreeMap<String, (f64, f64)>,
+    pub server: &'a ServerInfo,
+    pub tokenizer: tokenizer::SharedTokenizer,
+    pub warnings: Vec<crate::metrics::warnings::Warning>,
+    /// Say what is about to run, on stderr.
+    pub announce: bool,
+}
+
+/// One run into its folder: `run.json` marked running (for recovery), the runner, the
+/// prefill curve it profiled, then the report (`run.json`, `timeseries.csv`). Returns the
+/// report and every record; `Ok(Err(code))` when the server could not be used.
+pub fn execute(
+    e: Execute<'_>,
+) -> Result<std::result::Result<(crate::report::RunReport, Vec<crate::record::RequestRecord>), u8>>
+{
+    let config = e.config;
     let host = host_info();
-    let tokenizer_info = tokenizer_info(tok.as_ref());
+    let tokenizer_info = tokenizer_info(e.tokenizer.as_ref());
     // While the run goes on, run.json says so, with everything needed to recover it from
     // requests.jsonl if the process dies (`servebench report` does it).
     let start = crate::report::RunStart {
@@ -748,27 +791,29 @@ pub fn run(args: RunArgs) -> Result<u8> {
         started_at_us: crate::clock::RunClock::start().unix_us(0),
         command_line: config.command_line.clone(),
         host: host.clone(),
-        system: resolved.system.clone(),
-        server: server.clone(),
+        system: e.system.clone(),
+        server: e.server.clone(),
         tokenizer: tokenizer_info.clone(),
-        baseline: resolved.baseline.clone(),
+        baseline: e.baseline.clone(),
         config: config.clone(),
     };
     write_run_json(&config.out_dir, &serde_json::to_value(&start)?)?;
-    eprintln!(
-        "Running {} against {} (model {}); records stream to {}",
-        crate::report::tables::describe_load(&config),
-        config.target.url,
-        config.target.model,
-        config.out_dir.join("requests.jsonl").display()
-    );
-    let output = match runner::run(&config, tok.clone(), &server) {
+    if e.announce {
+        eprintln!(
+            "Running {} against {} (model {}); records stream to {}",
+            crate::report::tables::describe_load(&config),
+            config.target.url,
+            config.target.model,
+            config.out_dir.join("requests.jsonl").display()
+        );
+    }
+    let output = match runner::run(&config, e.tokenizer.clone(), e.server) {
         Ok(o) => o,
-        Err(RunError::Ready(e)) => {
-            eprintln!("error: {e}");
-            return Ok(exit::USAGE);
+        Err(RunError::Ready(err)) => {
+            eprintln!("error: {err}");
+            return Ok(Err(exit::USAGE));
         }
-        Err(e) => return Err(e.into()),
+        Err(err) => return Err(err.into()),
     };
     if let Some(curve) = &output.prefill_curve {
         if matches!(config.prefill, PrefillSetup::Profile(_)) {
@@ -793,17 +838,7 @@ pub fn run(args: RunArgs) -> Result<u8> {
         finished_unix_us: output.finished_unix_us,
         interrupted: output.interrupted,
         recovered: false,
-        extra_warnings: warnings,
+        extra_warnings: e.warnings,
     })?;
-    if detail {
-        print!("{}", terminal::render_detail(&report));
-    } else {
-        print!("{}", terminal::render(&report));
-    }
-    println!(
-        "\nRun folder: {} (every table: --detail, or run.json)",
-        report.config.out_dir.display()
-    );
-    drop(sim);
-    Ok(report.verdict.exit_status)
+    Ok(Ok((report, output.records)))
 }

@@ -102,7 +102,9 @@ pub struct ServerTiming {
 /// Everything measured about one request.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RequestRecord {
-    /// Position in the workload sequence (0-based, warm-up requests included).
+    /// Position in its phase's workload sequence (0-based). Warm-up requests come from a
+    /// stream of their own (seed mixed with a constant), so the measured requests of one seed
+    /// are the same, in the same order, whatever the warm-up took.
     pub id: u64,
     pub phase: Phase,
     /// Request class (fairness), when the workload has classes.

@@ -87,6 +87,10 @@ pub fn run(
     runtime.block_on(run_async(config, tokenizer, server, cpu))
 }
 
+/// Mixed into the seed of the warm-up's request stream ("WARMUP" in ASCII), so it differs
+/// from the measured stream of the same seed.
+pub const WARMUP_SEED_SALT: u64 = 0x5741_524D_5550;
+
 /// Connections to open before the first request, so early requests do not pay set-up.
 fn prewarm_count(load: LoadPattern) -> usize {
     match load {
@@ -181,14 +185,41 @@ async fn run_async(
         cpu.clone(),
     )?;
 
-    // Warm-up (draft 4.5).
+    // Warm-up (draft 4.5), from a stream of its own: the measured requests are then the
+    // same sequence whatever the warm-up took (an auto warm-up's length varies), so two
+    // runs with one seed measure identical requests in the same order (draft 6.1).
     let mut view = PhaseView::new("warming up", Phase::Warmup, 0);
     view.max_duration = Some(config.warmup_max);
     progress.phase(view);
-    let warmup = warmup::warm_up(
-        config, &feed, &shared, &controls, &counters, &cpu, &tokenizer,
-    )
-    .await;
+    let warmup = if config.warmup == crate::config::Warmup::None {
+        warmup::warm_up(
+            config, &feed, &shared, &controls, &counters, &cpu, &tokenizer,
+        )
+        .await
+    } else {
+        let warm_feed = feeder::start(
+            &config.workload,
+            config.dataset.clone(),
+            config.seed ^ WARMUP_SEED_SALT,
+            &config.target,
+            &config.request,
+            tokenizer.clone(),
+            cpu.clone(),
+        )?;
+        let report = warmup::warm_up(
+            config, &warm_feed, &shared, &controls, &counters, &cpu, &tokenizer,
+        )
+        .await;
+        if let Some(e) = warm_feed
+            .error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            return Err(RunError::Workload(e));
+        }
+        report
+    };
 
     // The prefill deadline of the fluidity-index, from isolated requests.
     let mut fluidity = config.fluidity.clone();

@@ -62,6 +62,9 @@ pub struct Stats {
     pub generation_tokens: AtomicU64,
     pub finished: AtomicU64,
     pub steps: AtomicU64,
+    /// Set by `POST /reset_prefix_cache`: the engine empties its prefix cache before it
+    /// admits anything else.
+    pub reset_prefix_cache: AtomicBool,
 }
 
 /// Handle to a running engine.
@@ -204,6 +207,13 @@ impl Engine {
                 self.enqueue(a);
             }
             self.drop_aborted();
+            if self.stats.reset_prefix_cache.swap(false, Ordering::AcqRel) {
+                let capacity = self.cache.capacity;
+                self.cache = PrefixCache {
+                    capacity,
+                    ..Default::default()
+                };
+            }
             if self.waiting.is_empty() && self.running.is_empty() {
                 match rx.recv().await {
                     Some(a) => self.enqueue(a),

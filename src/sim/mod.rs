@@ -5,6 +5,7 @@
 //! it records what really happened to every request (`truth`: queue wait, token times,
 //! chunk writes, preemptions, cache hits), so tests can check what the client measured.
 
+pub mod capacity;
 pub mod config;
 pub mod engine;
 pub mod responder;

@@ -169,6 +169,14 @@ pub async fn handle(r: &Responder, req: Request, w: &mut ResponseWriter<'_>) -> 
             w.full(200, "application/json", body.to_string().as_bytes(), "")
                 .await?
         }
+        ("POST", "/reset_prefix_cache") => {
+            // vLLM's endpoint: empties the prefix cache (the prefix-cache test's cold level).
+            r.engine
+                .stats
+                .reset_prefix_cache
+                .store(true, std::sync::atomic::Ordering::Release);
+            w.full(200, "application/json", b"{}", "").await?
+        }
         ("POST", "/v1/chat/completions") => return completion(r, &req, w, true).await,
         ("POST", "/v1/completions") => return completion(r, &req, w, false).await,
         (
@@ -178,7 +186,8 @@ pub async fn handle(r: &Responder, req: Request, w: &mut ResponseWriter<'_>) -> 
             | "/health"
             | "/v1/models"
             | "/metrics"
-            | "/tokenize",
+            | "/tokenize"
+            | "/reset_prefix_cache",
         ) => {
             w.full(
                 405,

@@ -71,6 +71,28 @@ pub fn knee(levels: &[Level]) -> Option<&Level> {
         .find(|l| l.p99_latency_ms > KNEE_FACTOR * min_p99)
 }
 
+/// Knee point read robustly: the lowest offered load from which *every* level's P99
+/// exceeds [`KNEE_FACTOR`] times the sweep's minimum P99. On a curve whose latency only
+/// rises with load it is [`knee`]; it differs when one level's P99 spikes and the next ones
+/// come back under the threshold. A P99 from a level of a few hundred requests is close to
+/// its maximum, so one slow request can double it; the draft's knee marks where latency
+/// turns for good, and reporting a spike as the knee would send operators to the wrong
+/// load. None when the last level is under the threshold.
+pub fn sustained_knee(levels: &[Level]) -> Option<&Level> {
+    let sorted: Vec<&Level> = ascending(levels)
+        .into_iter()
+        .filter(|l| l.p99_latency_ms.is_finite())
+        .collect();
+    let min_p99 = sorted.iter().map(|l| l.p99_latency_ms).reduce(f64::min)?;
+    let threshold = KNEE_FACTOR * min_p99;
+    let first_above_from_end = sorted
+        .iter()
+        .rev()
+        .take_while(|l| l.p99_latency_ms > threshold)
+        .count();
+    (first_above_from_end > 0).then(|| sorted[sorted.len() - first_above_from_end])
+}
+
 /// Saturation point (draft 5.3.4: "Load level where achieved throughput
 /// first decreases from previous level"): the lowest offered load whose
 /// achieved throughput is below that of the level just before it, where a
@@ -141,9 +163,9 @@ pub struct OperatingPoint<'a> {
 /// without one are then treated as not shown to meet it. When no level
 /// carries a verdict the draft gives no definition, and this function
 /// stands in the knee for the SLO: the highest-throughput level at an
-/// offered load below the knee, i.e. before P99 doubled (every level when
-/// there is no knee). None when no level qualifies — an SLO that no level
-/// met, or a knee at the very first level.
+/// offered load below the [`sustained_knee`], i.e. before P99 doubled for
+/// good (every level when there is no knee). None when no level qualifies
+/// (an SLO that no level met) or there are no levels.
 pub fn optimal_operating_point(levels: &[Level]) -> Option<OperatingPoint<'_>> {
     let sorted = ascending(levels);
     if sorted.iter().any(|l| l.slo_attained.is_some()) {
@@ -153,7 +175,8 @@ pub fn optimal_operating_point(levels: &[Level]) -> Option<OperatingPoint<'_>> {
             basis: OperatingBasis::Slo,
         });
     }
-    let limit = knee(levels).map_or(f64::INFINITY, |k| k.offered_rate_per_s);
+    // The sustained knee: a single spiking level does not cut the candidates short.
+    let limit = sustained_knee(levels).map_or(f64::INFINITY, |k| k.offered_rate_per_s);
     let level = best_throughput(sorted.into_iter().filter(|l| l.offered_rate_per_s < limit))?;
     Some(OperatingPoint {
         level,
@@ -223,6 +246,33 @@ mod tests {
             p50_latency_ms: p50,
             slo_attained: slo,
         }
+    }
+
+    #[test]
+    fn a_spike_is_not_a_sustained_knee() {
+        // Min P99 100; threshold 200. 250 at 2 req/s is a spike (3 req/s is back at 150);
+        // from 4 req/s on every P99 is above: the sustained knee is 4, the literal one 2.
+        let ls: Vec<Level> = [
+            (1.0, 100.0),
+            (2.0, 250.0),
+            (3.0, 150.0),
+            (4.0, 300.0),
+            (5.0, 900.0),
+        ]
+        .iter()
+        .map(|&(r, p99)| level(r, 0.0, 1.0, p99, p99 / 2.0, None))
+        .collect();
+        assert_eq!(knee(&ls).unwrap().offered_rate_per_s, 2.0);
+        assert_eq!(sustained_knee(&ls).unwrap().offered_rate_per_s, 4.0);
+        assert!(
+            sustained_knee(&ls[..3]).is_none(),
+            "the last level is under the threshold"
+        );
+        assert_eq!(
+            sustained_knee(&table5()).map(|l| l.offered_rate_per_s),
+            knee(&table5()).map(|l| l.offered_rate_per_s),
+            "a rising curve: both readings agree"
+        );
     }
 
     /// The draft's Table 5 (TTFT P50/P99), with ±20 tok/s intervals.
@@ -353,12 +403,18 @@ mod tests {
         let op = optimal_operating_point(&t).unwrap();
         assert_eq!(op.level.offered_rate_per_s, 10.0);
         assert_eq!(op.basis, OperatingBasis::BelowKnee);
-        // Knee at the first level → nothing is below it.
+        // A spike at the first level that does not last is no knee: the best of all.
         let t = vec![
             level(1.0, 100.0, 1.0, 300.0, 50.0, None),
             level(2.0, 200.0, 1.0, 100.0, 50.0, None),
         ];
-        assert!(optimal_operating_point(&t).is_none());
+        assert_eq!(
+            optimal_operating_point(&t)
+                .unwrap()
+                .level
+                .offered_rate_per_s,
+            2.0
+        );
         // No knee → best of all levels; a tie goes to the lower load.
         let t = vec![
             level(1.0, 100.0, 1.0, 100.0, 50.0, None),

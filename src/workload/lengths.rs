@@ -44,6 +44,17 @@ impl LengthDist {
         LengthDist::Fixed { value }
     }
 
+    /// The smallest length this distribution can draw, tokens.
+    pub fn min_value(&self) -> u32 {
+        match self {
+            LengthDist::Fixed { value } => *value,
+            LengthDist::Uniform { min, .. }
+            | LengthDist::Normal { min, .. }
+            | LengthDist::LogNormal { min, .. } => *min,
+            LengthDist::Empirical { values, .. } => values.iter().copied().min().unwrap_or(0),
+        }
+    }
+
     /// Checks parameters; returns a message saying what is wrong.
     pub fn validate(&self) -> Result<(), String> {
         match self {

@@ -1,0 +1,296 @@
+//! 5.5 Concurrent Request Capacity: the most concurrent requests (closed loop) meeting the
+//! success criteria: completion ≥ 99 %, P99 TTFT within the threshold, no failures from
+//! running out of memory (they count against completion).
+//!
+//! The threshold is `--slo` when given; otherwise ten times the concurrency-1 P50 TTFT (the
+//! draft's latency blow-up bound), said so in the report. Output length is fixed (256
+//! tokens, `--output-tokens`) so every request lasts about as long. Each level runs at least
+//! 60 s and long enough for about 100 completions per slot, judged from the previous level.
+
+use super::compliance::Checklist;
+use super::level::{Bench, LevelSpec, LevelVerdict, Load, Role, Stop};
+use super::report::Finding;
+use super::search::{search_concurrency, ConcurrencyPlan, Probe};
+use super::session::{Criteria, Session};
+use super::throughput::thousands;
+use super::{common_parameters, Options};
+use crate::metrics::slo::SloSpec;
+use crate::workload::lengths::LengthDist;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// One row of Table 7.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CapacityRow {
+    pub level: usize,
+    pub concurrency: u32,
+    /// Completed share of measured requests, 0-1.
+    pub completion: f64,
+    pub ttft_p99_ms: Option<f64>,
+    pub tpot_p99_ms: Option<f64>,
+    pub errors: u64,
+    /// pass, fail or undecided.
+    pub status: String,
+}
+
+/// `result` of a capacity test.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CapacityResult {
+    /// Highest concurrency meeting the criteria.
+    pub max_concurrency: Option<u32>,
+    /// Lowest concurrency above it that failed.
+    pub failing_concurrency: Option<u32>,
+    /// Output tokens per second at the maximum (steady window).
+    pub achieved_output_tokens_per_s: Option<f64>,
+    /// Approximate tokens held by the requests in flight at the maximum: concurrency ×
+    /// (mean input + half the mean output).
+    pub tokens_in_flight: Option<f64>,
+    /// The criteria, as applied.
+    pub criteria: String,
+    /// The TTFT threshold came from `--slo` (false: derived from the reference level).
+    pub threshold_given: bool,
+    pub output_tokens: u32,
+    pub converged: bool,
+    pub search: String,
+    pub rows: Vec<CapacityRow>,
+}
+
+/// Runs the test.
+pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
+    let mut s = Session::new(bench, o.slo.clone());
+    let (result, stop, min_s, per_slot) = find(&mut s, o);
+    let answer = match (result.max_concurrency, result.achieved_output_tokens_per_s) {
+        (Some(c), Some(t)) => format!(
+            "max concurrency meeting the criteria: {c} ({} tok/s; {}){}",
+            thousands(t),
+            result.criteria,
+            result
+                .failing_concurrency
+                .map(|f| format!("; {f} failed"))
+                .unwrap_or_default()
+        ),
+        _ => format!("no concurrency met the criteria ({})", result.search),
+    };
+    let compliance = compliance(&s, o, &result, min_s, per_slot);
+    Finding {
+        answered: result.max_concurrency.is_some(),
+        levels: s.levels,
+        result: serde_json::to_value(&result).expect("plain data"),
+        answer,
+        compliance,
+        parameters: serde_json::json!({
+            "common": common_parameters(o),
+            "start_concurrency": o.start_concurrency,
+            "concurrency_limit": o.concurrency_limit,
+            "output_tokens": result.output_tokens,
+            "min_level_s": min_s,
+            "completions_per_slot": per_slot,
+        }),
+        stopped: stop.map(|e| e.to_string()),
+    }
+}
+
+/// The workload of the capacity search: the run's, with a fixed output length.
+pub fn workload(o: &Options) -> crate::workload::WorkloadSpec {
+    let mut workload = o.workload.clone();
+    workload.output = LengthDist::fixed(output_tokens(o));
+    workload
+}
+
+fn output_tokens(o: &Options) -> u32 {
+    o.output_tokens.unwrap_or(if o.quick { 64 } else { 256 })
+}
+
+/// The search itself (also the first part of 5.8): the result, why it stopped early, the
+/// shortest level (s) and the completions asked per slot.
+pub fn find(s: &mut Session, o: &Options) -> (CapacityResult, Option<Stop>, f64, f64) {
+    let output_tokens = output_tokens(o);
+    let workload = workload(o);
+    let mut result = CapacityResult {
+        output_tokens,
+        threshold_given: o.slo.is_some(),
+        ..Default::default()
+    };
+    let stop: Option<Stop>;
+    let mut reference = LevelSpec::new(
+        "reference: one request at a time",
+        Role::Reference,
+        Load::Concurrency { concurrency: 1 },
+        o.calibration(),
+    );
+    reference.workload = Some(workload.clone());
+    let min_s = o.duration(60.0, 3.0).as_secs_f64();
+    let max_s = if o.quick { 20.0 } else { 600.0 };
+    let per_slot = o.count(100, 10) as f64;
+    match s.measure(reference) {
+        Err(e) => stop = Some(e),
+        Ok(r) => {
+            let ref_p50 = r.summary.ttft_ms.map(|d| d.p50);
+            let ref_e2e = r.summary.e2e_ms.map(|d| d.p50);
+            let ref_rps = r.summary.steady_state.requests_per_s;
+            s.reference_e2e_p50_ms = ref_e2e;
+            if s.slo.is_none() {
+                s.slo = ref_p50.map(|p| SloSpec {
+                    terms: vec![crate::metrics::slo::SloTerm::RunStat {
+                        stat: crate::metrics::slo::Stat::Percentile(99.0),
+                        metric: crate::metrics::slo::RunMetric::TtftMs,
+                        max: (10.0 * p).max(1.0),
+                    }],
+                    target_attainment: 0.99,
+                });
+            }
+            result.criteria = format!(
+                "completion ≥ 99 %; {}{}",
+                s.slo
+                    .as_ref()
+                    .map(|x| x.to_string())
+                    .unwrap_or_else(|| "no TTFT threshold (the reference had no TTFT)".into()),
+                if o.slo.is_none() {
+                    " (10 × the concurrency-1 P50 TTFT: no --slo given)"
+                } else {
+                    ""
+                }
+            );
+            // Requests per second per slot, from the latest level (the reference first).
+            let mut per_slot_rps = ref_rps.max(1e-6);
+            let plan = ConcurrencyPlan {
+                start: o.start_concurrency.max(1),
+                max: o.concurrency_limit.max(1),
+                tolerance: 0.0,
+            };
+            let criteria = Criteria {
+                saturation: false,
+                min_success: Some(0.99),
+            };
+            let (found, stopped) = search_concurrency(&plan, |c, role| {
+                let want_s = (per_slot * c as f64) / (per_slot_rps * c as f64);
+                let secs = want_s.clamp(min_s, max_s);
+                let mut spec = LevelSpec::new(
+                    format!("concurrency {c}"),
+                    role,
+                    Load::Concurrency { concurrency: c },
+                    Duration::from_secs_f64(secs),
+                );
+                spec.workload = Some(workload.clone());
+                let v = s.probe(spec, criteria)?;
+                if let Some(l) = s.levels.last() {
+                    let rps = l.summary.steady_state.requests_per_s;
+                    if rps > 0.0 {
+                        per_slot_rps = rps / c as f64;
+                    }
+                }
+                Ok(if v == LevelVerdict::Pass {
+                    Probe::Pass
+                } else {
+                    Probe::Fail
+                })
+            });
+            stop = stopped;
+            result.max_concurrency = found.sustainable;
+            result.failing_concurrency = found.failing;
+            result.converged = found.converged;
+            result.search = found.note;
+        }
+    }
+    for l in s.levels.iter().filter(|l| l.role != Role::Reference) {
+        let Load::Concurrency { concurrency } = l.load else {
+            continue;
+        };
+        let sm = &l.summary;
+        result.rows.push(CapacityRow {
+            level: l.index,
+            concurrency,
+            completion: sm.success_rate,
+            ttft_p99_ms: sm.ttft_ms.map(|d| d.p99),
+            tpot_p99_ms: sm.tpot_ms.map(|d| d.p99),
+            errors: sm.requests.failed,
+            status: l.verdict.word().into(),
+        });
+    }
+    if let Some(c) = result.max_concurrency {
+        if let Some(l) = s.levels.iter().rev().find(|l| {
+            l.load == Load::Concurrency { concurrency: c } && l.verdict == LevelVerdict::Pass
+        }) {
+            let sm = &l.summary;
+            result.achieved_output_tokens_per_s = Some(sm.steady_state.output_tokens_per_s);
+            let done = sm.requests.completed.max(1) as f64;
+            let mean_in = sm.total_input_tokens as f64 / done;
+            let mean_out = sm.total_output_tokens as f64 / done;
+            result.tokens_in_flight = Some(c as f64 * (mean_in + mean_out / 2.0));
+        }
+    }
+    (result, stop, min_s, per_slot)
+}
+
+fn compliance(
+    s: &Session,
+    o: &Options,
+    r: &CapacityResult,
+    min_s: f64,
+    per_slot: f64,
+) -> super::compliance::Compliance {
+    let mut c = Checklist::default();
+    c.common(o.quick, s.warmup.as_ref(), o.seed);
+    c.should(
+        "5.5.2",
+        "fixed output length",
+        true,
+        format!(
+            "max_tokens {} for every request (exact when the server honours ignore_eos)",
+            r.output_tokens
+        ),
+    );
+    c.should(
+        "5.5.2",
+        "Synthetic-Uniform workload (RECOMMENDED)",
+        o.workload.name == "synthetic-uniform",
+        format!("workload {}", o.workload.name),
+    );
+    c.must(
+        "5.5.2",
+        "success criteria defined: completion ≥ 99 %, TTFT P99 threshold, no out-of-memory errors",
+        !r.criteria.is_empty(),
+        r.criteria.clone(),
+    );
+    c.should(
+        "5.5.2",
+        "the TTFT threshold specified by the tester",
+        r.threshold_given,
+        if r.threshold_given {
+            "--slo".to_string()
+        } else {
+            "derived from the reference level (give --slo 'p99(ttft_ms)<=X')".to_string()
+        },
+    );
+    let short: Vec<String> = s
+        .levels
+        .iter()
+        .filter(|l| l.role != Role::Reference)
+        .filter_map(|l| {
+            let Load::Concurrency { concurrency } = l.load else {
+                return None;
+            };
+            let done = l.summary.requests.completed as f64;
+            let secs = l.summary.window.duration_s;
+            (secs + 1e-9 < min_s.min(60.0) || done < per_slot * concurrency as f64)
+                .then(|| format!("c{concurrency}: {secs:.0} s, {done:.0} completions"))
+        })
+        .collect();
+    c.should(
+        "5.5.3",
+        "each level runs at least 60 s or 100 completions per slot, whichever is longer",
+        short.is_empty() && !o.quick,
+        if short.is_empty() {
+            "every level".into()
+        } else {
+            format!("short: {}", short.join(", "))
+        },
+    );
+    c.must(
+        "5.5.3",
+        "binary search to convergence",
+        r.converged,
+        r.search.clone(),
+    );
+    c.finish()
+}

@@ -1,0 +1,203 @@
+//! Compliance with the draft, test by test: every MUST and SHOULD of a test's section (and
+//! of the general rules it relies on: warm-up 4.5, seeds 4.3.3, tokenizer 4.4), met or not
+//! and why.
+//!
+//! The draft (section 2) calls a test "not compliant" when any MUST is unmet, "conditionally
+//! compliant" when every MUST but not every SHOULD is met, and unconditionally compliant
+//! (here: "compliant") when all are. `--quick` runs shortened levels for smoke tests, which
+//! the draft's minimum durations and counts forbid, so a quick test is never compliant.
+
+use crate::record::run::WarmupReport;
+use serde::{Deserialize, Serialize};
+
+/// How binding a requirement is (RFC 2119 words as the draft uses them; RECOMMENDED is a
+/// SHOULD, REQUIRED a MUST).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Strength {
+    Must,
+    Should,
+}
+
+/// One requirement and whether the test met it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Requirement {
+    /// The draft's section (`5.2.2.1`).
+    pub section: String,
+    pub strength: Strength,
+    /// What the draft asks, in our words.
+    pub text: String,
+    pub met: bool,
+    /// What was done, or why not.
+    pub detail: String,
+}
+
+/// The verdict over all requirements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Verdict {
+    #[serde(rename = "compliant")]
+    Compliant,
+    #[serde(rename = "conditionally compliant")]
+    ConditionallyCompliant,
+    #[serde(rename = "not compliant")]
+    NotCompliant,
+}
+
+impl Verdict {
+    pub fn words(self) -> &'static str {
+        match self {
+            Self::Compliant => "compliant",
+            Self::ConditionallyCompliant => "conditionally compliant",
+            Self::NotCompliant => "not compliant",
+        }
+    }
+}
+
+/// A test's compliance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Compliance {
+    pub requirements: Vec<Requirement>,
+    pub verdict: Verdict,
+}
+
+impl Compliance {
+    /// The requirements not met, strongest first.
+    pub fn unmet(&self) -> impl Iterator<Item = &Requirement> {
+        let musts = self
+            .requirements
+            .iter()
+            .filter(|r| !r.met && r.strength == Strength::Must);
+        let shoulds = self
+            .requirements
+            .iter()
+            .filter(|r| !r.met && r.strength == Strength::Should);
+        musts.chain(shoulds)
+    }
+}
+
+/// Collects requirements as a procedure checks them.
+#[derive(Debug, Default)]
+pub struct Checklist {
+    items: Vec<Requirement>,
+}
+
+impl Checklist {
+    /// A MUST.
+    pub fn must(&mut self, section: &str, text: &str, met: bool, detail: impl Into<String>) {
+        self.push(Strength::Must, section, text, met, detail.into());
+    }
+
+    /// A SHOULD (or RECOMMENDED).
+    pub fn should(&mut self, section: &str, text: &str, met: bool, detail: impl Into<String>) {
+        self.push(Strength::Should, section, text, met, detail.into());
+    }
+
+    fn push(&mut self, strength: Strength, section: &str, text: &str, met: bool, detail: String) {
+        self.items.push(Requirement {
+            section: section.into(),
+            strength,
+            text: text.into(),
+            met,
+            detail,
+        });
+    }
+
+    /// The requirements every test shares: full durations (not `--quick`), the warm-up of
+    /// 4.5.1 before the first level, a reported seed (4.3.3), a declared tokenizer and
+    /// counting option (4.4).
+    pub fn common(&mut self, quick: bool, warmup: Option<&WarmupReport>, seed: u64) {
+        self.must(
+            "5",
+            "levels run for the section's minimum duration and request counts",
+            !quick,
+            if quick {
+                "--quick shortened every level (a smoke test, not a measurement)"
+            } else {
+                "full durations and counts"
+            },
+        );
+        match warmup {
+            Some(w) => self.must(
+                "4.5.1",
+                "warm up before measuring: at least 100 requests or 10,000 output tokens, whichever is greater, then drain the queue",
+                w.compliant,
+                format!(
+                    "{}: {} requests, {} output tokens{}",
+                    w.policy,
+                    w.requests,
+                    w.output_tokens,
+                    if w.capped { " (stopped at --warmup-max)" } else { "" }
+                ),
+            ),
+            None => self.must(
+                "4.5.1",
+                "warm up before measuring",
+                false,
+                "no level ran, so no warm-up was recorded",
+            ),
+        }
+        self.must(
+            "4.3.3",
+            "deterministic seed, reported",
+            true,
+            format!("seed {seed}, in test.json and every run.json"),
+        );
+        self.must(
+            "4.4",
+            "tokenizer, vocabulary size and token counting option declared",
+            true,
+            "in every run.json (tokenizer section)",
+        );
+    }
+
+    /// The verdict (a quick test is never compliant: its first MUST is unmet).
+    pub fn finish(self) -> Compliance {
+        let must_ok = self
+            .items
+            .iter()
+            .all(|r| r.met || r.strength != Strength::Must);
+        let should_ok = self.items.iter().all(|r| r.met);
+        Compliance {
+            verdict: match (must_ok, should_ok) {
+                (true, true) => Verdict::Compliant,
+                (true, false) => Verdict::ConditionallyCompliant,
+                _ => Verdict::NotCompliant,
+            },
+            requirements: self.items,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts_follow_the_draft() {
+        let mut c = Checklist::default();
+        c.must("x", "a", true, "");
+        c.should("y", "b", true, "");
+        assert_eq!(c.finish().verdict, Verdict::Compliant);
+        let mut c = Checklist::default();
+        c.must("x", "a", true, "");
+        c.should("y", "b", false, "");
+        let done = c.finish();
+        assert_eq!(done.verdict, Verdict::ConditionallyCompliant);
+        assert_eq!(done.unmet().count(), 1);
+        let mut c = Checklist::default();
+        c.must("x", "a", false, "");
+        c.should("y", "b", true, "");
+        assert_eq!(c.finish().verdict, Verdict::NotCompliant);
+        let mut c = Checklist::default();
+        c.common(true, None, 1);
+        assert_eq!(
+            c.finish().verdict,
+            Verdict::NotCompliant,
+            "quick is never compliant"
+        );
+        assert_eq!(
+            serde_json::to_value(Verdict::ConditionallyCompliant).unwrap(),
+            "conditionally compliant"
+        );
+    }
+}

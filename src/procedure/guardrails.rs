@@ -1,0 +1,292 @@
+//! 5.10 Guardrail Overhead: labelled configurations of the same system (baseline, input
+//! filter, output filter, full) at 25, 50 and 75 % of the baseline's capacity (Table 13),
+//! and each configuration's maximum throughput (Table 14).
+//!
+//! Configurations are targets (`--target baseline=URL --target input=URL …`); the one named
+//! `baseline` (else the first) is the reference. Every configuration gets the same offered
+//! loads (shares of the *baseline's* capacity) so their latencies compare at equal load;
+//! maximum throughput is each configuration's own closed-loop estimate. Overheads are the
+//! draft's: input filter = TTFT(input) − TTFT(baseline), total = E2E(full) − E2E(baseline),
+//! at the P50 of the 50 % level.
+
+use super::compliance::Checklist;
+use super::level::{rate, Bench, LevelOutcome, LevelSpec, Load, Role, Stop};
+use super::report::Finding;
+use super::session::Session;
+use super::throughput::thousands;
+use super::{common_parameters, Options};
+use serde::{Deserialize, Serialize};
+
+/// One row of Table 13.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GuardrailRow {
+    pub level: usize,
+    pub configuration: String,
+    pub share: f64,
+    pub offered_rate_per_s: f64,
+    pub ttft_p50_ms: Option<f64>,
+    pub ttft_p95_ms: Option<f64>,
+    pub ttft_p99_ms: Option<f64>,
+    pub e2e_p50_ms: Option<f64>,
+    pub e2e_p99_ms: Option<f64>,
+    pub output_tokens_per_s: f64,
+}
+
+/// One row of Table 14.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GuardrailCapacity {
+    pub configuration: String,
+    pub level: usize,
+    /// Closed-loop output throughput, tokens per second.
+    pub max_output_tokens_per_s: f64,
+    /// Relative to the baseline (−0.2 = 20 % less); `None` for the baseline.
+    pub reduction: Option<f64>,
+}
+
+/// `result` of a guardrail test.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GuardrailResult {
+    pub baseline: String,
+    /// The baseline's capacity the shares are of, requests per second.
+    pub baseline_capacity_rate_per_s: Option<f64>,
+    pub rows: Vec<GuardrailRow>,
+    pub capacity: Vec<GuardrailCapacity>,
+    /// TTFT P50 (input filter) − TTFT P50 (baseline) at the 50 % level, ms.
+    pub input_filter_overhead_ms: Option<f64>,
+    /// E2E P50 (full) − E2E P50 (baseline) at the 50 % level, ms.
+    pub total_overhead_ms: Option<f64>,
+}
+
+/// The draft's load levels.
+pub const SHARES: [f64; 3] = [0.25, 0.5, 0.75];
+
+/// Runs the test.
+pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
+    let mut s = Session::new(bench, o.slo.clone());
+    let duration = o.duration(60.0, 4.0);
+    let shares = o.load_shares.clone().unwrap_or_else(|| SHARES.to_vec());
+    let baseline = o
+        .targets
+        .iter()
+        .find(|t| t.as_str() == "baseline")
+        .or(o.targets.first())
+        .cloned()
+        .unwrap_or_default();
+    let mut order: Vec<String> = vec![baseline.clone()];
+    order.extend(o.targets.iter().filter(|t| **t != baseline).cloned());
+    let mut result = GuardrailResult {
+        baseline: baseline.clone(),
+        ..Default::default()
+    };
+    let mut stop: Option<Stop> = None;
+    if o.targets.len() < 2 {
+        stop = Some(Stop::Failed(anyhow::anyhow!(
+            "the guardrail test compares configurations: give at least two, e.g. --target baseline=URL --target full=URL (input= and output= for the filters alone)"
+        )));
+    }
+    let c = o.estimate_concurrency.max(1);
+    let mut baseline_rps = None;
+    if stop.is_none() {
+        for name in &order {
+            let mut spec = LevelSpec::new(
+                format!("{name}: estimate at concurrency {c}"),
+                Role::Estimate,
+                Load::Concurrency { concurrency: c },
+                o.calibration(),
+            );
+            spec.target = Some(name.clone());
+            match s.measure(spec) {
+                Ok(l) => {
+                    let tput = l.summary.steady_state.output_tokens_per_s;
+                    if *name == baseline {
+                        baseline_rps = Some(l.summary.steady_state.requests_per_s);
+                    }
+                    result.capacity.push(GuardrailCapacity {
+                        configuration: name.clone(),
+                        level: l.index,
+                        max_output_tokens_per_s: tput,
+                        reduction: None,
+                    });
+                }
+                Err(e) => {
+                    stop = Some(e);
+                    break;
+                }
+            }
+        }
+    }
+    let base_tput = result
+        .capacity
+        .iter()
+        .find(|x| x.configuration == baseline)
+        .map(|x| x.max_output_tokens_per_s);
+    for x in result.capacity.iter_mut() {
+        if x.configuration != baseline {
+            x.reduction = base_tput
+                .filter(|b| *b > 0.0)
+                .map(|b| x.max_output_tokens_per_s / b - 1.0);
+        }
+    }
+    result.baseline_capacity_rate_per_s = baseline_rps;
+    if let (Some(cap), None) = (baseline_rps.filter(|r| *r > 0.0), &stop) {
+        'outer: for &share in &shares {
+            for name in &order {
+                let r = cap * share;
+                let mut spec = LevelSpec::new(
+                    format!("{name} · {:.0} % · {} req/s", share * 100.0, rate(r)),
+                    Role::Sweep,
+                    Load::Rate { rate_per_s: r },
+                    duration,
+                );
+                spec.target = Some(name.clone());
+                match s.measure(spec) {
+                    Ok(l) => result.rows.push(row(name, share, r, l)),
+                    Err(e) => {
+                        stop = Some(e);
+                        break 'outer;
+                    }
+                }
+            }
+        }
+    }
+    let at_half = |name: &str| {
+        result
+            .rows
+            .iter()
+            .find(|r| r.configuration == name && (r.share - 0.5).abs() < 1e-9)
+    };
+    let base = at_half(&baseline);
+    let input = o
+        .targets
+        .iter()
+        .find(|t| t.starts_with("input"))
+        .and_then(|t| at_half(t));
+    let full = o
+        .targets
+        .iter()
+        .find(|t| t.starts_with("full"))
+        .and_then(|t| at_half(t));
+    result.input_filter_overhead_ms = base
+        .zip(input)
+        .and_then(|(b, i)| Some(i.ttft_p50_ms? - b.ttft_p50_ms?));
+    result.total_overhead_ms = base
+        .zip(full)
+        .and_then(|(b, f)| Some(f.e2e_p50_ms? - b.e2e_p50_ms?));
+    let answer = if result.capacity.len() >= 2 {
+        let worst = result
+            .capacity
+            .iter()
+            .filter(|x| x.reduction.is_some())
+            .min_by(|a, b| {
+                a.reduction
+                    .unwrap_or(0.0)
+                    .total_cmp(&b.reduction.unwrap_or(0.0))
+            });
+        format!(
+            "baseline {} tok/s{}{}{}",
+            thousands(base_tput.unwrap_or(0.0)),
+            worst
+                .map(|w| format!(
+                    "; {} {} tok/s ({:+.1} %)",
+                    w.configuration,
+                    thousands(w.max_output_tokens_per_s),
+                    w.reduction.unwrap_or(0.0) * 100.0
+                ))
+                .unwrap_or_default(),
+            result
+                .input_filter_overhead_ms
+                .map(|v| format!("; input filter adds {v:.0} ms TTFT"))
+                .unwrap_or_default(),
+            result
+                .total_overhead_ms
+                .map(|v| format!("; full guardrails add {v:.0} ms end to end"))
+                .unwrap_or_default()
+        )
+    } else {
+        "fewer than two configurations were measured".into()
+    };
+    let compliance = compliance(&s, o, &result, &shares);
+    Finding {
+        answered: result.capacity.len() >= 2,
+        levels: s.levels,
+        result: serde_json::to_value(&result).expect("plain data"),
+        answer,
+        compliance,
+        parameters: serde_json::json!({
+            "common": common_parameters(o),
+            "configurations": order,
+            "shares": shares,
+            "level_duration_s": duration.as_secs_f64(),
+            "estimate_concurrency": c,
+        }),
+        stopped: stop.map(|e| e.to_string()),
+    }
+}
+
+fn row(name: &str, share: f64, r: f64, l: &LevelOutcome) -> GuardrailRow {
+    let sm = &l.summary;
+    GuardrailRow {
+        level: l.index,
+        configuration: name.into(),
+        share,
+        offered_rate_per_s: r,
+        ttft_p50_ms: sm.ttft_ms.map(|d| d.p50),
+        ttft_p95_ms: sm.ttft_ms.map(|d| d.p95),
+        ttft_p99_ms: sm.ttft_ms.map(|d| d.p99),
+        e2e_p50_ms: sm.e2e_ms.map(|d| d.p50),
+        e2e_p99_ms: sm.e2e_ms.map(|d| d.p99),
+        output_tokens_per_s: sm.output_tokens_per_s,
+    }
+}
+
+fn compliance(
+    s: &Session,
+    o: &Options,
+    r: &GuardrailResult,
+    shares: &[f64],
+) -> super::compliance::Compliance {
+    let mut c = Checklist::default();
+    c.common(o.quick, s.warmup.as_ref(), o.seed);
+    let names: Vec<&str> = o.targets.iter().map(String::as_str).collect();
+    c.should(
+        "5.10.2",
+        "baseline, input-only, output-only and full configurations",
+        ["baseline", "input", "output", "full"]
+            .iter()
+            .all(|n| names.iter().any(|t| t.starts_with(n))),
+        format!("configurations: {}", names.join(", ")),
+    );
+    c.should(
+        "5.10.2",
+        "load levels at 25, 50 and 75 % of capacity",
+        SHARES.iter().all(|x| shares.contains(x)),
+        format!(
+            "{} % of the baseline's estimate",
+            shares
+                .iter()
+                .map(|x| format!("{:.0}", x * 100.0))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    );
+    c.should(
+        "5.10.2",
+        "Conversation workload (RECOMMENDED), benign content",
+        o.workload.name == "conversation",
+        format!(
+            "workload {} (prompts are benign words either way)",
+            o.workload.name
+        ),
+    );
+    c.must(
+        "5.10.3",
+        "every configuration measured at every level",
+        r.rows.len() == shares.len() * o.targets.len(),
+        format!(
+            "{} of {} level runs",
+            r.rows.len(),
+            shares.len() * o.targets.len()
+        ),
+    );
+    c.finish()
+}

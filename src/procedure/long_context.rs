@@ -1,0 +1,289 @@
+//! 5.9 Long Context Scaling: TTFT at context lengths up to the server's limit, closed loop
+//! at low concurrency, fixed short output; Table 12 and the best of linear, quadratic and
+//! power-law fits (exponent k of TTFT ∝ length^k, R², microseconds per input token).
+//!
+//! Lengths: `--lengths`, else powers of two up to the longest prompt the server takes
+//! (its context limit, less the output and a tenth for the chat template), plus that
+//! longest prompt itself. Each length is the draft's Long Context workload form: a document
+//! filling the length, then a question.
+
+use super::compliance::Checklist;
+use super::level::{Bench, LevelSpec, Load, Role, Stop};
+use super::report::Finding;
+use super::session::Session;
+use super::{common_parameters, Options};
+use crate::stats::fit::{scaling, Model, ModelKind};
+use crate::workload::lengths::LengthDist;
+use crate::workload::{Content, Scenario};
+use serde::{Deserialize, Serialize};
+
+/// One row of Table 12.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LengthRow {
+    pub level: usize,
+    /// Requested prompt length, tokens.
+    pub context_tokens: u32,
+    /// Mean prompt tokens the requests really had (server usage when reported).
+    pub input_tokens_mean: Option<f64>,
+    pub ttft_mean_ms: Option<f64>,
+    pub ttft_p50_ms: Option<f64>,
+    pub ttft_p95_ms: Option<f64>,
+    /// Mean TTFT per 1,000 prompt tokens, ms.
+    pub ms_per_1k_tokens: Option<f64>,
+    pub e2e_mean_ms: Option<f64>,
+    /// Output tokens per second at this length and the test's concurrency.
+    pub output_tokens_per_s: f64,
+    pub requests: u64,
+}
+
+/// `result` of a long-context test.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LongContextResult {
+    pub rows: Vec<LengthRow>,
+    /// "linear", "quadratic" or "power_law": the highest adjusted R².
+    pub best_fit: Option<String>,
+    /// k of TTFT ∝ length^k (power-law fit).
+    pub scaling_exponent: Option<f64>,
+    /// R² of the best fit.
+    pub r2: Option<f64>,
+    /// Slope of the linear fit, µs per input token.
+    pub us_per_input_token: Option<f64>,
+    /// The fitted models (ms against tokens).
+    pub fits: Vec<Model>,
+    /// Where the longest length came from.
+    pub context_limit: String,
+    pub output_tokens: u32,
+    pub concurrency: u32,
+}
+
+/// The default lengths: powers of two from `min(1024, longest / 8)` up to `longest`, and
+/// `longest` itself.
+pub fn default_lengths(longest: u32) -> Vec<u32> {
+    let longest = longest.max(16);
+    let mut start = 1024u32.min(longest / 8).max(16);
+    start = 1 << (31 - start.leading_zeros()); // round down to a power of two
+    let mut out = Vec::new();
+    let mut l = start;
+    while l < longest {
+        out.push(l);
+        l *= 2;
+    }
+    out.push(longest);
+    out
+}
+
+/// The workload at one length: a document then a question, fixed output.
+fn at_length(tokens: u32, output: u32) -> Scenario {
+    let mut s = Scenario::named("long-context").expect("built in");
+    s.name = format!("long-context-{tokens}");
+    s.input = LengthDist::fixed(tokens);
+    s.output = LengthDist::fixed(output);
+    s.content = Content::Document;
+    s.question_tokens = (tokens / 4).clamp(8, 100);
+    s
+}
+
+/// Runs the test.
+pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
+    let mut s = Session::new(bench, o.slo.clone());
+    let output = o.output_tokens.unwrap_or(if o.quick { 32 } else { 256 });
+    let concurrency = o.length_concurrency.max(1);
+    let requests = o.requests_per_length.unwrap_or(o.count(20, 5));
+    let (lengths, limit) = match (&o.lengths, o.context_tokens) {
+        (Some(l), _) => (l.clone(), "--lengths".to_string()),
+        (None, Some(ctx)) => {
+            // The chat template and special tokens need room: a tenth, at least 32.
+            let longest = ((ctx as f64 * 0.9) as u32)
+                .saturating_sub(32)
+                .saturating_sub(output);
+            (
+                default_lengths(longest),
+                format!("the server's context of {ctx} tokens, less the output and template room: {longest}"),
+            )
+        }
+        (None, None) => (
+            default_lengths(32_768),
+            "32,768 (the server did not say its context limit; give --context-tokens or --lengths)"
+                .to_string(),
+        ),
+    };
+    let mut result = LongContextResult {
+        context_limit: limit,
+        output_tokens: output,
+        concurrency,
+        ..Default::default()
+    };
+    let mut stop: Option<Stop> = None;
+    for &len in &lengths {
+        let mut spec = LevelSpec::new(
+            format!("{len} tokens · {requests} requests"),
+            Role::Length,
+            Load::Concurrency { concurrency },
+            std::time::Duration::ZERO,
+        );
+        spec.duration = None;
+        spec.requests = Some(requests);
+        spec.workload = Some(at_length(len, output));
+        match s.measure(spec) {
+            Ok(l) => {
+                let sm = &l.summary;
+                let done = sm.requests.completed;
+                let input_mean = (done > 0).then(|| sm.total_input_tokens as f64 / done as f64);
+                let ttft_mean = sm.ttft_ms.map(|d| d.mean);
+                result.rows.push(LengthRow {
+                    level: l.index,
+                    context_tokens: len,
+                    input_tokens_mean: input_mean,
+                    ttft_mean_ms: ttft_mean,
+                    ttft_p50_ms: sm.ttft_ms.map(|d| d.p50),
+                    ttft_p95_ms: sm.ttft_ms.map(|d| d.p95),
+                    ms_per_1k_tokens: ttft_mean
+                        .zip(input_mean.or(Some(len as f64)))
+                        .map(|(t, n)| t / n * 1000.0),
+                    e2e_mean_ms: sm.e2e_ms.map(|d| d.mean),
+                    output_tokens_per_s: sm.output_tokens_per_s,
+                    requests: done,
+                });
+            }
+            Err(e) => {
+                stop = Some(e);
+                break;
+            }
+        }
+    }
+    let (xs, ys): (Vec<f64>, Vec<f64>) = result
+        .rows
+        .iter()
+        .filter_map(|r| {
+            Some((
+                r.input_tokens_mean.unwrap_or(r.context_tokens as f64),
+                r.ttft_mean_ms?,
+            ))
+        })
+        .unzip();
+    if xs.len() >= 3 {
+        if let Some(sc) = scaling(&xs, &ys) {
+            result.scaling_exponent = sc.exponent;
+            result.us_per_input_token = sc.ms_per_1k_tokens; // ms per 1K = µs per token
+            let fits = [sc.linear, sc.quadratic, sc.power_law];
+            result.fits = fits.iter().flatten().map(|f| f.model).collect();
+            if let Some(best) = sc.best {
+                result.best_fit = Some(
+                    match best {
+                        ModelKind::Linear => "linear",
+                        ModelKind::Quadratic => "quadratic",
+                        ModelKind::PowerLaw => "power_law",
+                    }
+                    .into(),
+                );
+                result.r2 = fits
+                    .iter()
+                    .flatten()
+                    .find(|f| f.model.kind() == best)
+                    .map(|f| f.r_squared);
+            }
+        }
+    }
+    let answer = match (&result.best_fit, result.scaling_exponent) {
+        (Some(best), Some(k)) => format!(
+            "best fit {} (R² = {:.4}), TTFT ∝ length^{k:.2}{}; {} lengths from {} to {} tokens",
+            best.replace('_', " "),
+            result.r2.unwrap_or(f64::NAN),
+            result
+                .us_per_input_token
+                .map(|u| format!(", ~{u:.0} µs per input token"))
+                .unwrap_or_default(),
+            result.rows.len(),
+            result.rows.first().map_or(0, |r| r.context_tokens),
+            result.rows.last().map_or(0, |r| r.context_tokens)
+        ),
+        _ => format!(
+            "{} lengths measured: too few to fit a scaling model (3 needed)",
+            result.rows.len()
+        ),
+    };
+    let compliance = compliance(&s, o, &result, requests, &lengths);
+    Finding {
+        answered: result.best_fit.is_some(),
+        levels: s.levels,
+        result: serde_json::to_value(&result).expect("plain data"),
+        answer,
+        compliance,
+        parameters: serde_json::json!({
+            "common": common_parameters(o),
+            "lengths": lengths,
+            "requests_per_length": requests,
+            "concurrency": concurrency,
+            "output_tokens": output,
+        }),
+        stopped: stop.map(|e| e.to_string()),
+    }
+}
+
+fn compliance(
+    s: &Session,
+    o: &Options,
+    r: &LongContextResult,
+    requests: u64,
+    lengths: &[u32],
+) -> super::compliance::Compliance {
+    let mut c = Checklist::default();
+    c.common(o.quick, s.warmup.as_ref(), o.seed);
+    c.must(
+        "5.9.2",
+        "Long Context workload (REQUIRED)",
+        true,
+        "its form (a document filling the length, then a question) at each length",
+    );
+    c.must(
+        "5.9.2",
+        "closed loop at low concurrency (1-4)",
+        (1..=4).contains(&r.concurrency),
+        format!("concurrency {}", r.concurrency),
+    );
+    let fewest = r.rows.iter().map(|x| x.requests).min().unwrap_or(0);
+    c.must(
+        "5.9.2",
+        "at least 20 requests per context length",
+        requests >= 20 && fewest >= 20,
+        format!("{requests} asked; fewest completed: {fewest}"),
+    );
+    c.should(
+        "5.9.2",
+        "fixed short output (256 tokens)",
+        r.output_tokens == 256,
+        format!("{} tokens", r.output_tokens),
+    );
+    c.must(
+        "5.9.3",
+        "lengths in ascending order, warm-up with the shortest",
+        lengths.windows(2).all(|w| w[0] < w[1]),
+        format!("{lengths:?}"),
+    );
+    c.should(
+        "5.9.4",
+        "maximum throughput at each length",
+        false,
+        format!(
+            "throughput measured at concurrency {}, not searched per length",
+            r.concurrency
+        ),
+    );
+    c.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_lengths_double_up_to_the_limit() {
+        assert_eq!(
+            default_lengths(32_768),
+            vec![1024, 2048, 4096, 8192, 16384, 32768]
+        );
+        // llama.cpp's 2,048-token slot: 2048 × 0.9 − 32 − 32 = 1779.
+        assert_eq!(default_lengths(1779), vec![128, 256, 512, 1024, 1779]);
+        assert_eq!(default_lengths(3000), vec![256, 512, 1024, 2048, 3000]);
+    }
+}

@@ -1,0 +1,204 @@
+//! 5.8 Memory Pressure Behavior: closed-loop levels at 100, 110, 125 and 150 % of the
+//! concurrent capacity (5.5), each at least 120 s; completion, preemption and failure rates
+//! and P99 TTFT per level (Table 11).
+//!
+//! The capacity is `--capacity-concurrency` or found by running 5.5 first. Preemptions come
+//! from the server's counters (vLLM `num_preemptions`, SGLang retractions): servers report
+//! events, not which requests were preempted, so the table's preemption column is events
+//! per completed request (an upper bound on the draft's "fraction of requests preempted at
+//! least once"), and recovery rate and tokens lost per preemption are "not measured" — no
+//! engine exposes them per request. Without such counters the column says so.
+
+use super::capacity;
+use super::compliance::Checklist;
+use super::level::{Bench, LevelSpec, Load, Role, Stop};
+use super::report::Finding;
+use super::session::Session;
+use super::{common_parameters, Options};
+use serde::{Deserialize, Serialize};
+
+/// One row of Table 11.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryRow {
+    pub level: usize,
+    /// Share of the concurrent capacity.
+    pub share: f64,
+    pub concurrency: u32,
+    /// Completed share of measured requests, 0-1.
+    pub completion: f64,
+    /// Preemption events in the window (server counters).
+    pub preemptions: Option<f64>,
+    /// Preemption events per completed request.
+    pub preemptions_per_request: Option<f64>,
+    /// Failed share, 0-1.
+    pub failure_rate: f64,
+    pub ttft_p99_ms: Option<f64>,
+    /// Largest KV-cache usage the server reported, 0-1.
+    pub kv_cache_usage_max: Option<f64>,
+}
+
+/// `result` of a memory-pressure test.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemoryResult {
+    /// The 100 % level's concurrency.
+    pub capacity_concurrency: Option<u32>,
+    /// "given" or "5.5 search".
+    pub capacity_source: String,
+    /// Where preemptions come from, or why they are not measured.
+    pub preemption_source: String,
+    pub levels: Vec<MemoryRow>,
+}
+
+/// The draft's oversubscription levels.
+pub const LEVELS: [f64; 4] = [1.0, 1.1, 1.25, 1.5];
+
+/// Runs the test.
+pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
+    let mut s = Session::new(bench, o.slo.clone());
+    let duration = o.duration(120.0, 5.0);
+    let mut result = MemoryResult::default();
+    let mut stop: Option<Stop> = None;
+    let cap = match o.capacity_concurrency {
+        Some(c) => {
+            result.capacity_source = "given (--capacity-concurrency)".into();
+            Some(c)
+        }
+        None => {
+            result.capacity_source = "5.5 search".into();
+            let (found, stopped, _, _) = capacity::find(&mut s, o);
+            stop = stopped;
+            found.max_concurrency
+        }
+    };
+    result.capacity_concurrency = cap;
+    let workload = if o.workload_given {
+        o.workload.clone()
+    } else {
+        capacity::workload(o)
+    };
+    if let (Some(cap), None) = (cap, &stop) {
+        for &share in &o.oversubscription {
+            let c = ((cap as f64 * share).ceil() as u32).max(1);
+            let mut spec = LevelSpec::new(
+                format!("{:.0} % · concurrency {c}", share * 100.0),
+                Role::Sweep,
+                Load::Concurrency { concurrency: c },
+                duration,
+            );
+            spec.workload = Some(workload.clone());
+            match s.measure(spec) {
+                Ok(l) => {
+                    let sm = &l.summary;
+                    let done = sm.requests.completed;
+                    result.levels.push(MemoryRow {
+                        level: l.index,
+                        share,
+                        concurrency: c,
+                        completion: sm.success_rate,
+                        preemptions: l.server.preemptions,
+                        preemptions_per_request: l
+                            .server
+                            .preemptions
+                            .filter(|_| done > 0)
+                            .map(|p| p / done as f64),
+                        failure_rate: crate::metrics::summary::failed_share(sm),
+                        ttft_p99_ms: sm.ttft_ms.map(|d| d.p99),
+                        kv_cache_usage_max: l.server.kv_cache_usage_max,
+                    });
+                }
+                Err(e) => {
+                    stop = Some(e);
+                    break;
+                }
+            }
+        }
+    }
+    result.preemption_source = if result.levels.iter().any(|l| l.preemptions.is_some()) {
+        "server counters (events per completed request; which requests were preempted, recovery rate and tokens lost are not exposed by engines)".into()
+    } else {
+        "not measured: the server exposes no preemption counter".into()
+    };
+    let answer = match (result.levels.first(), result.levels.last()) {
+        (Some(a), Some(b)) if result.levels.len() > 1 => format!(
+            "from {:.0} % to {:.0} % of capacity (concurrency {} → {}): completion {:.1} % → {:.1} %, P99 TTFT {} → {}, preemptions {} → {}",
+            a.share * 100.0,
+            b.share * 100.0,
+            a.concurrency,
+            b.concurrency,
+            a.completion * 100.0,
+            b.completion * 100.0,
+            ms(a.ttft_p99_ms),
+            ms(b.ttft_p99_ms),
+            count(a.preemptions),
+            count(b.preemptions)
+        ),
+        _ => "the oversubscription levels did not run".into(),
+    };
+    let compliance = compliance(&s, o, duration, &result);
+    Finding {
+        answered: !result.levels.is_empty(),
+        levels: s.levels,
+        result: serde_json::to_value(&result).expect("plain data"),
+        answer,
+        compliance,
+        parameters: serde_json::json!({
+            "common": common_parameters(o),
+            "oversubscription": o.oversubscription,
+            "level_duration_s": duration.as_secs_f64(),
+            "workload": workload.name,
+        }),
+        stopped: stop.map(|e| e.to_string()),
+    }
+}
+
+fn ms(v: Option<f64>) -> String {
+    v.map(|v| format!("{v:.0} ms"))
+        .unwrap_or_else(|| "-".into())
+}
+
+fn count(v: Option<f64>) -> String {
+    v.map(|v| format!("{v:.0}"))
+        .unwrap_or_else(|| "not measured".into())
+}
+
+fn compliance(
+    s: &Session,
+    o: &Options,
+    duration: std::time::Duration,
+    r: &MemoryResult,
+) -> super::compliance::Compliance {
+    let mut c = Checklist::default();
+    c.common(o.quick, s.warmup.as_ref(), o.seed);
+    c.must(
+        "5.8.3",
+        "maximum concurrent capacity determined by 5.5",
+        r.capacity_concurrency.is_some(),
+        format!(
+            "{} ({})",
+            r.capacity_concurrency
+                .map(|c| c.to_string())
+                .unwrap_or_else(|| "not found".into()),
+            r.capacity_source
+        ),
+    );
+    let d = duration.as_secs_f64();
+    c.must(
+        "5.8.3",
+        "each oversubscription level runs at least 120 s",
+        d >= 120.0,
+        format!("{d:.0} s"),
+    );
+    c.should(
+        "5.8.2",
+        "Long Context workload (RECOMMENDED, to create memory pressure)",
+        o.workload.name == "long-context",
+        format!("workload {}", o.workload.name),
+    );
+    c.should(
+        "5.8.4",
+        "preemption rate measured",
+        r.levels.iter().any(|l| l.preemptions.is_some()),
+        r.preemption_source.clone(),
+    );
+    c.finish()
+}

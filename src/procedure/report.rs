@@ -1,0 +1,83 @@
+//! `test.json`: the contract scripts and CI read after `servebench test` (documented in
+//! docs/procedures.md). Each level's `summary` is exactly its `run.json` summary; `result`
+//! holds the test's derived points under the keys the documentation lists.
+
+use super::compliance::Compliance;
+use super::level::LevelOutcome;
+use super::TestName;
+use crate::report::{SystemInfo, ToolInfo};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Version of the `test.json` layout.
+pub const TEST_SCHEMA_VERSION: u32 = 1;
+
+/// How the test ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TestStatus {
+    /// Still running (the file is rewritten after every level).
+    Running,
+    /// Every planned level ran.
+    Complete,
+    /// Stopped early (`stopped` says why); the result holds what was learned.
+    Incomplete,
+}
+
+/// The system under test.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TargetInfo {
+    pub url: String,
+    pub model: String,
+    pub engine: Option<String>,
+    pub engine_version: Option<String>,
+    /// Labelled targets (`--target NAME=URL`), credentials redacted.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub targets: BTreeMap<String, String>,
+}
+
+/// Everything `test.json` holds.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TestReport {
+    pub schema_version: u32,
+    pub test: TestName,
+    /// The draft's section, e.g. `5.2`.
+    pub section: String,
+    pub title: String,
+    pub status: TestStatus,
+    /// Why the test stopped early.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
+    /// The one-line answer printed first.
+    pub answer: String,
+    pub started_at: String,
+    pub finished_at: String,
+    pub duration_s: f64,
+    pub tool: ToolInfo,
+    /// The exact command line, credentials redacted.
+    pub command_line: Vec<String>,
+    pub target: TargetInfo,
+    pub system: SystemInfo,
+    /// The test's parameters: the common ones and its own.
+    pub parameters: serde_json::Value,
+    pub levels: Vec<LevelOutcome>,
+    /// The derived points (keys per test in docs/procedures.md).
+    pub result: serde_json::Value,
+    pub compliance: Compliance,
+}
+
+/// What a procedure hands back.
+#[derive(Debug, Clone)]
+pub struct Finding {
+    pub levels: Vec<LevelOutcome>,
+    pub result: serde_json::Value,
+    pub answer: String,
+    pub compliance: Compliance,
+    /// Test-specific parameters, merged into `parameters`.
+    pub parameters: serde_json::Value,
+    /// Why it stopped early, if it did.
+    pub stopped: Option<String>,
+    /// The procedure's own verdict: false when it found nothing it could report (no level
+    /// passed, or nothing ran).
+    pub answered: bool,
+}

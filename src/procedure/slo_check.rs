@@ -1,0 +1,237 @@
+//! Whether a level met the SLO *with confidence*: each bound's attainment with its Wilson
+//! interval, so a search never calls a level sustainable on the strength of a lucky sample.
+//!
+//! - Per-request bounds (`ttft_ms<=500`): successes are the measured requests meeting every
+//!   per-request bound (failed requests count as missing it, as in the run's attainment),
+//!   against `--slo-target`.
+//! - Percentile bounds (`p99(ttft_ms)<=500`): "the P99 is at most 500 ms" is "at least 99 %
+//!   of values are at most 500 ms", so successes are the values within the bound, trials all
+//!   values (requests that produced one; ITL: every gap, which are correlated within a
+//!   request, so that interval is narrower than it should be, as noted in the docs).
+//! - Mean, maximum and floors (`output_tokens_per_s>=X`) have no binomial reading: they pass
+//!   or fail on the observed value.
+//!
+//! Pass when every bound's interval lies at or above its target; fail when any lies wholly
+//! below; otherwise undecided (the procedure extends the level).
+
+use crate::metrics::request::{measure, RequestMetrics};
+use crate::metrics::slo::{RunMetric, SloSpec, SloTerm, Stat};
+use crate::metrics::RunSummary;
+use crate::record::{Phase, RequestRecord};
+use crate::stats::interval::{slo_verdict, wilson, SloVerdict};
+use serde::{Deserialize, Serialize};
+
+/// Confidence of the intervals.
+pub const CONFIDENCE: f64 = 0.95;
+
+/// One bound's check.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TermCheck {
+    /// The bound as written (`p99(ttft_ms)<=500`, or the joint per-request bounds).
+    pub term: String,
+    /// Values (or requests) within the bound.
+    pub met: u64,
+    pub trials: u64,
+    /// Share required, 0-1 (`None`: a point check).
+    pub target: Option<f64>,
+    /// Wilson interval of the share, 0-1.
+    pub interval: Option<(f64, f64)>,
+    /// The observed value for point checks.
+    pub observed: Option<f64>,
+    pub verdict: SloVerdict,
+}
+
+/// The SLO at one level.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SloCheck {
+    pub spec: String,
+    pub confidence: f64,
+    pub terms: Vec<TermCheck>,
+    pub verdict: SloVerdict,
+}
+
+impl SloCheck {
+    /// A one-line account: `met (99.6 % [99.1, 99.8] ≥ 99 %)`.
+    pub fn describe(&self) -> String {
+        let word = match self.verdict {
+            SloVerdict::Pass => "SLO met",
+            SloVerdict::Fail => "SLO missed",
+            SloVerdict::Undecided => "SLO undecided",
+        };
+        let parts: Vec<String> = self
+            .terms
+            .iter()
+            .map(|t| match (t.interval, t.target) {
+                (Some((lo, hi)), Some(target)) => format!(
+                    "{}: {:.1} % [{:.1}, {:.1}] vs {:.1} %",
+                    t.term,
+                    100.0 * t.met as f64 / t.trials.max(1) as f64,
+                    lo * 100.0,
+                    hi * 100.0,
+                    target * 100.0
+                ),
+                _ => format!(
+                    "{}: {}",
+                    t.term,
+                    t.observed
+                        .map(|v| format!("{v:.3}"))
+                        .unwrap_or_else(|| "no value".into())
+                ),
+            })
+            .collect();
+        format!("{word} ({})", parts.join("; "))
+    }
+}
+
+/// Checks `spec` on a level's records (the ITL option is the summary's).
+pub fn check(spec: &SloSpec, records: &[RequestRecord], summary: &RunSummary) -> SloCheck {
+    let measured: Vec<&RequestRecord> = records
+        .iter()
+        .filter(|r| r.phase == Phase::Measure)
+        .collect();
+    let metrics: Vec<Option<RequestMetrics>> = measured
+        .iter()
+        .map(|r| measure(r, summary.itl_method.option))
+        .collect();
+    let mut terms = Vec::new();
+    let bounds: Vec<_> = spec.per_request().collect();
+    if !bounds.is_empty() {
+        let trials = measured.len() as u64;
+        let met = metrics.iter().flatten().filter(|m| spec.met_by(m)).count() as u64;
+        terms.push(binomial(
+            bounds
+                .iter()
+                .map(|(m, v)| format!("{}<={v}", m.name()))
+                .collect::<Vec<_>>()
+                .join(","),
+            met,
+            trials,
+            spec.target_attainment,
+        ));
+    }
+    for term in &spec.terms {
+        match *term {
+            SloTerm::PerRequest { .. } => {}
+            SloTerm::RunStat {
+                stat: Stat::Percentile(p),
+                metric,
+                max,
+            } => {
+                let values = values_of(metric, &measured, &metrics);
+                let met = values.iter().filter(|&&v| v <= max).count() as u64;
+                terms.push(binomial(
+                    term.to_string(),
+                    met,
+                    values.len() as u64,
+                    p / 100.0,
+                ));
+            }
+            SloTerm::RunStat { .. } | SloTerm::AtLeast { .. } => {
+                let found = summary.slo.as_ref().and_then(|r| {
+                    r.run_checks
+                        .iter()
+                        .find(|c| c.term == term.to_string())
+                        .cloned()
+                });
+                terms.push(TermCheck {
+                    term: term.to_string(),
+                    met: 0,
+                    trials: 0,
+                    target: None,
+                    interval: None,
+                    observed: found.as_ref().and_then(|c| c.observed),
+                    verdict: if found.is_some_and(|c| c.passed) {
+                        SloVerdict::Pass
+                    } else {
+                        SloVerdict::Fail
+                    },
+                });
+            }
+        }
+    }
+    let verdict = if terms.iter().any(|t| t.verdict == SloVerdict::Fail) {
+        SloVerdict::Fail
+    } else if terms.iter().any(|t| t.verdict == SloVerdict::Undecided) {
+        SloVerdict::Undecided
+    } else {
+        SloVerdict::Pass
+    };
+    SloCheck {
+        spec: spec.to_string(),
+        confidence: CONFIDENCE,
+        terms,
+        verdict,
+    }
+}
+
+/// A binomial term: `met` of `trials` against `target`. No trials at all is a failure
+/// (nothing was shown to meet the bound).
+fn binomial(term: String, met: u64, trials: u64, target: f64) -> TermCheck {
+    TermCheck {
+        term,
+        met,
+        trials,
+        target: Some(target),
+        interval: wilson(met, trials, CONFIDENCE),
+        observed: None,
+        verdict: slo_verdict(met, trials, target, CONFIDENCE).unwrap_or(SloVerdict::Fail),
+    }
+}
+
+/// The values a percentile bound is about.
+fn values_of(
+    metric: RunMetric,
+    measured: &[&RequestRecord],
+    metrics: &[Option<RequestMetrics>],
+) -> Vec<f64> {
+    let per = |f: &dyn Fn(&RequestMetrics) -> Option<f64>| -> Vec<f64> {
+        metrics.iter().flatten().filter_map(f).collect()
+    };
+    match metric {
+        RunMetric::TtftMs => per(&|m| Some(m.ttft_ms)),
+        RunMetric::TpotMs => per(&|m| m.tpot_ms),
+        RunMetric::E2eMs => per(&|m| Some(m.e2e_ms)),
+        RunMetric::JitterMs => per(&|m| m.jitter_ms),
+        RunMetric::MaxPauseMs => per(&|m| m.max_pause_ms),
+        RunMetric::ItlMs => metrics
+            .iter()
+            .flatten()
+            .flat_map(|m| m.itl_ms.iter().copied())
+            .collect(),
+        RunMetric::UserIdleMs => measured
+            .iter()
+            .filter(|r| r.outcome.is_ok())
+            .filter_map(|r| r.derived.as_ref().map(|d| d.user_idle_ms))
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn binomial_terms_use_the_interval_not_the_point() {
+        // 100 of 100 within the bound: Wilson 95 % lower bound = 100/(100 + 1.96²) = 0.963.
+        // Against a 95 % target it passes; against 99 % it is undecided (0.963 < 0.99 ≤ 1).
+        let t = binomial("x".into(), 100, 100, 0.95);
+        assert_eq!(t.verdict, SloVerdict::Pass);
+        let (lo, hi) = t.interval.unwrap();
+        assert!(
+            (lo - 100.0 / (100.0 + 1.959_964_f64.powi(2))).abs() < 1e-4,
+            "{lo}"
+        );
+        assert_eq!(hi, 1.0);
+        assert_eq!(
+            binomial("x".into(), 100, 100, 0.99).verdict,
+            SloVerdict::Undecided
+        );
+        // 90 of 100: Wilson (0.8256, 0.9448) is wholly below 0.95 → fail.
+        assert_eq!(
+            binomial("x".into(), 90, 100, 0.95).verdict,
+            SloVerdict::Fail
+        );
+        // Nothing measured: nothing shown.
+        assert_eq!(binomial("x".into(), 0, 0, 0.5).verdict, SloVerdict::Fail);
+    }
+}

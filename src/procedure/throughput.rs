@@ -1,0 +1,321 @@
+//! 5.2 Output Token Throughput: the most load the server sustains (and, with an SLO, the
+//! most that meets it), by bracketing from a short closed-loop estimate and bisecting.
+//!
+//! Levels: a concurrency-1 reference (the low-load latency the blow-up signal compares
+//! against), a closed-loop estimate at high concurrency (its completion rate is the first
+//! rate tried, unless `--capacity` gives one), then open-loop levels doubling or halving
+//! until one passes and one fails, then bisection to `--tolerance`. The sustainable level's
+//! figures are the draft's Tables 3 and 4.
+
+use super::compliance::Checklist;
+use super::level::{rate, Bench, LevelSpec, LevelVerdict, Load, Role, Stop};
+use super::report::Finding;
+use super::search::{search_concurrency, search_rate, ConcurrencyPlan, Probe, RatePlan};
+use super::session::{Criteria, Session};
+use super::{common_parameters, Options};
+use serde::{Deserialize, Serialize};
+
+/// `result` of a throughput test.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ThroughputResult {
+    /// Highest open-loop rate that passed, requests per second.
+    pub sustainable_rate_per_s: Option<f64>,
+    /// Highest closed-loop concurrency that passed (`--closed-loop`).
+    pub sustainable_concurrency: Option<u32>,
+    /// Lowest load above it that failed.
+    pub failing_rate_per_s: Option<f64>,
+    pub failing_concurrency: Option<u32>,
+    /// Output tokens per second at the sustainable level (steady window).
+    pub max_output_tokens_per_s: Option<f64>,
+    /// Completed requests per second at the sustainable level (steady window).
+    pub max_requests_per_s: Option<f64>,
+    /// Input tokens per second at the sustainable level.
+    pub max_input_tokens_per_s: Option<f64>,
+    /// Output tokens per second per GPU (`--gpus`).
+    pub tokens_per_gpu_s: Option<f64>,
+    /// The closed-loop estimate the search started from, requests per second.
+    pub estimate_rate_per_s: Option<f64>,
+    /// P50 end-to-end latency at concurrency 1, ms (the saturation blow-up reference).
+    pub reference_e2e_p50_ms: Option<f64>,
+    /// Index of the sustainable level in `levels`.
+    pub sustainable_level: Option<usize>,
+    /// The search narrowed the bracket to the tolerance.
+    pub converged: bool,
+    /// How the search ended.
+    pub search: String,
+}
+
+/// Runs the closed-loop estimate (unless `--capacity` gave one): requests per second.
+pub fn estimate(s: &mut Session, o: &Options) -> Result<f64, Stop> {
+    if let Some(r) = o.capacity_rate_per_s {
+        return Ok(r);
+    }
+    let c = o.estimate_concurrency.max(1);
+    let spec = LevelSpec::new(
+        format!("estimate: concurrency {c}"),
+        Role::Estimate,
+        Load::Concurrency { concurrency: c },
+        o.calibration(),
+    );
+    let level = s.measure(spec)?;
+    let r = level.summary.steady_state.requests_per_s;
+    if r > 0.0 && r.is_finite() {
+        Ok(r)
+    } else {
+        Err(Stop::Failed(anyhow::anyhow!(
+            "the capacity estimate (concurrency {c} for {:.0} s) completed no request in its steady window; give --capacity RATE, or a longer --level-duration",
+            o.calibration().as_secs_f64()
+        )))
+    }
+}
+
+/// Runs the test.
+pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
+    let mut s = Session::new(bench, o.slo.clone());
+    let duration = o.duration(60.0, 6.0);
+    let mut result = ThroughputResult::default();
+    let criteria = Criteria {
+        saturation: true,
+        min_success: None,
+    };
+    let stop: Option<Stop>;
+    let setup = s
+        .reference(o.calibration())
+        .and_then(|_| estimate(&mut s, o));
+    result.reference_e2e_p50_ms = s.reference_e2e_p50_ms;
+    match setup {
+        Err(e) => stop = Some(e),
+        Ok(est) if !o.closed_loop => {
+            result.estimate_rate_per_s = Some(est);
+            let plan = RatePlan {
+                start_per_s: est,
+                tolerance: o.tolerance,
+                max_doublings: 8,
+                min_rate_per_s: est / 1024.0,
+            };
+            let (found, stopped) = search_rate(&plan, |r, role| {
+                let spec = LevelSpec::new(
+                    format!("rate {} req/s", rate(r)),
+                    role,
+                    Load::Rate { rate_per_s: r },
+                    duration,
+                );
+                s.probe(spec, criteria).map(probe_of)
+            });
+            stop = stopped;
+            result.sustainable_rate_per_s = found.sustainable;
+            result.failing_rate_per_s = found.failing;
+            result.converged = found.converged;
+            result.search = found.note;
+        }
+        Ok(est) => {
+            result.estimate_rate_per_s = Some(est);
+            let plan = ConcurrencyPlan {
+                start: o.start_concurrency.max(1),
+                max: o.concurrency_limit.max(1),
+                tolerance: o.tolerance,
+            };
+            let (found, stopped) = search_concurrency(&plan, |c, role| {
+                let spec = LevelSpec::new(
+                    format!("concurrency {c}"),
+                    role,
+                    Load::Concurrency { concurrency: c },
+                    duration,
+                );
+                s.probe(spec, criteria).map(probe_of)
+            });
+            stop = stopped;
+            result.sustainable_concurrency = found.sustainable;
+            result.failing_concurrency = found.failing;
+            result.converged = found.converged;
+            result.search = found.note;
+        }
+    }
+    let load = match (
+        result.sustainable_rate_per_s,
+        result.sustainable_concurrency,
+    ) {
+        (Some(r), _) => Some(Load::Rate { rate_per_s: r }),
+        (_, Some(c)) => Some(Load::Concurrency { concurrency: c }),
+        _ => None,
+    };
+    if let Some(level) = load.and_then(|l| {
+        s.levels
+            .iter()
+            .rev()
+            .find(|x| x.load == l && x.verdict == LevelVerdict::Pass)
+    }) {
+        let st = &level.summary.steady_state;
+        result.sustainable_level = Some(level.index);
+        result.max_output_tokens_per_s = Some(st.output_tokens_per_s);
+        result.max_requests_per_s = Some(st.requests_per_s);
+        result.max_input_tokens_per_s = Some(level.summary.input_tokens_per_s);
+        result.tokens_per_gpu_s = o
+            .gpus
+            .filter(|&g| g > 0)
+            .map(|g| st.output_tokens_per_s / g as f64);
+    }
+    let answer = answer(&result, o);
+    let compliance = compliance(&s, o, duration, &result);
+    Finding {
+        answered: result.max_output_tokens_per_s.is_some(),
+        levels: s.levels,
+        result: serde_json::to_value(&result).expect("plain data"),
+        answer,
+        compliance,
+        parameters: serde_json::json!({
+            "common": common_parameters(o),
+            "load_model": if o.closed_loop { "closed" } else { "open" },
+            "level_duration_s": duration.as_secs_f64(),
+            "estimate_concurrency": o.estimate_concurrency,
+            "capacity_given_per_s": o.capacity_rate_per_s,
+        }),
+        stopped: stop.map(|e| e.to_string()),
+    }
+}
+
+fn probe_of(v: LevelVerdict) -> Probe {
+    if v == LevelVerdict::Pass {
+        Probe::Pass
+    } else {
+        Probe::Fail
+    }
+}
+
+/// The one-line answer.
+fn answer(r: &ThroughputResult, o: &Options) -> String {
+    let under = o
+        .slo
+        .as_ref()
+        .map(|s| format!(" under the SLO {s}"))
+        .unwrap_or_else(|| " with no saturation signal".into());
+    match (
+        r.sustainable_rate_per_s,
+        r.sustainable_concurrency,
+        r.max_output_tokens_per_s,
+    ) {
+        (Some(rate_per_s), _, Some(tok)) => format!(
+            "max sustainable: {} req/s, {} tok/s{under}{}",
+            rate(rate_per_s),
+            thousands(tok),
+            r.failing_rate_per_s
+                .map(|f| format!(" ({} req/s failed)", rate(f)))
+                .unwrap_or_default()
+        ),
+        (_, Some(c), Some(tok)) => format!(
+            "max sustainable: concurrency {c}, {} tok/s{under}{}",
+            thousands(tok),
+            r.failing_concurrency
+                .map(|f| format!(" (concurrency {f} failed)"))
+                .unwrap_or_default()
+        ),
+        _ => format!("no load level was sustained{under}: {}", r.search),
+    }
+}
+
+/// `2,610` (thousands separated, no decimals) for token rates.
+pub fn thousands(x: f64) -> String {
+    let n = x.round() as i64;
+    let digits = n.abs().to_string();
+    let mut out = String::new();
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    if n < 0 {
+        format!("-{out}")
+    } else {
+        out
+    }
+}
+
+fn compliance(
+    s: &Session,
+    o: &Options,
+    duration: std::time::Duration,
+    r: &ThroughputResult,
+) -> super::compliance::Compliance {
+    let mut c = Checklist::default();
+    c.common(o.quick, s.warmup.as_ref(), o.seed);
+    let d = duration.as_secs_f64();
+    c.must(
+        "5.2.2.1",
+        "test duration at least 60 s per load level",
+        d >= 60.0,
+        format!("{d:.0} s per level"),
+    );
+    c.should(
+        "5.2.2.1",
+        "test duration 300 s per load level (RECOMMENDED)",
+        d >= 300.0,
+        format!("{d:.0} s per level (--level-duration 300s to meet it)"),
+    );
+    c.must(
+        "5.2.2.2",
+        "load model, range and increment defined",
+        true,
+        format!(
+            "{} loop; doubling from the estimate {}, then bisection to {:.0} %",
+            if o.closed_loop { "closed" } else { "open" },
+            r.estimate_rate_per_s
+                .map(|e| format!("{} req/s", rate(e)))
+                .unwrap_or_else(|| "(not reached)".into()),
+            o.tolerance * 100.0
+        ),
+    );
+    c.must(
+        "5.2.3",
+        "binary search to the maximum sustainable load",
+        r.converged,
+        r.search.clone(),
+    );
+    c.must(
+        "5.2.3.2",
+        "steady state: the first 10 % of each level excluded",
+        true,
+        "every level's saturation signals and throughput use its steady window",
+    );
+    let steady = r.sustainable_level.and_then(|i| s.levels.get(i)).map(|l| {
+        let stable_tput = l
+            .signals
+            .steady_throughput_change
+            .is_none_or(|c| c.abs() <= 0.1);
+        (
+            !l.signals.queue_growth && !l.signals.server_queue_growth,
+            stable_tput,
+            l,
+        )
+    });
+    c.should(
+        "5.2.3.2",
+        "steady state verified at the reported level: queue stable, throughput stable",
+        steady.is_some_and(|(q, t, _)| q && t),
+        match steady {
+            Some((q, _, l)) => format!(
+                "queue {}; throughput changed {} between the halves of the steady window",
+                if q { "stable" } else { "growing" },
+                l.signals
+                    .steady_throughput_change
+                    .map(|c| format!("{:+.1} %", c * 100.0))
+                    .unwrap_or_else(|| "(too few requests to tell)".into())
+            ),
+            None => "no sustainable level".into(),
+        },
+    );
+    c.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thousands_separators() {
+        assert_eq!(thousands(2610.4), "2,610");
+        assert_eq!(thousands(999.0), "999");
+        assert_eq!(thousands(1234567.0), "1,234,567");
+        assert_eq!(thousands(-1500.0), "-1,500");
+    }
+}
