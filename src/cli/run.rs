@@ -16,9 +16,7 @@ use crate::metrics::slo::SloSpec;
 use crate::metrics::summary::failed_share;
 use crate::metrics::ux::{DeadlineScheme, IdleCost, UxParams};
 use crate::record::{FailureKind, Phase};
-use crate::report::{
-    terminal, SystemInfo, ToolInfo, Verdict,
-};
+use crate::report::{terminal, SystemInfo, ToolInfo, Verdict};
 use crate::runner::{self, RunError, ServerInfo};
 use crate::sim::SimServer;
 use crate::store::{prepare_run_dir, read_requests, write_run_json};
@@ -800,10 +798,25 @@ pub fn run(args: RunArgs) -> Result<u8> {
     } else {
         print!("{}", terminal::render(&report));
     }
-    println!(
-        "\nRun folder: {} (every table: --detail, or run.json)",
-        report.config.out_dir.display()
-    );
+    let dir = report.config.out_dir.display().to_string();
+    // The reports are a view of what is already on disk: failing to write them never
+    // loses the run or changes its exit status.
+    match super::report::write_files(&report, &output.records) {
+        Ok(_) => println!(
+            "\nRun folder: {dir}: report.html (charts), report.md, run.json, requests.jsonl{}",
+            if detail {
+                ""
+            } else {
+                " (every table: --detail)"
+            }
+        ),
+        Err(e) => {
+            println!("\nRun folder: {dir} (every table: --detail, or run.json)");
+            eprintln!(
+                "warning: the reports were not written: {e:#}. The run itself is complete; `servebench report {dir} --format all` writes them again."
+            );
+        }
+    }
     drop(sim);
     Ok(report.verdict.exit_status)
 }
