@@ -57,7 +57,7 @@ fn a_run_writes_both_reports_and_report_rewrites_them() {
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(
-        stdout.contains("report.html (charts), report.md"),
+        stdout.contains("report.html (charts) · report.md"),
         "{stdout}"
     );
 

@@ -118,6 +118,15 @@ fn write_atomic(path: &Path, text: &str) -> Result<()> {
     std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
 }
 
+/// The records as `requests.jsonl` holds them (times in whole microseconds), so that the
+/// reports a run writes are the ones `servebench report` rebuilds from its folder.
+pub fn as_written(records: &[RequestRecord], clock: &crate::clock::RunClock) -> Vec<RequestRecord> {
+    records
+        .iter()
+        .map(|r| crate::record::wire::WireRecord::from_record(r, clock).into_record(0))
+        .collect()
+}
+
 /// Writes `report.md` and `report.html` into the run folder; returns their paths.
 pub fn write_files(report: &RunReport, records: &[RequestRecord]) -> Result<[PathBuf; 2]> {
     let page = run_page(report, records);

@@ -799,19 +799,20 @@ pub fn run(args: RunArgs) -> Result<u8> {
         print!("{}", terminal::render(&report));
     }
     let dir = report.config.out_dir.display().to_string();
-    // The reports are a view of what is already on disk: failing to write them never
-    // loses the run or changes its exit status.
-    match super::report::write_files(&report, &output.records) {
-        Ok(_) => println!(
-            "\nRun folder: {dir}: report.html (charts), report.md, run.json, requests.jsonl{}",
-            if detail {
-                ""
-            } else {
-                " (every table: --detail)"
-            }
-        ),
+    println!("\nRun folder: {dir}");
+    let tables = if detail {
+        ""
+    } else {
+        " · every table: --detail"
+    };
+    // The reports are a view of what is already on disk (the records as requests.jsonl
+    // holds them, so `servebench report` rebuilds the same files): failing to write them
+    // never loses the run or changes its exit status.
+    let written = super::report::as_written(&output.records, &output.clock);
+    match super::report::write_files(&report, &written) {
+        Ok(_) => println!("  report.html (charts) · report.md · run.json · requests.jsonl{tables}"),
         Err(e) => {
-            println!("\nRun folder: {dir} (every table: --detail, or run.json)");
+            println!("  run.json · requests.jsonl{tables}");
             eprintln!(
                 "warning: the reports were not written: {e:#}. The run itself is complete; `servebench report {dir} --format all` writes them again."
             );
