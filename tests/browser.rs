@@ -494,4 +494,5 @@ fn the_html_report_renders_offline_in_chromium() {
     assert!(errors.is_empty(), "console errors: {errors:#?}");
     b.close();
     let _ = std::fs::remove_dir_all(&profile);
+    let _ = std::fs::remove_dir_all(&dir);
 }

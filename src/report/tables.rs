@@ -365,17 +365,16 @@ pub fn experience(e: &Experience) -> Vec<Table> {
                 fmt_rate(sg.throughput_tokens_per_s)
             ),
             format!(
-                "α = {}, f = {:?}, T = {:.1} s{}",
+                "α = {}, f = {}, T = {:.1} s{}",
                 sg.alpha,
-                sg.f,
+                format!("{:?}", sg.f).to_lowercase(),
                 sg.window.duration_s,
                 if sg.window.outcome_independent {
                     ""
                 } else {
                     " (closed loop: depends on outcomes)"
                 }
-            )
-            .to_lowercase(),
+            ),
         ]);
     }
     match &e.fluidity {

@@ -170,7 +170,12 @@ fn measure_span(rows: &[TimelineRow]) -> Option<(f64, f64)> {
     Some((first.t_s as f64, last.t_s as f64 + 1.0))
 }
 
+/// Marks the measured phase, and spans the whole run on x so that every chart over time
+/// shares one time axis.
 fn with_phase_markers(mut c: Chart, rows: &[TimelineRow]) -> Chart {
+    if let Some(last) = rows.last() {
+        c = c.x_range(0.0, last.t_s as f64 + 1.0);
+    }
     if let Some((a, b)) = measure_span(rows) {
         if a > 0.0 {
             c = c.marker(Marker::vertical(a, "measuring"));
