@@ -1,5 +1,6 @@
 //! Integration tests: one binary (see STYLE.md), modules per area.
 
+mod browser;
 mod common;
 mod crash;
 mod e2e_sim;
@@ -9,6 +10,7 @@ mod fault_matrix;
 mod first_hour;
 mod hostile;
 mod real_server;
+mod reports;
 mod sim_engine;
 mod telemetry;
 mod trustworthy;

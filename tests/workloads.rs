@@ -266,10 +266,18 @@ fn multi_turn_sessions_wait_think_time_and_carry_history() {
                 .push(r);
         }
         if name == "closed" {
-            assert_eq!(
-                by_session.len(),
-                4,
-                "{name}: 12 requests = 4 sessions of 3 turns"
+            // Each of the 2 workers runs whole sessions one after the other; only the
+            // 12-request limit can cut a session short, and it cuts at most one per worker
+            // (which ones depends on timing, so the test allows either).
+            let short = by_session.values().filter(|t| t.len() < 3).count();
+            assert!(
+                by_session.values().all(|t| t.len() <= 3) && short <= 2,
+                "{name}: sessions of at most 3 turns, at most one cut short per worker: {:?}",
+                by_session.values().map(Vec::len).collect::<Vec<_>>()
+            );
+            assert!(
+                (4..=6).contains(&by_session.len()),
+                "{name}: 12 requests = 4 whole sessions, or fewer whole ones and 2 cut short"
             );
         }
         // Open loop starts sessions on the schedule, so the 12-request limit may end some

@@ -750,10 +750,18 @@ pub fn run(args: RunArgs) -> Result<u8> {
     } else {
         print!("{}", terminal::render(&report));
     }
-    println!(
-        "\nRun folder: {} (every table: --detail, or run.json)",
-        report.config.out_dir.display()
-    );
+    let dir = &report.config.out_dir;
+    println!("\nRun folder: {}", dir.display());
+    let tables = if detail {
+        ""
+    } else {
+        " · every table: --detail"
+    };
+    if dir.join("report.html").exists() {
+        println!("  report.html (charts) · report.md · run.json · requests.jsonl{tables}");
+    } else {
+        println!("  run.json · requests.jsonl{tables}");
+    }
     drop(sim);
     Ok(report.verdict.exit_status)
 }
@@ -840,5 +848,15 @@ pub fn execute(
         recovered: false,
         extra_warnings: e.warnings,
     })?;
+    // The reports are a view of what is already on disk (the records as requests.jsonl
+    // holds them, so `servebench report` rebuilds the same files): failing to write them
+    // never loses the run or changes its exit status.
+    let written = super::report::as_written(&output.records, &output.clock);
+    if let Err(err) = super::report::write_files(&report, &written) {
+        eprintln!(
+            "warning: the reports were not written: {err:#}. The run itself is complete; `servebench report {} --format all` writes them again.",
+            report.config.out_dir.display()
+        );
+    }
     Ok(Ok((report, output.records)))
 }
