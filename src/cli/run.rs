@@ -16,9 +16,7 @@ use crate::metrics::slo::SloSpec;
 use crate::metrics::summary::failed_share;
 use crate::metrics::ux::{DeadlineScheme, IdleCost, UxParams};
 use crate::record::{FailureKind, Phase};
-use crate::report::{
-    terminal, SystemInfo, ToolInfo, Verdict,
-};
+use crate::report::{terminal, SystemInfo, ToolInfo, Verdict};
 use crate::runner::{self, RunError, ServerInfo};
 use crate::sim::SimServer;
 use crate::store::{prepare_run_dir, read_requests, write_run_json};
@@ -725,6 +723,9 @@ pub fn tokenizer_info(tok: &dyn tokenizer::Tokenizer) -> crate::report::Tokenize
 /// Runs the whole pipeline; returns the exit status.
 pub fn run(args: RunArgs) -> Result<u8> {
     let detail = args.output.detail;
+    for label in &args.output.labels {
+        crate::store::history::check_label(label).context("--label")?;
+    }
     let Ready {
         sim,
         resolved,
@@ -805,5 +806,13 @@ pub fn run(args: RunArgs) -> Result<u8> {
         report.config.out_dir.display()
     );
     drop(sim);
+    if !args.output.no_store {
+        super::history::record_run(
+            args.output.store.as_deref(),
+            &report.config.out_dir,
+            &args.output.labels,
+            args.output.quiet,
+        );
+    }
     Ok(report.verdict.exit_status)
 }
