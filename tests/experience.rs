@@ -326,6 +326,11 @@ fn api_keys_never_reach_any_output() {
             everything += &std::fs::read_to_string(d.join(f)).unwrap();
         }
     }
+    // The history database the runs were indexed in holds their command lines and URLs.
+    let store = String::from_utf8_lossy(&std::fs::read(crate::common::test_store()).unwrap())
+        .into_owned();
+    assert!(store.contains("servebench-test-secret-url"), "the run was indexed");
+    everything += &store;
     assert!(
         !everything.contains("very-secret")
             && !everything.contains("also-secret")

@@ -16,7 +16,9 @@ use crate::metrics::slo::SloSpec;
 use crate::metrics::summary::failed_share;
 use crate::metrics::ux::{DeadlineScheme, IdleCost, UxParams};
 use crate::record::{FailureKind, Phase};
-use crate::report::{terminal, SystemInfo, ToolInfo, Verdict};
+use crate::report::{
+    terminal, SystemInfo, ToolInfo, Verdict,
+};
 use crate::runner::{self, RunError, ServerInfo};
 use crate::sim::SimServer;
 use crate::store::{prepare_run_dir, read_requests, write_run_json};
