@@ -327,9 +327,12 @@ fn api_keys_never_reach_any_output() {
         }
     }
     // The history database the runs were indexed in holds their command lines and URLs.
-    let store = String::from_utf8_lossy(&std::fs::read(crate::common::test_store()).unwrap())
-        .into_owned();
-    assert!(store.contains("servebench-test-secret-url"), "the run was indexed");
+    let store =
+        String::from_utf8_lossy(&std::fs::read(crate::common::test_store()).unwrap()).into_owned();
+    assert!(
+        store.contains("servebench-test-secret-url"),
+        "the run was indexed"
+    );
     everything += &store;
     assert!(
         !everything.contains("very-secret")

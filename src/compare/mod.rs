@@ -323,6 +323,15 @@ pub fn signed(metric: Metric, v: f64) -> String {
     format!("{v:+.digits$}{unit}")
 }
 
+/// A signed value without its unit, for a place that states the unit once.
+pub fn signed_bare(metric: Metric, v: f64) -> String {
+    let text = signed(metric, v);
+    match metric.unit() {
+        "share" => text,
+        u => text.trim_end_matches(u).trim_end().to_owned(),
+    }
+}
+
 fn versus_text(metric: Metric, outcome: &Outcome, diff: Option<f64>, base: Option<f64>) -> String {
     let rel = |d: f64| match base {
         Some(b) if b != 0.0 => format!(" ({:+.1} %)", d / b.abs() * 100.0),

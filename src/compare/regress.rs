@@ -5,8 +5,8 @@
 //! always does once there are enough runs. Pure.
 
 use super::metrics::{Metric, Normalisation};
-use super::{signed, RunInput};
-use crate::stats::compare::{compare, regressed, Outcome};
+use super::{signed, signed_bare, RunInput};
+use crate::stats::compare::{compare, regressed, Outcome, Verdict};
 use crate::stats::interval::{mean, BootstrapConfig, MIN_RUNS};
 use serde::{Deserialize, Serialize};
 
@@ -106,44 +106,50 @@ pub fn render(r: &RegressionReport) -> String {
     for g in &r.metrics {
         let rel = g
             .relative_difference
-            .map(|x| format!(" ({:+.1} %)", x * 100.0))
+            .map(|x| format!("({:+.1} %)", x * 100.0))
             .unwrap_or_default();
         let state = match (&g.outcome, g.regressed) {
-            (_, Some(true)) => "REGRESSED".to_owned(),
-            (Outcome::Compared(c), _) => {
-                let lo = signed(g.metric, c.difference_ci.0);
-                let hi = signed(g.metric, c.difference_ci.1);
-                format!(
-                    "{} (95 % CI {lo} to {hi})",
-                    match c.verdict {
-                        crate::stats::compare::Verdict::Better => "better",
-                        crate::stats::compare::Verdict::NoDifference => "no difference",
-                        crate::stats::compare::Verdict::Inconclusive => "within noise",
-                        crate::stats::compare::Verdict::Worse => "worse",
-                    }
-                )
-            }
-            _ => "not decided".to_owned(),
-        };
-        let detail = match (&g.outcome, g.regressed) {
-            (Outcome::Compared(c), Some(true)) => format!(
-                " beyond the {:.1} % tolerance with confidence (95 % CI of the change {} to {}; Welch p = {:.3})",
-                r.tolerance * 100.0,
-                signed(g.metric, c.difference_ci.0),
-                signed(g.metric, c.difference_ci.1),
-                c.welch.p_value
-            ),
-            _ => String::new(),
+            (_, Some(true)) => "REGRESSED",
+            (Outcome::Compared(c), _) => match c.verdict {
+                Verdict::Better => "better",
+                Verdict::NoDifference => "no difference",
+                Verdict::Inconclusive => "within noise",
+                Verdict::Worse => "worse",
+            },
+            _ => "not decided",
         };
         let _ = writeln!(
             out,
-            "  {:<19} {:>12} → {:>12} {:<6} {}{rel}  {state}{detail}",
+            "  {:<18} {:>9} → {:>9} {:<5} {:>12} {:>10}  {state}",
             g.label,
             short(g.baseline_mean),
             short(g.candidate_mean),
             g.unit,
             signed(g.metric, g.difference),
+            rel,
         );
+        if let Outcome::Compared(c) = &g.outcome {
+            let p = if c.welch.p_value < 0.001 {
+                "< 0.001".to_owned()
+            } else {
+                format!("= {:.3}", c.welch.p_value)
+            };
+            let unit = match g.unit.as_str() {
+                "share" => String::new(),
+                u => format!(" {u}"),
+            };
+            let _ = writeln!(
+                out,
+                "      95 % CI of the change {} to {}{unit}; Welch p {p}{}",
+                signed_bare(g.metric, c.difference_ci.0),
+                signed_bare(g.metric, c.difference_ci.1),
+                if g.regressed == Some(true) {
+                    format!("; beyond the {:.1} % tolerance", r.tolerance * 100.0)
+                } else {
+                    String::new()
+                }
+            );
+        }
     }
     let verdict = if !r.decided {
         format!(
@@ -157,7 +163,7 @@ pub fn render(r: &RegressionReport) -> String {
             .filter(|g| g.regressed == Some(true))
             .map(|g| g.label.as_str())
             .collect();
-        format!("REGRESSION in {}", names.join(", "))
+        crate::report::terminal::wrap(&format!("REGRESSION in {}", names.join(", ")), 100, 2)
     } else {
         "no regression beyond the tolerance".into()
     };

@@ -4,7 +4,7 @@
 
 use super::checklist::CheckStatus;
 use super::metrics::Metric;
-use super::{signed, ComparisonReport, MetricRow};
+use super::{signed, signed_bare, ComparisonReport, MetricRow};
 use crate::report::terminal::WIDTH;
 use crate::stats::compare::{Outcome, Verdict};
 use comfy_table::presets::UTF8_FULL_CONDENSED;
@@ -186,8 +186,8 @@ fn change_cells(row: &MetricRow, v: &super::Versus) -> Vec<String> {
             signed(row.metric, c.difference),
             format!(
                 "{} to {}",
-                bare(row.metric, c.difference_ci.0),
-                bare(row.metric, c.difference_ci.1)
+                signed_bare(row.metric, c.difference_ci.0),
+                signed_bare(row.metric, c.difference_ci.1)
             ),
             c.relative_difference
                 .map(|x| format!("{:+.1} %", x * 100.0))
@@ -228,15 +228,6 @@ fn change_cells(row: &MetricRow, v: &super::Versus) -> Vec<String> {
             "–".into(),
             reason.clone(),
         ],
-    }
-}
-
-/// A signed value without its unit (the change beside it carries it).
-fn bare(metric: Metric, v: f64) -> String {
-    let text = signed(metric, v);
-    match metric.unit() {
-        "share" => text,
-        u => text.trim_end_matches(u).trim_end().to_owned(),
     }
 }
 

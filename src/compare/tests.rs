@@ -282,3 +282,43 @@ fn renders_within_100_columns_and_reads_back_from_json() {
     let back: ComparisonReport = serde_json::from_str(&json).unwrap();
     assert_eq!(back, r);
 }
+
+#[test]
+fn the_regression_gate() {
+    let base = system("main", 1.0, &SEEDS, 0).runs;
+    let slower = system("pr", 1.2, &SEEDS, 5).runs;
+    let g = regress::gate(&base, &slower, 0.05);
+    assert!(g.decided && g.regressed);
+    let ttft = g
+        .metrics
+        .iter()
+        .find(|m| m.metric == Metric::TtftP50Ms)
+        .unwrap();
+    assert_eq!(ttft.regressed, Some(true));
+    assert!((ttft.difference - 20.0).abs() < 1e-9);
+    assert!((ttft.relative_difference.unwrap() - 0.2).abs() < 1e-9);
+    let success = g
+        .metrics
+        .iter()
+        .find(|m| m.metric == Metric::SuccessRate)
+        .unwrap();
+    assert_eq!(success.regressed, Some(false));
+    let text = regress::render(&g);
+    assert!(text.contains("REGRESSION in Output throughput"), "{text}");
+    for line in text.lines() {
+        assert!(line.chars().count() <= 100, "{line}");
+    }
+    // 3 % slower is within the 5 % tolerance; 3 % faster is no regression at all.
+    for level in [1.03, 0.97] {
+        let g = regress::gate(&base, &system("pr", level, &SEEDS, 5).runs, 0.05);
+        assert!(g.decided && !g.regressed, "{level}");
+    }
+    // With no tolerance the 3 % slowdown fails the gate.
+    let g = regress::gate(&base, &system("pr", 1.03, &SEEDS, 5).runs, 0.0);
+    assert!(g.regressed);
+    // Two runs decide nothing.
+    let g = regress::gate(&base, &slower[..2], 0.05);
+    assert!(!g.decided && !g.regressed);
+    assert!(g.metrics.iter().all(|m| m.regressed.is_none()));
+    assert!(regress::render(&g).contains("NOT DECIDED"));
+}
