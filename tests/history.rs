@@ -42,6 +42,8 @@ fn run(root: &Path, store: &Path, config: &Path, seed: u64, out: &Path, label: &
         "32",
         "--no-server-metrics",
         "--no-gpu-metrics",
+        "--client-threads",
+        "1",
         "--quiet",
         "--out",
         out.to_str().unwrap(),

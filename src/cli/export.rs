@@ -9,10 +9,13 @@ use anyhow::{bail, Context, Result};
 
 pub fn export(args: ExportArgs) -> Result<u8> {
     if args.format != ExportFormatArg::CsvSummary && args.dirs.len() != 1 {
-        bail!(
-            "--format {:?} exports one run folder; csv-summary takes several",
-            args.format
-        );
+        use clap::ValueEnum;
+        let name = args
+            .format
+            .to_possible_value()
+            .map(|v| v.get_name().to_owned())
+            .unwrap_or_default();
+        bail!("--format {name} exports one run folder; csv-summary takes several");
     }
     let dir = &args.dirs[0];
     let text = match args.format {

@@ -139,9 +139,21 @@ pub fn table(rows: &[RunRow]) -> String {
     format!("{t}\nstarted: UTC; tok/s: output tokens per second; TTFT: P50/P99 ms; TPOT: P50 ms; ok: requests that succeeded\n")
 }
 
+/// The run an argument names; a run folder not indexed yet is indexed first, so labelling
+/// or noting a folder never needs a separate step.
+fn run_ref(db: &mut History, arg: &str) -> Result<RunRef> {
+    let run = RunRef::parse(arg);
+    if let RunRef::Path(p) = &run {
+        if p.exists() && db.get(&run).is_err() {
+            db.index(p)?;
+        }
+    }
+    Ok(run)
+}
+
 pub fn label(args: LabelArgs) -> Result<u8> {
     let mut db = History::open(&store_path(args.store.store.as_deref()))?;
-    let run = RunRef::parse(&args.run);
+    let run = run_ref(&mut db, &args.run)?;
     if args.remove {
         if db.unlabel(&run, &args.name)? {
             println!("Removed `{}` from {}", args.name.trim(), args.run);
@@ -157,7 +169,8 @@ pub fn label(args: LabelArgs) -> Result<u8> {
 
 pub fn note(args: NoteArgs) -> Result<u8> {
     let mut db = History::open(&store_path(args.store.store.as_deref()))?;
-    db.note(&RunRef::parse(&args.run), &args.text)?;
+    let run = run_ref(&mut db, &args.run)?;
+    db.note(&run, &args.text)?;
     println!("Noted on {}", args.run);
     Ok(exit::OK)
 }

@@ -17,7 +17,7 @@ const SAMPLE_RUN_JSON: &str = r#"{
  "finished_at": "2026-11-22T21:16:40.674Z", "finished_at_us": 1795382200674316,
  "interrupted": false,
  "command_line": ["./target/release/servebench", "run", "--requests", "200", "--warmup", "none",
-   "--sim-preset", "fast", "--quiet", "--out", "/work/scratch/samples/run1", "--force"],
+   "--sim-preset", "fast", "--quiet", "--out", "runs/sample", "--force"],
  "host": {"arch": "x86_64", "cpu_model": "AMD EPYC", "cpus": 2, "hostname": "vm", "os": "linux"},
  "server": {"context_tokens": 1073741824, "engine": "servebench-sim", "models": ["sim-fast"],
    "server_header": null, "version": "0.1.0"},
@@ -615,4 +615,47 @@ fn an_unreadable_test_json_is_reported_and_its_runs_still_indexed() {
     // A folder that does not exist is an I/O error naming it.
     let err = db.index(&tmp.0.join("missing")).err().unwrap();
     assert!(matches!(err, HistoryError::Io { .. }) && err.to_string().contains("missing"));
+}
+
+#[test]
+fn a_test_json_without_levels_is_read_as_its_run_subfolders() {
+    let tmp = Scratch::new();
+    let mut db = tmp.db();
+    let test = tmp.0.join("t");
+    run_with(&test.join("c8"), &[]);
+    run_with(&test.join("c1"), &[]);
+    fs::create_dir_all(test.join("notes")).unwrap();
+    fs::write(test.join("test.json"), r#"{"test": "ttft", "schema_version": 1}"#).unwrap();
+    let indexed = db.index(&test).unwrap();
+    assert_eq!((indexed.kind, indexed.levels.len()), (Kind::Test, 2));
+    let levels = db
+        .list(&Filter {
+            parent_test: Some(indexed.id),
+            ..Filter::default()
+        })
+        .unwrap();
+    let mut names: Vec<_> = levels.iter().map(|r| r.name.clone()).collect();
+    names.sort();
+    assert_eq!(names, ["c1", "c8"]);
+}
+
+#[test]
+fn record_folder_indexes_and_labels_or_writes_nothing() {
+    let tmp = Scratch::new();
+    let store = tmp.0.join("db/history.db");
+    let test = write_test(&tmp.0.join("t"), &[8, 64]);
+    let labels = vec!["nightly".to_owned(), "vllm-0.6.3".to_owned()];
+    let indexed = super::record_folder(&store, &test, &labels).unwrap();
+    assert_eq!((indexed.kind, indexed.levels.len()), (Kind::Test, 2));
+    let db = History::open(&store).unwrap();
+    let row = db.get(&RunRef::Id(indexed.id)).unwrap();
+    assert_eq!(row.labels, labels);
+    assert_eq!(ids(&db.runs_with_label("nightly").unwrap()), vec![indexed.id]);
+    // A bad label is refused before anything is written.
+    let run = run_with(&tmp.0.join("r"), &[]);
+    let err = super::record_folder(&store, &run, &["two words".to_owned()])
+        .err()
+        .unwrap();
+    assert!(matches!(err, HistoryError::InvalidLabel { .. }), "{err}");
+    assert!(db.get(&RunRef::Path(run)).is_err());
 }
