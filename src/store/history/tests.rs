@@ -625,7 +625,11 @@ fn a_test_json_without_levels_is_read_as_its_run_subfolders() {
     run_with(&test.join("c8"), &[]);
     run_with(&test.join("c1"), &[]);
     fs::create_dir_all(test.join("notes")).unwrap();
-    fs::write(test.join("test.json"), r#"{"test": "ttft", "schema_version": 1}"#).unwrap();
+    fs::write(
+        test.join("test.json"),
+        r#"{"test": "ttft", "schema_version": 1}"#,
+    )
+    .unwrap();
     let indexed = db.index(&test).unwrap();
     assert_eq!((indexed.kind, indexed.levels.len()), (Kind::Test, 2));
     let levels = db
@@ -650,7 +654,10 @@ fn record_folder_indexes_and_labels_or_writes_nothing() {
     let db = History::open(&store).unwrap();
     let row = db.get(&RunRef::Id(indexed.id)).unwrap();
     assert_eq!(row.labels, labels);
-    assert_eq!(ids(&db.runs_with_label("nightly").unwrap()), vec![indexed.id]);
+    assert_eq!(
+        ids(&db.runs_with_label("nightly").unwrap()),
+        vec![indexed.id]
+    );
     // A bad label is refused before anything is written.
     let run = run_with(&tmp.0.join("r"), &[]);
     let err = super::record_folder(&store, &run, &["two words".to_owned()])
