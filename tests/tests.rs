@@ -8,6 +8,7 @@ mod experience;
 mod failures;
 mod fault_matrix;
 mod first_hour;
+mod history;
 mod hostile;
 mod real_server;
 mod reports;

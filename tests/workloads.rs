@@ -8,7 +8,6 @@ use servebench::sim::{SimConfig, SimServer};
 use servebench::workload::datasets::{self, Dataset};
 use servebench::workload::{Generator, Scenario};
 use std::path::PathBuf;
-use std::process::Command;
 use std::sync::Arc;
 
 /// A file fetched by `scripts/fetch-test-data.sh`; a test that needs one fails, loudly,
@@ -174,7 +173,7 @@ fn trace_replay_follows_the_recorded_timestamps() {
 }
 
 fn export(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_servebench"))
+    let out = crate::common::servebench_command()
         .arg("workload")
         .arg("export")
         .args(args)
@@ -206,7 +205,7 @@ fn export_is_reproducible_and_show_reads_a_scenario_file() {
     let dir = temp_dir("scenario");
     let file = dir.join("mine.toml");
     std::fs::write(&file, "name = \"mine\"\ninput = { dist = \"normal\", mean = 200.0, std = 20.0, min = 100, max = 300 }\noutput = { dist = \"fixed\", value = 32 }\nsystem_prompt = { tokens = 40, share = 1.0 }\n").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_servebench"))
+    let out = crate::common::servebench_command()
         .args([
             "workload",
             "show",

@@ -37,6 +37,26 @@ pub enum Command {
     /// Run every test that applies to one target, one folder each, and a suite.json
     /// with every answer (the draft's full report, Appendix C.2).
     Suite(Box<SuiteArgs>),
+    /// List indexed runs, newest first, with their key figures (docs/history.md).
+    History(HistoryArgs),
+    /// Attach a label to a run (or remove it with --remove); labels group runs for
+    /// `compare label:NAME` and `regress --baseline label:NAME`.
+    Label(LabelArgs),
+    /// Attach a free-text note to a run.
+    Note(NoteArgs),
+    /// Rebuild the history database from the run and test folders under DIR (the folders
+    /// are the truth; labels and notes are kept).
+    Reindex(ReindexArgs),
+    /// Compare systems from their runs: side by side key metrics, with ≥ 3 runs per system
+    /// 95 % intervals, Welch's test and effect sizes, and the draft's fair-comparison
+    /// checklist (docs/compare.md).
+    Compare(CompareArgs),
+    /// CI gate: exit 1 when a key metric of the candidate runs is worse than the baseline's
+    /// beyond the tolerance with confidence, 0 otherwise, 2 on usage errors or too few runs.
+    Regress(RegressArgs),
+    /// Write a run in another format: CSV of requests or of run summaries, vLLM's
+    /// `bench serve` result JSON, AIPerf's profile exports.
+    Export(ExportArgs),
 }
 
 #[derive(Debug, Args)]
@@ -82,7 +102,7 @@ pub struct ProcedureArgs {
     pub level_duration: Option<Duration>,
     /// Relative tolerance of the throughput search: stop bisecting when the failing rate is
     /// within this of the passing one (5% or 0.05).
-    #[arg(long, default_value = "5%", value_parser = parse_share)]
+    #[arg(long, default_value = "5%", value_parser = parse_tolerance)]
     pub tolerance: f64,
     /// Throughput (5.2) in closed loop: search concurrency instead of rate.
     #[arg(long)]
@@ -136,19 +156,156 @@ pub struct ProcedureArgs {
     pub from: Vec<String>,
 }
 
-/// A share: `5%` or `0.05`.
-pub fn parse_share(s: &str) -> Result<f64, String> {
-    let t = s.trim();
-    let v = match t.strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
-        None => t.parse::<f64>(),
-    }
-    .map_err(|_| format!("`{s}` is not a share: use 5% or 0.05"))?;
+/// A tolerance strictly between 0 and 100 %: `5%` or `0.05` (a bisection needs room to stop).
+pub fn parse_tolerance(s: &str) -> Result<f64, String> {
+    let v = parse_share(s)?;
     if v > 0.0 && v < 1.0 {
         Ok(v)
     } else {
-        Err(format!("`{s}` must be between 0 and 100 %"))
+        Err(format!("`{s}` must be above 0 and below 100 %"))
     }
+}
+
+/// Where the history database is.
+#[derive(Debug, Args, Clone)]
+pub struct StoreArgs {
+    /// The history database (default: $XDG_DATA_HOME/servebench/history.db, else
+    /// ~/.local/share/servebench/history.db).
+    #[arg(long, env = "SERVEBENCH_STORE", value_name = "PATH")]
+    pub store: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// Only runs whose target URL contains this (case-insensitive).
+    #[arg(long)]
+    pub target: Option<String>,
+    /// Only runs whose model contains this.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Only runs whose workload name contains this.
+    #[arg(long)]
+    pub workload: Option<String>,
+    /// Only runs carrying this label.
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Only runs started since a date or time (2026-11-20, 2026-11-20T08:00:00Z) or a
+    /// span back from now (7d, 12h, 30m).
+    #[arg(long)]
+    pub since: Option<String>,
+    /// At most this many runs (the newest).
+    #[arg(long, default_value_t = 50)]
+    pub limit: usize,
+    /// Every matching row as JSON (all columns, labels and notes).
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct LabelArgs {
+    /// The run: its folder, its id as `#12` (from `servebench history`), or the start of
+    /// its folder name.
+    pub run: String,
+    /// The label: one word such as `baseline` or `vllm-0.6.3`.
+    pub name: String,
+    /// Remove the label instead.
+    #[arg(long)]
+    pub remove: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct NoteArgs {
+    /// The run: its folder, `#ID`, or the start of its folder name.
+    pub run: String,
+    /// The note.
+    pub text: String,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ReindexArgs {
+    /// Folder to scan (recursively) for run and test folders.
+    pub dir: PathBuf,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The systems, the baseline first. Each is a run folder, a folder of run folders (one
+    /// system's repeats), a test folder (its level runs), `label:NAME` (every run with
+    /// that label), `#ID`, or the start of a run folder's name.
+    pub systems: Vec<String>,
+    /// A system made of every run with this label (repeatable; after the positional ones).
+    #[arg(long = "label", value_name = "NAME")]
+    pub labels: Vec<String>,
+    /// GPUs serving each system, in order (one value for all): output per GPU-second
+    /// (draft 6.2). Default: what each run recorded with `run --gpus`.
+    #[arg(long, value_delimiter = ',')]
+    pub gpus: Vec<f64>,
+    /// Cost of each system in dollars per hour, in order (one value for all): output
+    /// tokens per dollar (draft 6.2).
+    #[arg(long, value_delimiter = ',')]
+    pub cost_per_hour: Vec<f64>,
+    /// Differences within this share of the baseline count as none: `5%` or `0.05`.
+    #[arg(long, default_value = "5%", value_parser = parse_share)]
+    pub tolerance: f64,
+    /// The comparison as JSON (the `ComparisonReport`) instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct RegressArgs {
+    /// The baseline runs: a run folder, folder of runs, test folder, `label:NAME`, `#ID`,
+    /// or a bare label name.
+    #[arg(long)]
+    pub baseline: String,
+    /// The candidate runs (together one system), each as for --baseline.
+    #[arg(required = true)]
+    pub candidates: Vec<String>,
+    /// A change within this share of the baseline never fails the gate: `5%` or `0.05`.
+    #[arg(long, default_value = "5%", value_parser = parse_share)]
+    pub tolerance: f64,
+    /// The gate's result as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ExportFormatArg {
+    /// One row per request (units in the column names).
+    Csv,
+    /// One row per run (give several folders for a table of runs).
+    CsvSummary,
+    /// vLLM `bench serve --save-result` JSON.
+    Vllm,
+    /// AIPerf `profile_export_aiperf.json`.
+    Aiperf,
+    /// AIPerf `profile_export.jsonl`.
+    AiperfJsonl,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The run folder (several for csv-summary).
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// The format.
+    #[arg(long, value_enum)]
+    pub format: ExportFormatArg,
+    /// Write here instead of to stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -638,6 +795,16 @@ pub struct OutputArgs {
     /// the OS gives one) or read (when the read returned).
     #[arg(long, value_enum, default_value = "kernel")]
     pub arrival_clock: crate::config::ArrivalClock,
+    /// Label the run in the history (repeatable), e.g. `--label baseline`.
+    #[arg(long = "label", value_name = "NAME")]
+    pub labels: Vec<String>,
+    /// The history database the finished run is indexed in (default:
+    /// $XDG_DATA_HOME/servebench/history.db, else ~/.local/share/servebench/history.db).
+    #[arg(long, env = "SERVEBENCH_STORE", value_name = "PATH")]
+    pub store: Option<PathBuf>,
+    /// Do not index the run in the history database.
+    #[arg(long, conflicts_with = "labels")]
+    pub no_store: bool,
 }
 
 /// The built-in simulator, when no --url is given.
@@ -750,6 +917,28 @@ pub fn sim_config(
     Ok(cfg)
 }
 
+/// Parses a share: `5%` or `0.05` (a bare number above 1 is refused as ambiguous).
+pub fn parse_share(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let (number, percent) = match t.strip_suffix('%') {
+        Some(n) => (n.trim(), true),
+        None => (t, false),
+    };
+    let v: f64 = number
+        .parse()
+        .map_err(|_| format!("`{s}` is not a share: write 5% or 0.05"))?;
+    let v = if percent { v / 100.0 } else { v };
+    if !(v.is_finite() && v >= 0.0) {
+        return Err(format!("`{s}` must be 0 or more"));
+    }
+    if !percent && v > 1.0 {
+        return Err(format!(
+            "`{s}` is ambiguous: write {s}% for a percentage, or a share such as 0.05"
+        ));
+    }
+    Ok(v)
+}
+
 /// Parses a duration such as `60s`, `5m`, `1h30m`, `250ms` (humantime's syntax) or a bare
 /// number of seconds.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -778,6 +967,17 @@ mod tests {
         assert!(parse_duration("10x").is_err());
         assert!(parse_duration("s").is_err());
         assert!(parse_duration("10").is_ok());
+    }
+
+    #[test]
+    fn shares() {
+        assert_eq!(parse_share("5%"), Ok(0.05));
+        assert_eq!(parse_share(" 2.5 % "), Ok(0.025));
+        assert_eq!(parse_share("0.1"), Ok(0.1));
+        assert_eq!(parse_share("0"), Ok(0.0));
+        assert!(parse_share("5").unwrap_err().contains("ambiguous"));
+        assert!(parse_share("-1%").is_err());
+        assert!(parse_share("five").is_err());
     }
 
     #[test]

@@ -723,6 +723,9 @@ pub fn tokenizer_info(tok: &dyn tokenizer::Tokenizer) -> crate::report::Tokenize
 /// Runs the whole pipeline; returns the exit status.
 pub fn run(args: RunArgs) -> Result<u8> {
     let detail = args.output.detail;
+    for label in &args.output.labels {
+        crate::store::history::check_label(label).context("--label")?;
+    }
     let Ready {
         sim,
         resolved,
@@ -763,6 +766,14 @@ pub fn run(args: RunArgs) -> Result<u8> {
         println!("  run.json · requests.jsonl{tables}");
     }
     drop(sim);
+    if !args.output.no_store {
+        super::history::record_run(
+            args.output.store.as_deref(),
+            dir,
+            &args.output.labels,
+            args.output.quiet,
+        );
+    }
     Ok(report.verdict.exit_status)
 }
 
