@@ -16,14 +16,31 @@ fn lines(path: &std::path::Path) -> usize {
 fn kill_9_at_twenty_moments_loses_nothing_written() {
     // Kill points: once the run has written this many records (records are flushed in whole
     // lines at least every half second), spread over warm-up and measurement.
-    let points = [0usize, 1, 2, 3, 5, 8, 12, 16, 20, 25, 30, 40, 50, 60, 75, 90, 110, 130, 160, 200];
+    let points = [
+        0usize, 1, 2, 3, 5, 8, 12, 16, 20, 25, 30, 40, 50, 60, 75, 90, 110, 130, 160, 200,
+    ];
     for (i, &after) in points.iter().enumerate() {
         let dir = temp_dir(&format!("kill-{i}"));
         let mut child = Command::new(env!("CARGO_BIN_EXE_servebench"))
             .args([
-                "run", "--requests", "100000", "--concurrency", "8", "--warmup", "10",
-                "--input-tokens", "16", "--output-tokens", "32", "--sim-ttft-ms", "2",
-                "--sim-itl-ms", "1", "--quiet", "--no-fluidity", "--out",
+                "run",
+                "--requests",
+                "100000",
+                "--concurrency",
+                "8",
+                "--warmup",
+                "10",
+                "--input-tokens",
+                "16",
+                "--output-tokens",
+                "32",
+                "--sim-ttft-ms",
+                "2",
+                "--sim-itl-ms",
+                "1",
+                "--quiet",
+                "--no-fluidity",
+                "--out",
             ])
             .arg(&dir)
             .stdout(Stdio::null())
@@ -36,7 +53,10 @@ fn kill_9_at_twenty_moments_loses_nothing_written() {
         while !std::fs::read_to_string(dir.join("run.json")).is_ok_and(|t| t.contains("running"))
             || lines(&jsonl) < after
         {
-            assert!(start.elapsed() < Duration::from_secs(60), "point {i}: no progress");
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "point {i}: no progress"
+            );
             std::thread::yield_now();
         }
         child.kill().unwrap(); // SIGKILL

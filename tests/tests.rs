@@ -1,5 +1,6 @@
 //! Integration tests: one binary (see STYLE.md), modules per area.
 
+mod apis;
 mod common;
 mod crash;
 mod e2e_sim;
@@ -8,6 +9,7 @@ mod failures;
 mod fault_matrix;
 mod first_hour;
 mod hostile;
+mod real_apis;
 mod real_server;
 mod sim_engine;
 mod telemetry;

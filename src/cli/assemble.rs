@@ -87,9 +87,10 @@ pub fn assemble(i: Inputs<'_>) -> Result<RunReport> {
     };
     let mut verdict = verdict(&summary, &config, i.interrupted);
     if i.recovered {
-        verdict
-            .reasons
-            .insert(0, "recovered from requests.jsonl: the run was killed before it finished".into());
+        verdict.reasons.insert(
+            0,
+            "recovered from requests.jsonl: the run was killed before it finished".into(),
+        );
     }
     let report = RunReport {
         schema_version: crate::report::SCHEMA_VERSION,
@@ -101,7 +102,11 @@ pub fn assemble(i: Inputs<'_>) -> Result<RunReport> {
         interrupted: i.interrupted,
         recovered: i.recovered,
         command_line: i.start.command_line,
-        host: if i.recovered { i.start.host } else { host_info() },
+        host: if i.recovered {
+            i.start.host
+        } else {
+            host_info()
+        },
         system: i.start.system,
         server: i.start.server,
         tokenizer: i.start.tokenizer,

@@ -10,8 +10,8 @@ use crate::metrics::fluidity::ProfiledCurve;
 use crate::metrics::generator::GeneratorFacts;
 use crate::record::run::WarmupReport;
 use crate::report::{terminal, RunReport, RunStart};
-use crate::store::run_dir::earliest_us;
 use crate::store::read_requests;
+use crate::store::run_dir::earliest_us;
 use anyhow::{bail, Context, Result};
 use std::path::Path;
 

@@ -4,11 +4,11 @@
 //! Everything the flags name (files, folders, numbers) is checked before anything starts,
 //! the simulator included, so a typo costs a second, not a warm-up.
 
-use super::args::{ArrivalArg, DeadlinesArg, EndpointArg, IdleCostArg, RunArgs, SutBoundaryArg};
+use super::args::{ArrivalArg, DeadlinesArg, IdleCostArg, RunArgs, SutBoundaryArg};
 use super::exit;
 use crate::config::{
-    Arrival, BaseUrl, Endpoint, Limits, LoadPattern, PrefillSetup, ProfilePlan, RequestOptions,
-    RunConfig, Secret, Target, Warmup,
+    Arrival, BaseUrl, Limits, LoadPattern, PrefillSetup, ProfilePlan, RequestOptions, RunConfig,
+    Secret, Target, Warmup,
 };
 use crate::metrics::experience::FluidityParams;
 use crate::metrics::fluidity::{PrefillCurve, ProfiledCurve};
@@ -16,9 +16,7 @@ use crate::metrics::slo::SloSpec;
 use crate::metrics::summary::failed_share;
 use crate::metrics::ux::{DeadlineScheme, IdleCost, UxParams};
 use crate::record::{FailureKind, Phase};
-use crate::report::{
-    terminal, SystemInfo, ToolInfo, Verdict,
-};
+use crate::report::{terminal, SystemInfo, ToolInfo, Verdict};
 use crate::runner::{self, RunError, ServerInfo};
 use crate::sim::SimServer;
 use crate::store::{prepare_run_dir, read_requests, write_run_json};
@@ -208,10 +206,18 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
                 .trim()
                 .to_owned(),
         )),
-        None => std::env::var(&t.api_key_env)
-            .ok()
-            .filter(|k| !k.is_empty())
-            .map(Secret::new),
+        None => std::env::var(
+            t.api_key_env
+                .as_deref()
+                .unwrap_or(crate::client::apis::default_key_env(t.endpoint.endpoint())),
+        )
+        .ok()
+        .filter(|k| !k.is_empty())
+        .map(Secret::new),
+    };
+    let websocket = match t.endpoint.endpoint() {
+        crate::config::Endpoint::Websocket => Some(websocket_options(args)?),
+        _ => None,
     };
     let mut headers = Vec::new();
     for h in &t.headers {
@@ -356,15 +362,13 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
         target: Target {
             url,
             model: t.model.clone().unwrap_or_default(),
-            endpoint: match t.endpoint {
-                EndpointArg::Chat => Endpoint::Chat,
-                EndpointArg::Completions => Endpoint::Completions,
-            },
+            endpoint: t.endpoint.endpoint(),
             headers,
             api_key,
             builtin_simulator: builtin,
             tls: tls.clone(),
             proxy,
+            websocket,
         },
         request: RequestOptions {
             ignore_eos: b.ignore_eos,
@@ -454,6 +458,45 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
             notes: t.notes.clone(),
         },
     })
+}
+
+/// The WebSocket mode's options from the flags, checked: the template fills into a JSON
+/// object and every pointer is well formed.
+fn websocket_options(args: &RunArgs) -> Result<crate::config::WebSocketOptions> {
+    let w = &args.websocket;
+    let opt = |s: &str| (!s.is_empty()).then(|| s.to_owned());
+    let mut ws = crate::config::WebSocketOptions {
+        path: w.ws_path.clone(),
+        text_path: w.ws_text_path.clone(),
+        reasoning_path: opt(&w.ws_reasoning_path),
+        end: w.ws_end.clone(),
+        usage_path: opt(&w.ws_usage_path),
+        error_path: opt(&w.ws_error_path),
+        finish_path: opt(&w.ws_finish_path),
+        id_path: opt(&w.ws_id_path),
+        ..Default::default()
+    };
+    if let Some(t) = &w.ws_template {
+        ws.template = match t.strip_prefix('@') {
+            Some(path) => std::fs::read_to_string(path)
+                .with_context(|| format!("reading the --ws-template file {path}"))?,
+            None => t.clone(),
+        };
+    }
+    crate::client::apis::websocket::WsPaths::new(&ws)
+        .map_err(|e| anyhow::anyhow!("--ws-*-path / --ws-end: {e}"))?;
+    let probe = [("user".to_owned(), "hello".to_owned())];
+    crate::client::apis::websocket::request_message(
+        &ws,
+        "model",
+        &crate::client::apis::Prompt {
+            messages: &probe,
+            max_tokens: 1,
+            overrides: &[],
+        },
+        &crate::config::RequestOptions::default(),
+    )?;
+    Ok(ws)
 }
 
 /// The workload named by `--workload` (a name or a .toml file), fixed lengths, or a dataset.
@@ -572,6 +615,8 @@ pub fn ready(args: &RunArgs) -> Result<std::result::Result<Ready, u8>> {
             .cloned()
             .unwrap_or_else(|| "default".into());
     } else if !args.target.no_model_check
+        // The native routes name no model: the engine serves the one it loaded.
+        && !target.endpoint.is_native()
         && !server.models.is_empty()
         && !server.models.contains(&target.model)
     {

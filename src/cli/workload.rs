@@ -42,6 +42,7 @@ fn generate(
                 builtin_simulator: false,
                 tls: Default::default(),
                 proxy: None,
+                websocket: None,
             };
             crate::tokenizer::load_for("server", &target)?
         }

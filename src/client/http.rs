@@ -262,6 +262,12 @@ impl Conn {
         self.stream.write_all(bytes).await
     }
 
+    /// Writes more bytes on a connection already in use (a WebSocket's frames after its
+    /// handshake), keeping what was read so far.
+    pub async fn write_more(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.stream.write_all(bytes).await
+    }
+
     /// Reads more bytes into the buffer; returns how many (0 at end of stream).
     pub async fn fill(&mut self) -> io::Result<usize> {
         if self.start == self.end {

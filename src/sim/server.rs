@@ -120,14 +120,28 @@ pub struct Request {
     pub received: std::time::Instant,
     pub method: String,
     pub path: String,
+    /// Header names (lower-cased) and values.
+    pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
     pub keep_alive: bool,
 }
 
-/// Where a handler writes its response.
+impl Request {
+    /// The value of header `name` (lower-case), if sent.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Where a handler writes its response: an HTTP response, or on an upgraded WebSocket the
+/// same calls become frames (each line of a streamed payload one text message).
 pub struct ResponseWriter<'a> {
     stream: &'a mut TcpStream,
     scratch: Vec<u8>,
+    websocket: bool,
 }
 
 impl ResponseWriter<'_> {
@@ -139,6 +153,14 @@ impl ResponseWriter<'_> {
         body: &[u8],
         extra_headers: &str,
     ) -> io::Result<()> {
+        if self.websocket {
+            // An answer that is not a stream (an error): one message, then close.
+            let msg = serde_json::json!({"type": "error", "error": {"code": status, "message": String::from_utf8_lossy(body)}});
+            self.scratch = crate::client::websocket::frame(0x1, msg.to_string().as_bytes(), None);
+            self.scratch
+                .extend(crate::client::websocket::frame(0x8, &[], None));
+            return self.stream.write_all(&self.scratch).await;
+        }
         self.scratch.clear();
         self.scratch.extend_from_slice(
             format!(
@@ -154,6 +176,9 @@ impl ResponseWriter<'_> {
 
     /// Starts a chunked event stream.
     pub async fn start_stream(&mut self) -> io::Result<()> {
+        if self.websocket {
+            return Ok(()); // the handshake already answered
+        }
         self.stream
             .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n")
             .await
@@ -163,6 +188,13 @@ impl ResponseWriter<'_> {
     pub async fn chunk(&mut self, payload: &[u8]) -> io::Result<()> {
         use std::io::Write;
         self.scratch.clear();
+        if self.websocket {
+            for line in payload.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+                self.scratch
+                    .extend(crate::client::websocket::frame(0x1, line, None));
+            }
+            return self.stream.write_all(&self.scratch).await;
+        }
         let _ = write!(self.scratch, "{:x}\r\n", payload.len());
         self.scratch.extend_from_slice(payload);
         self.scratch.extend_from_slice(b"\r\n");
@@ -171,6 +203,10 @@ impl ResponseWriter<'_> {
 
     /// Ends the chunked stream.
     pub async fn end_stream(&mut self) -> io::Result<()> {
+        if self.websocket {
+            let close = crate::client::websocket::frame(0x8, &[], None);
+            return self.stream.write_all(&close).await;
+        }
         self.stream.write_all(b"0\r\n\r\n").await
     }
 
@@ -199,15 +235,32 @@ async fn serve_connection(mut stream: TcpStream, responder: Arc<Responder>) -> i
         let Some(req) = read_request(&mut stream, &mut buf).await? else {
             return Ok(());
         };
+        if req.method == "GET"
+            && req
+                .header("upgrade")
+                .is_some_and(|u| u.eq_ignore_ascii_case("websocket"))
+        {
+            return super::websocket::serve(stream, buf, req, &responder).await;
+        }
         let keep_alive = req.keep_alive;
         let mut w = ResponseWriter {
             stream: &mut stream,
             scratch: Vec::with_capacity(1024),
+            websocket: false,
         };
         let keep = responder::handle(&responder, req, &mut w).await?;
         if !keep_alive || !keep {
             return Ok(());
         }
+    }
+}
+
+/// A writer on an upgraded WebSocket connection.
+pub fn websocket_writer(stream: &mut TcpStream) -> ResponseWriter<'_> {
+    ResponseWriter {
+        stream,
+        scratch: Vec::with_capacity(1024),
+        websocket: true,
     }
 }
 
@@ -234,6 +287,16 @@ async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> io::Result<O
                             !v.contains("close") && (keep_alive || v.contains("keep-alive"));
                     }
                 }
+                let headers: Vec<(String, String)> = req
+                    .headers
+                    .iter()
+                    .map(|h| {
+                        (
+                            h.name.to_ascii_lowercase(),
+                            String::from_utf8_lossy(h.value).into_owned(),
+                        )
+                    })
+                    .collect();
                 let method = req.method.unwrap_or("").to_owned();
                 let path = req.path.unwrap_or("").to_owned();
                 while buf.len() < head_len + content_length {
@@ -250,6 +313,7 @@ async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> io::Result<O
                     received: last_read,
                     method,
                     path,
+                    headers,
                     body,
                     keep_alive,
                 }));

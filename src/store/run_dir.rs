@@ -122,7 +122,11 @@ pub fn earliest_us(path: &Path) -> Result<u64> {
     Ok(bytes
         .split(|&b| b == b'\n')
         .filter_map(|l| serde_json::from_slice::<WireRecord>(l).ok())
-        .map(|w| w.scheduled_at_us.unwrap_or(w.queued_at_us).min(w.queued_at_us))
+        .map(|w| {
+            w.scheduled_at_us
+                .unwrap_or(w.queued_at_us)
+                .min(w.queued_at_us)
+        })
         .min()
         .unwrap_or(0))
 }
