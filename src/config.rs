@@ -33,11 +33,13 @@ pub enum Endpoint {
     Sglang,
     /// A generic JSON-over-WebSocket stream at `{base}/ws` (see [`WebSocketOptions`])
     Websocket,
+    /// KServe v2 / Triton `ModelStreamInfer` over gRPC (HTTP/2)
+    Grpc,
 }
 
 impl Endpoint {
     /// Every endpoint, in `--endpoint` order.
-    pub const ALL: [Endpoint; 8] = [
+    pub const ALL: [Endpoint; 9] = [
         Endpoint::Chat,
         Endpoint::Completions,
         Endpoint::Responses,
@@ -46,6 +48,7 @@ impl Endpoint {
         Endpoint::Tgi,
         Endpoint::Sglang,
         Endpoint::Websocket,
+        Endpoint::Grpc,
     ];
 
     /// The route, below the base URL (OpenAI and Anthropic APIs) or below the server root
@@ -60,6 +63,7 @@ impl Endpoint {
             Endpoint::Tgi => "/generate_stream",
             Endpoint::Sglang => "/generate",
             Endpoint::Websocket => "/ws",
+            Endpoint::Grpc => "/inference.GRPCInferenceService/ModelStreamInfer",
         }
     }
 
@@ -93,6 +97,7 @@ impl Endpoint {
             Endpoint::Tgi => "TGI /generate_stream",
             Endpoint::Sglang => "SGLang /generate",
             Endpoint::Websocket => "JSON messages",
+            Endpoint::Grpc => "KServe v2 / Triton ModelStreamInfer",
         }
     }
 
@@ -100,6 +105,7 @@ impl Endpoint {
     pub fn protocol(self) -> &'static str {
         match self {
             Endpoint::Websocket => "WebSocket",
+            Endpoint::Grpc => "gRPC (HTTP/2)",
             _ => "HTTP/1.1, server-sent events",
         }
     }
@@ -341,6 +347,9 @@ pub struct Target {
     /// `--endpoint websocket`: the message template and where to find things in answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub websocket: Option<WebSocketOptions>,
+    /// `--endpoint grpc`: which Triton backend's inputs to send.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc_backend: Option<crate::client::apis::kserve::GrpcBackend>,
 }
 
 /// The generic JSON-over-WebSocket mode (`--endpoint websocket`, docs/apis.md): one message
@@ -729,6 +738,7 @@ mod tests {
             tls: Default::default(),
             proxy: None,
             websocket: None,
+            grpc_backend: None,
         };
         let s = serde_json::to_string(&t).unwrap();
         assert!(!s.contains("sk-"), "{s}");

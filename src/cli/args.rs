@@ -154,6 +154,9 @@ pub enum EndpointArg {
     Sglang,
     /// JSON messages over a WebSocket at {base}/ws (see the WebSocket options).
     Websocket,
+    /// KServe v2 / Triton ModelStreamInfer over gRPC (--url http://host:8001; --model is the
+    /// Triton model, e.g. ensemble).
+    Grpc,
 }
 
 impl EndpointArg {
@@ -169,6 +172,7 @@ impl EndpointArg {
             EndpointArg::Tgi => Endpoint::Tgi,
             EndpointArg::Sglang => Endpoint::Sglang,
             EndpointArg::Websocket => Endpoint::Websocket,
+            EndpointArg::Grpc => Endpoint::Grpc,
         }
     }
 }
@@ -245,9 +249,9 @@ pub struct TargetArgs {
     pub no_model_check: bool,
     /// API to drive (docs/apis.md): chat, completions, responses (OpenAI), messages
     /// (Anthropic), or an engine's native route: llamacpp (/completion), tgi
-    /// (/generate_stream), sglang (/generate); or websocket (JSON messages over a
-    /// WebSocket). Native routes live at the server root: a trailing /v1 of --url is
-    /// dropped for them.
+    /// (/generate_stream), sglang (/generate); websocket (JSON messages over a WebSocket);
+    /// grpc (KServe v2 / Triton ModelStreamInfer). Native routes live at the server root: a
+    /// trailing /v1 of --url is dropped for them.
     #[arg(long, value_enum, default_value = "chat")]
     pub endpoint: EndpointArg,
     /// Environment variable holding the API key, sent as a Bearer token (as x-api-key for
@@ -554,10 +558,15 @@ pub struct OutputArgs {
     pub arrival_clock: crate::config::ArrivalClock,
 }
 
-/// `--endpoint websocket`: the generic JSON-over-WebSocket mode (docs/apis.md).
+/// `--endpoint websocket` (the generic JSON-over-WebSocket mode) and `--endpoint grpc`
+/// (docs/apis.md).
 #[derive(Debug, Args, Clone)]
-#[command(next_help_heading = "WebSocket (--endpoint websocket)")]
+#[command(next_help_heading = "WebSocket and gRPC")]
 pub struct WebSocketArgs {
+    /// --endpoint grpc: which Triton backend's inputs to send: tensorrt-llm (text_input,
+    /// max_tokens, stream, temperature) or vllm (text_input, stream, sampling_parameters).
+    #[arg(long, value_enum, default_value = "tensorrt-llm")]
+    pub grpc_backend: crate::client::apis::kserve::GrpcBackend,
     /// The WebSocket's path on the server (default: {base}/ws).
     #[arg(long)]
     pub ws_path: Option<String>,

@@ -219,6 +219,9 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
         crate::config::Endpoint::Websocket => Some(websocket_options(args)?),
         _ => None,
     };
+    if t.endpoint.endpoint() == crate::config::Endpoint::Grpc && url.tls {
+        bail!("--endpoint grpc speaks plain HTTP/2 (h2c) only: use an http:// URL (e.g. http://127.0.0.1:8001 for Triton)");
+    }
     let mut headers = Vec::new();
     for h in &t.headers {
         let Some((k, v)) = h.split_once(':') else {
@@ -369,6 +372,8 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
             tls: tls.clone(),
             proxy,
             websocket,
+            grpc_backend: (t.endpoint.endpoint() == crate::config::Endpoint::Grpc)
+                .then_some(args.websocket.grpc_backend),
         },
         request: RequestOptions {
             ignore_eos: b.ignore_eos,
@@ -582,7 +587,10 @@ pub fn ready(args: &RunArgs) -> Result<std::result::Result<Ready, u8>> {
                 "No --url given: using the built-in simulator at {} ({what}). Pass --url to test a real server.",
                 server.base_url(),
             );
-            resolved.config.target.url = BaseUrl::parse(&server.base_url())?;
+            resolved.config.target.url = BaseUrl::parse(&match resolved.config.target.endpoint {
+                crate::config::Endpoint::Grpc => server.grpc_url(),
+                _ => server.base_url(),
+            })?;
             let tc = &mut resolved.config.telemetry;
             if tc.metrics_url.is_some() && !tc.metrics_url_given {
                 tc.metrics_url = Some(format!("{}/metrics", resolved.config.target.url.root()));

@@ -43,6 +43,7 @@ fn generate(
                 tls: Default::default(),
                 proxy: None,
                 websocket: None,
+                grpc_backend: None,
             };
             crate::tokenizer::load_for("server", &target)?
         }

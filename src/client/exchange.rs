@@ -49,8 +49,13 @@ pub fn ws_frame(target: &Target, body: &[u8]) -> Vec<u8> {
 /// opening handshake; the message goes in [`ws_frame`]).
 pub fn http_request(target: &Target, body: &[u8]) -> Vec<u8> {
     use std::fmt::Write;
-    if target.endpoint == Endpoint::Websocket {
-        return super::websocket::upgrade_request(target, super::websocket::KEY_PLACEHOLDER);
+    match target.endpoint {
+        Endpoint::Websocket => {
+            return super::websocket::upgrade_request(target, super::websocket::KEY_PLACEHOLDER)
+        }
+        // The encoded protobuf message: the gRPC client frames it.
+        Endpoint::Grpc => return body.to_vec(),
+        _ => {}
     }
     let mut head = String::with_capacity(256);
     // Through a plain HTTP proxy the request line names the whole URL (absolute form).
@@ -155,6 +160,12 @@ impl Exchange {
             .parser
             .parse(event, data)
             .map_err(|e| Outcome::failed(FailureKind::Protocol, e))?;
+        self.apply(ev, at)
+    }
+
+    /// Takes in one parsed event that arrived at `at` (the gRPC path parses its messages
+    /// itself); as [`Exchange::on_event`].
+    pub fn apply(&mut self, ev: super::apis::ApiEvent<'_>, at: Nanos) -> Result<bool, Outcome> {
         if self.draft.record.response_id.is_none() {
             if let Some(id) = &ev.id {
                 self.draft.record.response_id = Some(id.to_string());
@@ -284,8 +295,17 @@ pub async fn execute(
     url_for_errors: &str,
     limits: &ExchangeLimits,
 ) {
-    if req.endpoint == Endpoint::Websocket {
-        return super::websocket::execute(ex, pool, clock, req, url_for_errors, limits).await;
+    match req.endpoint {
+        Endpoint::Websocket => {
+            return super::websocket::execute(ex, pool, clock, req, url_for_errors, limits).await
+        }
+        Endpoint::Grpc => {
+            return match pool.grpc_channel() {
+                Ok(ch) => super::grpc::execute(ex, &ch, clock, req, limits).await,
+                Err(e) => ex.fail_if_unfinished(FailureKind::Connect, &e, clock.now()),
+            }
+        }
+        _ => {}
     }
     // The caller normally stamps the attempt before racing this future against cancellation
     // (so a request cancelled before its first poll still has a real attempt time).

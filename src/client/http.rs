@@ -84,6 +84,11 @@ pub struct ReadStamps {
 }
 
 impl Connector {
+    /// The server this connector reaches.
+    pub fn url(&self) -> &BaseUrl {
+        &self.url
+    }
+
     /// A connector for a URL outside the measured path (metrics, GPUs): system roots, no
     /// proxy, read-return timestamps.
     pub fn new(url: &BaseUrl) -> Result<Self, HttpError> {

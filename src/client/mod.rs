@@ -9,6 +9,7 @@
 
 pub mod apis;
 pub mod exchange;
+pub mod grpc;
 pub mod http;
 pub mod network;
 pub mod pool;

@@ -34,6 +34,9 @@ pub async fn wait_until_ready(
     ready_timeout: Duration,
 ) -> Result<ServerInfo, ReadyError> {
     let url = target.url.to_string();
+    if target.endpoint == crate::config::Endpoint::Grpc {
+        return grpc_ready(target, ready_timeout).await;
+    }
     // The native routes and a WebSocket have no model list of their own: readiness is the
     // server's /health (any answer but 503 will do; a plain WebSocket server may have none).
     let native =
@@ -101,6 +104,34 @@ pub async fn wait_until_ready(
     let mut info = discover(target, listed).await;
     native_model(target, &base, &mut info).await;
     Ok(info)
+}
+
+/// gRPC: waits until `ServerReady` says ready. Triton lists no models this way that the
+/// run could pick from: `--model` names the Triton model.
+async fn grpc_ready(target: &Target, ready_timeout: Duration) -> Result<ServerInfo, ReadyError> {
+    let url = target.url.to_string();
+    let start = Instant::now();
+    loop {
+        match crate::client::grpc::server_ready(&target.url).await {
+            Ok(true) => break,
+            Ok(false) if start.elapsed() < ready_timeout => {
+                tokio::time::sleep(Duration::from_millis(250)).await
+            }
+            Ok(false) => {
+                return Err(ReadyError::NotReady {
+                    url,
+                    secs: ready_timeout.as_secs_f64(),
+                })
+            }
+            Err(detail) => return Err(ReadyError::Unreachable { url, detail }),
+        }
+    }
+    Ok(ServerInfo {
+        engine: target
+            .builtin_simulator
+            .then(|| "servebench-sim".to_owned()),
+        ..Default::default()
+    })
 }
 
 /// The model a native route serves, from the engine's own route: llama.cpp `/props`

@@ -9,6 +9,7 @@
 
 pub mod config;
 pub mod engine;
+pub mod grpc;
 pub mod responder;
 pub mod server;
 pub mod truth;

@@ -175,7 +175,7 @@ impl SimRequest {
                 Some(v) => text_of(v),
                 None => String::new(),
             },
-            SimApi::Completions | SimApi::Llamacpp => {
+            SimApi::Completions | SimApi::Llamacpp | SimApi::Grpc => {
                 self.prompt.as_ref().map(text_of).unwrap_or_default()
             }
             SimApi::Sglang => self.text.as_ref().map(text_of).unwrap_or_default(),
@@ -186,7 +186,7 @@ impl SimRequest {
     /// The length limit the API's field sets.
     fn max_tokens(&self, api: SimApi) -> Option<u32> {
         match api {
-            SimApi::Chat | SimApi::Completions | SimApi::Websocket => {
+            SimApi::Chat | SimApi::Completions | SimApi::Websocket | SimApi::Grpc => {
                 self.max_completion_tokens.or(self.max_tokens)
             }
             SimApi::Messages => self.max_tokens,
@@ -209,7 +209,7 @@ impl SimRequest {
 
     /// Whether the answer streams (TGI's route always does).
     fn streams(&self, api: SimApi) -> bool {
-        matches!(api, SimApi::Tgi | SimApi::Websocket) || self.stream
+        matches!(api, SimApi::Tgi | SimApi::Websocket | SimApi::Grpc) || self.stream
     }
 }
 
@@ -794,7 +794,7 @@ fn non_streamed(wr: &StreamWriter, s: &Stream, text: &str, sent: u32) -> serde_j
         SimApi::Llamacpp => json!({
             "content": text, "stop": true, "tokens_predicted": sent, "tokens_evaluated": p,
         }),
-        SimApi::Tgi | SimApi::Sglang | SimApi::Websocket => {
+        SimApi::Tgi | SimApi::Sglang | SimApi::Websocket | SimApi::Grpc => {
             json!({"generated_text": text, "text": text})
         }
     }

@@ -20,6 +20,9 @@ pub enum SimApi {
     Sglang,
     /// JSON messages over a WebSocket (`GET /v1/ws`), one per line of a write.
     Websocket,
+    /// KServe v2 / Triton `ModelStreamInfer`: one line per response, turned into protobuf
+    /// messages by `sim::grpc`.
+    Grpc,
 }
 
 impl SimApi {
@@ -57,6 +60,7 @@ impl SimApi {
             SimApi::Tgi => "tgi",
             SimApi::Sglang => "sglang",
             SimApi::Websocket => "ws",
+            SimApi::Grpc => "grpc",
         }
     }
 }
@@ -244,7 +248,8 @@ impl StreamWriter {
             | SimApi::Llamacpp
             | SimApi::Tgi
             | SimApi::Sglang
-            | SimApi::Websocket => {}
+            | SimApi::Websocket
+            | SimApi::Grpc => {}
         }
     }
 
@@ -377,6 +382,9 @@ impl StreamWriter {
                 }
                 self.text.push_str(piece);
             }
+            SimApi::Grpc => {
+                let _ = writeln!(out, "{{\"id\":\"{}\",\"text\":\"{piece}\"}}", self.id);
+            }
             SimApi::Websocket => {
                 let field = if reasoning { "reasoning" } else { "delta" };
                 let _ = writeln!(
@@ -498,6 +506,9 @@ impl StreamWriter {
             }
             SimApi::Tgi => {} // the last token's event carried the details
             SimApi::Sglang => out.push_str("data: [DONE]\n\n"),
+            SimApi::Grpc => {
+                let _ = writeln!(out, "{{\"id\":\"{}\",\"final\":true}}", self.id);
+            }
             SimApi::Websocket => {
                 let finish = if hit_limit { "length" } else { "stop" };
                 let _ = writeln!(
@@ -547,6 +558,9 @@ impl StreamWriter {
                     out,
                     "{{\"type\":\"error\",\"error\":{{\"message\":\"{message}\"}}}}"
                 );
+            }
+            SimApi::Grpc => {
+                let _ = writeln!(out, "{{\"error\":\"{message}\"}}");
             }
         }
     }

@@ -15,9 +15,11 @@
 //! | `tgi` | `{root}/generate_stream` | SSE JSON per token ([`tgi`]) |
 //! | `sglang` | `{root}/generate` | SSE, cumulative text ([`sglang`]) |
 //! | `websocket` | `{base}/ws` | JSON messages over WebSocket ([`websocket`]) |
+//! | `grpc` | `ModelStreamInfer` | gRPC messages ([`kserve`]; not JSON: read directly) |
 
 pub mod anthropic;
 pub mod event;
+pub mod kserve;
 pub mod llamacpp;
 pub mod openai;
 pub mod responses;
@@ -75,6 +77,18 @@ pub fn request_body(target: &Target, prompt: &Prompt<'_>, opts: &RequestOptions)
         Endpoint::Llamacpp => (llamacpp::request_body(prompt, opts), None),
         Endpoint::Tgi => (tgi::request_body(prompt, opts), Some("parameters")),
         Endpoint::Sglang => (sglang::request_body(prompt, opts), Some("sampling_params")),
+        Endpoint::Grpc => {
+            // Protobuf, not JSON: --extra-body and body overrides do not apply.
+            use prost::Message;
+            return kserve::request(
+                target.grpc_backend.unwrap_or_default(),
+                model,
+                "",
+                prompt,
+                opts,
+            )
+            .encode_to_vec();
+        }
         Endpoint::Websocket => {
             let ws = target.websocket.clone().unwrap_or_default();
             // The template was checked when the run was configured (`check_template`).
@@ -135,6 +149,8 @@ pub fn parser_for(endpoint: Endpoint) -> Parser {
         Endpoint::Llamacpp => Parser::LlamaCpp(llamacpp::LlamaCppStream::new()),
         Endpoint::Tgi => Parser::Tgi(tgi::TgiStream::new()),
         Endpoint::Sglang => Parser::Sglang(sglang::SglangStream::new()),
+        // gRPC messages are protobuf, read by `client::grpc` without a text parser.
+        Endpoint::Grpc => Parser::default(),
         Endpoint::Websocket => Parser::WebSocket(websocket::WsJsonStream::new(Arc::new(
             websocket::WsPaths::new(&WebSocketOptions::default())
                 .expect("the default paths are valid"),
@@ -247,6 +263,7 @@ mod tests {
             tls: Default::default(),
             proxy: None,
             websocket: None,
+            grpc_backend: None,
         }
     }
 
@@ -275,7 +292,7 @@ mod tests {
     #[test]
     fn every_endpoint_has_a_parser_of_its_dialect() {
         // One content event per dialect, through the common parser type.
-        let cases: [(Endpoint, Option<&str>, &[u8]); 8] = [
+        let cases: [(Endpoint, Option<&str>, &[u8]); 8] = [ // every text dialect (not gRPC)
             (Endpoint::Chat, None, br#"{"choices":[{"delta":{"content":"a"}}]}"#),
             (Endpoint::Completions, None, br#"{"choices":[{"text":"a"}]}"#),
             (
