@@ -92,9 +92,16 @@ fn closed_run_on(
 ) -> Result<(RunOutput, GeneratorReport, Vec<crate::sim::TruthRecord>)> {
     let sim = SimServer::spawn(cfg, 0)?;
     let dir = std::env::temp_dir().join(format!("servebench-selfbench-{tag}-{streams}"));
+    let url = match endpoint {
+        "grpc" => sim.grpc_url(),
+        _ => sim.base_url(),
+    };
     let extra: Vec<String> = vec![
         "--endpoint".into(),
         endpoint.into(),
+        // gRPC: the inputs that carry ignore_eos, so lengths are exact as on the others.
+        "--grpc-backend".into(),
+        "vllm".into(),
         "--concurrency".into(),
         streams.to_string(),
         "--requests".into(),
@@ -106,7 +113,7 @@ fn closed_run_on(
         "--arrival-clock".into(),
         clock.into(),
     ];
-    let run_cfg = config_for(&sim.base_url(), &extra, &dir, args.client_threads)?;
+    let run_cfg = config_for(&url, &extra, &dir, args.client_threads)?;
     let (out, report) = run_judged(&run_cfg)?;
     let truth = sim
         .truth()

@@ -724,6 +724,61 @@ mod tests {
         }
     }
 
+    /// Replays a recorded response (as `curl -i --raw` saves it) of `endpoint` through the
+    /// exchange and settles it.
+    fn replay_api(name: &str, endpoint: Endpoint) -> RequestRecord {
+        let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+        let bytes = std::fs::read(&path).unwrap();
+        let (head, len) = crate::client::http::parse_head(&bytes).unwrap().unwrap();
+        let mut body = Vec::new();
+        BodyDecoder::new(head.body)
+            .decode(&bytes[len..], |b| body.extend_from_slice(b))
+            .unwrap();
+        let mut ex = Exchange::for_endpoint(endpoint);
+        let mut sse = SseParser::new();
+        let mut at = 0;
+        sse.feed(&body, |e| {
+            at += 1_000_000;
+            !ex.on_event(e.event, e.data, at).unwrap()
+        });
+        ex.finish_stream(at);
+        settle(ex.into_draft(), &TiktokenTokenizer::cl100k())
+    }
+
+    /// The other APIs llama.cpp serves settle into the same record as its chat route.
+    #[test]
+    fn responses_messages_and_completion_transcripts_settle() {
+        use crate::record::{ChunkTokenSource, TokenSource};
+        let r = replay_api("llama.cpp-11434/responses_stream.http", Endpoint::Responses);
+        assert!(r.outcome.is_ok());
+        assert_eq!(
+            (r.output_tokens, r.output_tokens_source),
+            (16, TokenSource::ServerUsage)
+        );
+        assert_eq!(r.usage_prompt_tokens(), Some(30));
+        assert_eq!(r.chunks.len(), 16);
+        assert!(
+            r.server_timing.is_some(),
+            "llama.cpp's timings ride on response.completed"
+        );
+        let r = replay_api("llama.cpp-11434/messages_stream.http", Endpoint::Messages);
+        assert!(r.outcome.is_ok());
+        assert_eq!(r.output_tokens, 16);
+        assert_eq!(
+            (r.usage_prompt_tokens(), r.usage_cached_tokens()),
+            (Some(48), Some(1))
+        );
+        assert_eq!(r.finish_reason.as_deref(), Some("length"));
+        assert!(r.response_id.as_deref().unwrap().starts_with("chatcmpl-"));
+        let r = replay_api("llama.cpp-11434/completion_stream.http", Endpoint::Llamacpp);
+        assert!(r.outcome.is_ok());
+        assert_eq!(r.output_tokens, 16);
+        assert_eq!(r.chunk_tokens_source, ChunkTokenSource::StreamedUsage);
+        assert_eq!(r.chunks.iter().map(|c| c.tokens).sum::<u32>(), 16);
+        let t = r.server_timing.unwrap();
+        assert_eq!((t.prompt_n, t.predicted_n), (Some(7), Some(16)));
+    }
+
     #[test]
     fn missing_done_and_finish_reason_is_a_cut() {
         let mut ex = Exchange::default();
