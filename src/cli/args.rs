@@ -127,7 +127,7 @@ pub struct SelfbenchArgs {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "chat,completions,responses,messages,llamacpp,tgi,sglang"
+        default_value = "chat,completions,responses,messages,llamacpp,tgi,sglang,websocket,grpc"
     )]
     pub protocols: Vec<String>,
     /// Concurrent streams of the per-API run (0 skips it).

@@ -593,7 +593,9 @@ pub fn ready(args: &RunArgs) -> Result<std::result::Result<Ready, u8>> {
             })?;
             let tc = &mut resolved.config.telemetry;
             if tc.metrics_url.is_some() && !tc.metrics_url_given {
-                tc.metrics_url = Some(format!("{}/metrics", resolved.config.target.url.root()));
+                // The simulator's HTTP port serves /metrics (also when gRPC is driven).
+                let http = BaseUrl::parse(&server.base_url())?;
+                tc.metrics_url = Some(format!("{}/metrics", http.root()));
             }
             Some(server)
         }

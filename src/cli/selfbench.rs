@@ -78,13 +78,14 @@ fn closed_run(
     tag: &str,
     clock: &str,
 ) -> Result<(RunOutput, GeneratorReport, Vec<crate::sim::TruthRecord>)> {
-    closed_run_on(cfg, streams, args, tag, clock, "chat")
+    closed_run_on(cfg, streams, 2, args, tag, clock, "chat")
 }
 
 /// [`closed_run`] through `endpoint`.
 fn closed_run_on(
     cfg: SimConfig,
     streams: u32,
+    requests_per_stream: u32,
     args: &SelfbenchArgs,
     tag: &str,
     clock: &str,
@@ -105,7 +106,7 @@ fn closed_run_on(
         "--concurrency".into(),
         streams.to_string(),
         "--requests".into(),
-        (streams * 2).to_string(),
+        (streams * requests_per_stream).to_string(),
         "--input-tokens".into(),
         "16".into(),
         "--output-tokens".into(),
@@ -248,9 +249,12 @@ fn protocols(args: &SelfbenchArgs) -> Result<()> {
         "endpoint", "lag p50 µs", "lag p99 µs", "CPU µs/chunk", "tok/s err %", "kept_up"
     );
     for endpoint in &args.protocols {
+        // Eight requests per stream: enough CPU time for the kernel's accounting to give a
+        // per-chunk figure.
         let (out, report, truth) = closed_run_on(
             SimConfig::fixed(20.0, 2.0),
             streams,
+            8,
             args,
             "api",
             "kernel",

@@ -23,7 +23,12 @@ use tonic::transport::Channel;
 pub fn channel(url: &BaseUrl) -> Result<Channel, String> {
     let endpoint = tonic::transport::Endpoint::from_shared(url.root())
         .map_err(|e| format!("{url} is not a gRPC address: {e}"))?
-        .tcp_nodelay(true);
+        .tcp_nodelay(true)
+        // Hundreds of streams share the connection: HTTP/2's default 64 KiB receive windows
+        // would make the server wait for window updates, which the client would then
+        // measure as server latency.
+        .initial_connection_window_size(Some(64 << 20))
+        .initial_stream_window_size(Some(4 << 20));
     Ok(endpoint.connect_lazy())
 }
 

@@ -251,8 +251,17 @@ pub async fn serve(
     responder: Arc<Responder>,
     mut stop: watch::Receiver<bool>,
 ) {
-    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    use tokio_stream::StreamExt;
+    // No Nagle delay on the token writes, as on the HTTP port.
+    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener).map(|s| {
+        if let Ok(s) = &s {
+            let _ = s.set_nodelay(true);
+        }
+        s
+    });
     let _ = tonic::transport::Server::builder()
+        .initial_connection_window_size(Some(64 << 20))
+        .initial_stream_window_size(Some(4 << 20))
         .add_service(InferenceService { responder })
         .serve_with_incoming_shutdown(incoming, async move {
             let _ = stop.changed().await;

@@ -683,7 +683,13 @@ mod tests {
             let u: serde_json::Value = serde_json::from_str(&usage).unwrap();
             assert_eq!(u["completion_tokens"], 3, "{api:?}: {usage}");
             if api != SimApi::Tgi {
+                // The whole prompt, and the 4 tokens served from the prefix cache (Anthropic
+                // reports them apart from `input_tokens`; the client adds them back).
                 assert_eq!(u["prompt_tokens"], 12, "{api:?}: {usage}");
+                assert_eq!(
+                    u["prompt_tokens_details"]["cached_tokens"], 4,
+                    "{api:?}: {usage}"
+                );
             }
         }
     }

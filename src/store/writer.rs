@@ -186,21 +186,23 @@ mod tests {
         let tx = w.sender();
         // Enough lines to pass the flush threshold.
         for id in 0..4_000 {
-            let mut d = Draft::default();
-            d.record = RequestRecord {
-                id,
-                chunks: vec![
-                    Chunk {
-                        at: 1,
-                        tokens: 1,
-                        bytes: 3
-                    };
-                    20
-                ],
-                first_content: Some(0),
+            let d = Draft {
+                record: RequestRecord {
+                    id,
+                    chunks: vec![
+                        Chunk {
+                            at: 1,
+                            tokens: 1,
+                            bytes: 3
+                        };
+                        20
+                    ],
+                    first_content: Some(0),
+                    ..Default::default()
+                },
+                content_text: "abc".repeat(20),
                 ..Default::default()
             };
-            d.content_text = "abc".repeat(20);
             if tx.send(d).is_err() {
                 break;
             }
