@@ -281,3 +281,60 @@ fn the_cli_runs_every_endpoint_against_the_builtin_simulator() {
         assert_eq!(run["summary"]["requests"]["completed"], 8, "{endpoint}");
     }
 }
+
+/// Readiness and discovery work on every API's routes: `{base}/models`, `{root}/health`
+/// for the native routes and the WebSocket, `ServerReady` for gRPC; the engines'
+/// self-descriptions name the model.
+#[test]
+fn readiness_and_discovery_on_every_api() {
+    use servebench::client::simple::call;
+    use servebench::config::BaseUrl;
+    use std::time::Duration;
+    let cfg = SimConfig::fixed(1.0, 1.0);
+    let model = cfg.model.clone();
+    let sim = SimServer::spawn(cfg, 0).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    for endpoint in ENDPOINTS {
+        let url = match endpoint {
+            "grpc" => sim.grpc_url(),
+            _ => sim.base_url(),
+        };
+        let c = config(
+            &url,
+            &["--endpoint", endpoint],
+            &temp_dir(&format!("ready-{endpoint}")),
+        );
+        let info = rt
+            .block_on(servebench::runner::wait_until_ready(
+                &c.target,
+                Duration::from_secs(10),
+            ))
+            .unwrap_or_else(|e| panic!("{endpoint}: {e}"));
+        if endpoint != "grpc" {
+            assert_eq!(info.models, [model.clone()], "{endpoint}");
+            assert_eq!(info.engine.as_deref(), Some("servebench-sim"), "{endpoint}");
+        }
+    }
+    let base = BaseUrl::parse(&sim.base_url()).unwrap();
+    for (route, field) in [
+        ("/props", "model_path"),
+        ("/info", "model_id"),
+        ("/get_model_info", "model_path"),
+    ] {
+        let r = rt
+            .block_on(call(
+                &base,
+                None,
+                "GET",
+                route,
+                None,
+                Duration::from_secs(5),
+            ))
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+        assert_eq!(v[field], model.as_str(), "{route}");
+    }
+}
