@@ -314,7 +314,7 @@ fn readiness_and_discovery_on_every_api() {
             ))
             .unwrap_or_else(|e| panic!("{endpoint}: {e}"));
         if endpoint != "grpc" {
-            assert_eq!(info.models, [model.clone()], "{endpoint}");
+            assert_eq!(info.models, std::slice::from_ref(&model), "{endpoint}");
             assert_eq!(info.engine.as_deref(), Some("servebench-sim"), "{endpoint}");
         }
     }
