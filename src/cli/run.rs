@@ -583,14 +583,14 @@ pub fn ready(args: &RunArgs) -> Result<std::result::Result<Ready, u8>> {
                 ),
             };
             let server = SimServer::spawn(cfg, 0).context("starting the built-in simulator")?;
-            eprintln!(
-                "No --url given: using the built-in simulator at {} ({what}). Pass --url to test a real server.",
-                server.base_url(),
-            );
-            resolved.config.target.url = BaseUrl::parse(&match resolved.config.target.endpoint {
+            let url = match resolved.config.target.endpoint {
                 crate::config::Endpoint::Grpc => server.grpc_url(),
                 _ => server.base_url(),
-            })?;
+            };
+            eprintln!(
+                "No --url given: using the built-in simulator at {url} ({what}). Pass --url to test a real server.",
+            );
+            resolved.config.target.url = BaseUrl::parse(&url)?;
             let tc = &mut resolved.config.telemetry;
             if tc.metrics_url.is_some() && !tc.metrics_url_given {
                 // The simulator's HTTP port serves /metrics (also when gRPC is driven).
