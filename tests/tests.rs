@@ -1,5 +1,6 @@
 //! Integration tests: one binary (see STYLE.md), modules per area.
 
+mod apis;
 mod browser;
 mod common;
 mod crash;
@@ -10,6 +11,7 @@ mod fault_matrix;
 mod first_hour;
 mod history;
 mod hostile;
+mod real_apis;
 mod real_server;
 mod reports;
 mod sim_engine;

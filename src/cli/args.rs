@@ -13,7 +13,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Benchmark an OpenAI-compatible streaming endpoint (the built-in simulator when no --url).
+    /// Benchmark a streaming endpoint: OpenAI chat, completions or responses, Anthropic
+    /// messages, or an engine's native route (the built-in simulator when no --url).
     Run(Box<RunArgs>),
     /// Serve the built-in simulated LLM server (OpenAI-compatible, SSE) until Ctrl-C.
     Sim(SimArgs),
@@ -418,12 +419,58 @@ pub struct SelfbenchArgs {
     /// Tokens per request of the summary benchmark.
     #[arg(long, default_value_t = 32)]
     pub summary_tokens: u32,
+    /// APIs compared in the per-API run (each `--endpoint`; an empty list skips it).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "chat,completions,responses,messages,llamacpp,tgi,sglang,websocket,grpc"
+    )]
+    pub protocols: Vec<String>,
+    /// Concurrent streams of the per-API run (0 skips it).
+    #[arg(long, default_value_t = 256)]
+    pub protocol_streams: u32,
 }
 
+/// `--endpoint`: the API to drive (docs/apis.md).
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum EndpointArg {
+    /// OpenAI Chat Completions: {base}/chat/completions.
     Chat,
+    /// OpenAI Completions: {base}/completions.
     Completions,
+    /// OpenAI Responses: {base}/responses.
+    Responses,
+    /// Anthropic Messages: {base}/messages (x-api-key from ANTHROPIC_API_KEY).
+    Messages,
+    /// llama.cpp's native {root}/completion (token counts and timings in the stream).
+    Llamacpp,
+    /// Hugging Face TGI's native {root}/generate_stream (one token per event).
+    Tgi,
+    /// SGLang's native {root}/generate (running token and cache counts).
+    Sglang,
+    /// JSON messages over a WebSocket at {base}/ws (see the WebSocket options).
+    Websocket,
+    /// KServe v2 / Triton ModelStreamInfer over gRPC (--url http://host:8001; --model is the
+    /// Triton model, e.g. ensemble).
+    Grpc,
+}
+
+impl EndpointArg {
+    /// The configuration's endpoint.
+    pub fn endpoint(self) -> crate::config::Endpoint {
+        use crate::config::Endpoint;
+        match self {
+            EndpointArg::Chat => Endpoint::Chat,
+            EndpointArg::Completions => Endpoint::Completions,
+            EndpointArg::Responses => Endpoint::Responses,
+            EndpointArg::Messages => Endpoint::Messages,
+            EndpointArg::Llamacpp => Endpoint::Llamacpp,
+            EndpointArg::Tgi => Endpoint::Tgi,
+            EndpointArg::Sglang => Endpoint::Sglang,
+            EndpointArg::Websocket => Endpoint::Websocket,
+            EndpointArg::Grpc => Endpoint::Grpc,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -489,18 +536,25 @@ pub struct TargetArgs {
     /// simulator and says so.
     #[arg(long)]
     pub url: Option<String>,
-    /// Model name to request. Default: the first model the server lists at /models.
+    /// Model name to request. Default: the first model the server lists at /models (the
+    /// native routes: the model the engine reports at /props, /info or /get_model_info).
     #[arg(long)]
     pub model: Option<String>,
     /// Send --model even when the server does not list it (for servers that ignore the field).
     #[arg(long)]
     pub no_model_check: bool,
-    /// API to drive: chat (/chat/completions) or completions (/completions).
+    /// API to drive (docs/apis.md): chat, completions, responses (OpenAI), messages
+    /// (Anthropic), or an engine's native route: llamacpp (/completion), tgi
+    /// (/generate_stream), sglang (/generate); websocket (JSON messages over a WebSocket);
+    /// grpc (KServe v2 / Triton ModelStreamInfer). Native routes live at the server root: a
+    /// trailing /v1 of --url is dropped for them.
     #[arg(long, value_enum, default_value = "chat")]
     pub endpoint: EndpointArg,
-    /// Environment variable holding the API key (sent as a Bearer token, never written out).
-    #[arg(long, default_value = "OPENAI_API_KEY")]
-    pub api_key_env: String,
+    /// Environment variable holding the API key, sent as a Bearer token (as x-api-key for
+    /// --endpoint messages) and never written out. Default: ANTHROPIC_API_KEY for
+    /// messages, OPENAI_API_KEY otherwise.
+    #[arg(long)]
+    pub api_key_env: Option<String>,
     /// File holding the API key (alternative to --api-key-env).
     #[arg(long)]
     pub api_key_file: Option<PathBuf>,
@@ -656,13 +710,16 @@ pub struct LimitArgs {
 #[derive(Debug, Args, Clone)]
 #[command(next_help_heading = "Request body")]
 pub struct BodyArgs {
-    /// Ask the server to ignore EOS so outputs reach max_tokens (ignore_eos and min_tokens).
+    /// Ask the server to ignore EOS so outputs reach max_tokens (ignore_eos, and min_tokens
+    /// on chat and completions). Hosted OpenAI and Anthropic APIs reject the field: pass
+    /// false there. TGI has no such option (docs/apis.md).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub ignore_eos: bool,
-    /// Send cache_prompt: false (llama.cpp) so no prompt prefix is reused.
+    /// Send cache_prompt: false (llama.cpp, on every route) so no prompt prefix is reused.
     #[arg(long)]
     pub no_prefix_cache: bool,
-    /// Ask for usage in every chunk (vLLM continuous_usage_stats): exact tokens per chunk.
+    /// Ask for usage in every chunk (vLLM continuous_usage_stats; chat and completions):
+    /// exact tokens per chunk. The native routes always stream running counts.
     #[arg(long)]
     pub usage_per_chunk: bool,
     /// Sampling temperature sent with every request.
@@ -807,6 +864,50 @@ pub struct OutputArgs {
     pub no_store: bool,
 }
 
+/// `--endpoint websocket` (the generic JSON-over-WebSocket mode) and `--endpoint grpc`
+/// (docs/apis.md).
+#[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "WebSocket and gRPC")]
+pub struct WebSocketArgs {
+    /// --endpoint grpc: which Triton backend's inputs to send: tensorrt-llm (text_input,
+    /// max_tokens, stream, temperature) or vllm (text_input, stream, sampling_parameters).
+    #[arg(long, value_enum, default_value = "tensorrt-llm")]
+    pub grpc_backend: crate::client::apis::kserve::GrpcBackend,
+    /// The WebSocket's path on the server (default: {base}/ws).
+    #[arg(long)]
+    pub ws_path: Option<String>,
+    /// The message sent per request, JSON with placeholders replaced by JSON values:
+    /// {{model}}, {{messages}}, {{prompt}}, {{max_tokens}}, {{temperature}}, {{ignore_eos}}.
+    /// `@FILE` reads it from a file. Default: {"type":"generate","model":{{model}},
+    /// "messages":{{messages}},"max_tokens":{{max_tokens}},"temperature":{{temperature}},
+    /// "ignore_eos":{{ignore_eos}}}.
+    #[arg(long)]
+    pub ws_template: Option<String>,
+    /// JSON pointer to the answer text in each received message.
+    #[arg(long, default_value = "/delta")]
+    pub ws_text_path: String,
+    /// JSON pointer to reasoning text ('' for none).
+    #[arg(long, default_value = "/reasoning")]
+    pub ws_reasoning_path: String,
+    /// The end marker: a JSON pointer, with =VALUE when it must equal a string
+    /// (/type=done); without =VALUE any value but null and false ends the stream.
+    #[arg(long, default_value = "/type=done")]
+    pub ws_end: String,
+    /// JSON pointer to usage: a Chat Completions usage object or a number of output
+    /// tokens ('' for none: the tokenizer counts).
+    #[arg(long, default_value = "/usage")]
+    pub ws_usage_path: String,
+    /// JSON pointer to an error (a message with it fails the request; '' for none).
+    #[arg(long, default_value = "/error")]
+    pub ws_error_path: String,
+    /// JSON pointer to the finish reason in the end message ('' for none).
+    #[arg(long, default_value = "/finish_reason")]
+    pub ws_finish_path: String,
+    /// JSON pointer to the response id ('' for none).
+    #[arg(long, default_value = "/id")]
+    pub ws_id_path: String,
+}
+
 /// The built-in simulator, when no --url is given.
 #[derive(Debug, Args, Clone)]
 #[command(next_help_heading = "Built-in simulator")]
@@ -847,6 +948,8 @@ pub struct RunArgs {
     pub output: OutputArgs,
     #[command(flatten)]
     pub sim: SimFlags,
+    #[command(flatten)]
+    pub websocket: WebSocketArgs,
 }
 
 #[derive(Debug, Args)]

@@ -180,7 +180,7 @@ pub fn summary(report: &RunReport, records: &[WireRecord]) -> Ordered {
         json!({
             "endpoint": {
                 "model_names": [c.target.model],
-                "type": match c.target.endpoint { Endpoint::Chat => "chat", Endpoint::Completions => "completions" },
+                "type": aiperf_endpoint_type(c.target.endpoint),
                 "url": c.target.url.to_string(),
                 "streaming": true,
             },
@@ -357,6 +357,22 @@ pub fn records_jsonl(records: &[WireRecord]) -> String {
         out.push('\n');
     }
     out
+}
+
+/// AIPerf's `--endpoint-type` for an endpoint: its own name where AIPerf has one, else
+/// `template` (AIPerf's generic request template), which is what a user would have run.
+fn aiperf_endpoint_type(e: Endpoint) -> &'static str {
+    match e {
+        Endpoint::Chat => "chat",
+        Endpoint::Completions => "completions",
+        Endpoint::Responses => "responses",
+        Endpoint::Tgi => "huggingface_generate",
+        Endpoint::Messages
+        | Endpoint::Llamacpp
+        | Endpoint::Sglang
+        | Endpoint::Websocket
+        | Endpoint::Grpc => "template",
+    }
 }
 
 #[cfg(test)]

@@ -38,9 +38,18 @@ pub fn result(report: &RunReport, records: &[WireRecord]) -> Ordered {
     let reqs = measured(records);
     let ok: Vec<&Req> = reqs.iter().filter(|r| r.ok).collect();
     let c = &report.config;
+    // vLLM's `--backend` names where it has one; the others are named after the API, so a
+    // dashboard can tell them apart.
     let backend = match c.target.endpoint {
         Endpoint::Chat => "openai-chat",
         Endpoint::Completions => "openai",
+        Endpoint::Responses => "openai-responses",
+        Endpoint::Messages => "anthropic-messages",
+        Endpoint::Llamacpp => "llama.cpp",
+        Endpoint::Tgi => "tgi",
+        Endpoint::Sglang => "sglang",
+        Endpoint::Websocket => "websocket",
+        Endpoint::Grpc => "kserve-grpc",
     };
     let mut o = Ordered::default();
     o.push("date", date(report.started_at_us));

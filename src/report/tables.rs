@@ -48,12 +48,10 @@ pub fn to_terminal(t: &Table) -> String {
     out
 }
 
-/// The API driven, as the report names it.
-pub fn endpoint_name(c: &RunConfig) -> &'static str {
-    match c.target.endpoint {
-        Endpoint::Chat => "chat completions",
-        Endpoint::Completions => "completions",
-    }
+/// The API driven and its protocol, as the report names them (draft 4.6.2).
+pub fn endpoint_name(c: &RunConfig) -> String {
+    let e: Endpoint = c.target.endpoint;
+    format!("{} API over {}", e.api_name(), e.protocol())
 }
 
 /// The load model and limits in words.
