@@ -11,45 +11,8 @@ use servebench::record::{FailureKind, Outcome, Phase};
 use std::path::PathBuf;
 use std::process::Command;
 
-fn script() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/real-server.sh")
-}
-
-/// The base URL of a running server, starting one when it is installed.
 fn server() -> String {
-    if let Ok(url) = std::env::var("SERVEBENCH_REAL_SERVER_URL") {
-        return url;
-    }
-    let installed = Command::new(script())
-        .arg("paths")
-        .output()
-        .ok()
-        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("server=").map(PathBuf::from))
-        })
-        .is_some_and(|p| p.exists());
-    assert!(
-        installed,
-        "llama-server is not installed: run scripts/real-server.sh install (about 7 minutes, once), or set SERVEBENCH_REAL_SERVER_URL"
-    );
-    let out = Command::new(script())
-        .arg("start")
-        .output()
-        .expect("running scripts/real-server.sh");
-    assert!(
-        out.status.success(),
-        "scripts/real-server.sh start failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    stdout
-        .lines()
-        .last()
-        .expect("the script prints the URL last")
-        .trim()
-        .to_owned()
+    crate::common::real_server_url()
 }
 
 fn pid_file() -> PathBuf {
@@ -343,7 +306,9 @@ fn llama_cpp_server_end_to_end() {
         s.requests.failed_by_kind
     );
     assert!(out.records.iter().all(|r| r.phase == Phase::Measure));
-    let _ = Command::new(script()).arg("stop").status();
+    let _ = Command::new(crate::common::real_server_script())
+        .arg("stop")
+        .status();
 }
 
 /// llama.cpp's `n_decode_total` counter (decode calls since the server started).

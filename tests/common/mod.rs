@@ -109,3 +109,46 @@ pub fn servebench(args: &[&str]) -> std::process::Output {
         .output()
         .expect("running servebench")
 }
+
+pub fn real_server_script() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/real-server.sh")
+}
+
+/// The base URL of the real llama.cpp server (`SERVEBENCH_REAL_SERVER_URL`, or one started
+/// by `scripts/real-server.sh` when it is installed); fails, saying how to install it, when
+/// there is none.
+pub fn real_server_url() -> String {
+    if let Ok(url) = std::env::var("SERVEBENCH_REAL_SERVER_URL") {
+        return url;
+    }
+    let installed = std::process::Command::new(real_server_script())
+        .arg("paths")
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("server=").map(std::path::PathBuf::from))
+        })
+        .is_some_and(|p| p.exists());
+    assert!(
+        installed,
+        "llama-server is not installed: run scripts/real-server.sh install (about 7 minutes, once), or set SERVEBENCH_REAL_SERVER_URL"
+    );
+    let out = std::process::Command::new(real_server_script())
+        .arg("start")
+        .output()
+        .expect("running scripts/real-server.sh");
+    assert!(
+        out.status.success(),
+        "scripts/real-server.sh start failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    stdout
+        .lines()
+        .last()
+        .expect("the script prints the URL last")
+        .trim()
+        .to_owned()
+}

@@ -520,3 +520,107 @@ fn ttft_and_itl_tests_report_their_tables() {
         .iter()
         .all(|l| l["itl_ms"]["n"].as_u64().unwrap() > 0));
 }
+
+/// Draft section 5 on a real engine: llama.cpp's `llama-server` (Gemma 3 270M, 4 slots, two
+/// CPU threads; `scripts/real-server.sh`). Each `--quick` test completes and gives values a
+/// 4-slot CPU server can have (about 100 output tokens/s in all). `#[ignore]`d like the
+/// other real-server tests: CI installs the server and runs it with `--include-ignored`.
+#[test]
+#[ignore = "needs llama.cpp: run scripts/real-server.sh install, then cargo test -- --include-ignored"]
+fn llama_cpp_answers_the_quick_procedures() {
+    let url = common::real_server_url();
+    let dir = temp_dir("proc-real");
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = |name: &str, extra: &[&str]| -> serde_json::Value {
+        let sub = dir.join(name);
+        std::fs::create_dir_all(&sub).unwrap();
+        let mut args = vec![
+            name,
+            "--url",
+            &url,
+            "--quick",
+            "--level-duration",
+            "4s",
+            "--timeout",
+            "60s",
+            "--no-store",
+        ];
+        args.extend_from_slice(extra);
+        let v = test(&sub, &args);
+        assert_eq!(v["status"], "complete", "{name}: {}", v["answer"]);
+        v
+    };
+    let short = [
+        "--input-tokens",
+        "64",
+        "--output-tokens",
+        "16",
+        "--estimate-concurrency",
+        "8",
+    ];
+
+    let v = run("ttft", &[&short[..], &["--requests", "20"]].concat());
+    let p50 = v["result"]["ttft_ms"]["p50"].as_f64().expect("TTFT P50");
+    assert!(p50 > 1.0 && p50 < 10_000.0, "TTFT P50 {p50} ms");
+
+    let v = run("throughput", &short);
+    let r = &v["result"];
+    let tok = r["max_output_tokens_per_s"]
+        .as_f64()
+        .expect("max throughput");
+    assert!(tok > 5.0 && tok < 2_000.0, "{r}");
+    let rate = r["sustainable_rate_per_s"]
+        .as_f64()
+        .expect("a sustainable rate");
+    assert!(rate > 0.05 && rate < 100.0, "{r}");
+
+    let v = run("curve", &[&short[..], &["--levels", "4"]].concat());
+    let points = v["result"]["points"].as_array().unwrap();
+    assert!(points.len() >= 4, "{}", v["result"]);
+    assert!(points
+        .iter()
+        .all(|p| p["achieved_tokens_per_s"].as_f64().unwrap() > 0.0));
+
+    let v = run(
+        "capacity",
+        &[
+            "--input-tokens",
+            "64",
+            "--output-tokens",
+            "16",
+            "--slo",
+            "ttft_ms<=3000",
+            "--slo-target",
+            "0.9",
+            "--start-concurrency",
+            "2",
+            "--concurrency-limit",
+            "16",
+        ],
+    );
+    let c = v["result"]["max_concurrency"].as_u64().expect("a capacity");
+    assert!((1..=16).contains(&c), "{}", v["result"]);
+
+    let v = run(
+        "long-context",
+        &[
+            "--output-tokens",
+            "8",
+            "--lengths",
+            "128,256,512,1024",
+            "--requests-per-length",
+            "4",
+        ],
+    );
+    let r = &v["result"];
+    let rows = r["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 4, "{r}");
+    let first = rows[0]["ttft_mean_ms"].as_f64().unwrap();
+    let last = rows[3]["ttft_mean_ms"].as_f64().unwrap();
+    assert!(
+        last > first,
+        "prefill of 1024 tokens takes longer than of 128: {r}"
+    );
+    assert!(r["us_per_input_token"].as_f64().unwrap() > 0.0, "{r}");
+    assert!(r["best_fit"].is_string(), "{r}");
+}
