@@ -9,6 +9,7 @@ mod fault_matrix;
 mod first_hour;
 mod hostile;
 mod real_server;
+mod scaleout;
 mod sim_engine;
 mod telemetry;
 mod trustworthy;

@@ -8,6 +8,7 @@ pub mod assemble;
 pub mod profile;
 pub mod report;
 pub mod run;
+pub mod scaleout;
 pub mod selfbench;
 pub mod sim;
 pub mod test;
@@ -36,7 +37,8 @@ pub mod exit {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run(args) => run::run(*args),
+        Command::Run(args) if args.scaleout.plan.is_some() => scaleout::run_planned(*args),
+        Command::Run(args) => run::run(args.run),
         Command::Sim(args) => sim::serve(args),
         Command::Selfbench(args) => selfbench::selfbench(args),
         Command::ProfilePrefill(args) => profile::profile(*args),
@@ -44,6 +46,9 @@ pub fn main() -> ExitCode {
         Command::Report(args) => report::report(args),
         Command::Test(args) => test::test(*args),
         Command::Suite(args) => test::suite(*args),
+        Command::Plan(args) => scaleout::plan(*args),
+        Command::Merge(args) => scaleout::merge(args),
+        Command::K8s(args) => scaleout::k8s(*args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -142,8 +142,9 @@ impl ResponseWriter<'_> {
         self.scratch.clear();
         self.scratch.extend_from_slice(
             format!(
-                "HTTP/1.1 {status} {}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n{extra_headers}\r\n",
+                "HTTP/1.1 {status} {}\r\nDate: {}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n{extra_headers}\r\n",
                 reason(status),
+                date_now(),
                 body.len()
             )
             .as_bytes(),
@@ -154,9 +155,8 @@ impl ResponseWriter<'_> {
 
     /// Starts a chunked event stream.
     pub async fn start_stream(&mut self) -> io::Result<()> {
-        self.stream
-            .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n")
-            .await
+        let head = format!("HTTP/1.1 200 OK\r\nDate: {}\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n", date_now());
+        self.stream.write_all(head.as_bytes()).await
     }
 
     /// Writes one HTTP chunk carrying `payload` (one write syscall).
@@ -270,4 +270,13 @@ async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> io::Result<O
         }
         buf.extend_from_slice(&tmp[..n]);
     }
+}
+
+/// The `Date` header value now (HTTP servers send one; scale-out's clock check reads it).
+fn date_now() -> String {
+    let s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs();
+    crate::scaleout::clock::http_date(s)
 }
