@@ -861,6 +861,9 @@ pub struct K8sArgs {
     /// Write the manifests here (default: stdout).
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
+    /// Write one JSON array of the objects instead of YAML (kubectl reads both).
+    #[arg(long)]
+    pub json: bool,
 }
 
 // ---- End of scale-out flags. ----

@@ -492,10 +492,14 @@ pub fn k8s(args: K8sArgs) -> Result<u8> {
     o.extra_run_args = args.run_args;
     o.active_deadline_s = args.active_deadline_s;
     let docs = manifests(&o)?;
-    let yaml = to_yaml(&docs);
+    let text = if args.json {
+        serde_json::to_string_pretty(&docs)? + "\n"
+    } else {
+        to_yaml(&docs)
+    };
     match &args.output {
-        Some(p) => std::fs::write(p, yaml).with_context(|| format!("writing {}", p.display()))?,
-        None => std::io::stdout().write_all(yaml.as_bytes())?,
+        Some(p) => std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))?,
+        None => std::io::stdout().write_all(text.as_bytes())?,
     }
     eprintln!(
         "{} objects for {} shards: apply with `kubectl apply -f`, follow with `kubectl wait --for=condition=complete job/{} --timeout=…`",
