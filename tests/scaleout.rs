@@ -358,3 +358,47 @@ fn plans_and_shards_refuse_what_cannot_be_split() {
         .unwrap();
     assert!(String::from_utf8_lossy(&o.stderr).contains("no shard index"));
 }
+
+#[test]
+fn trace_replay_shards_keep_the_trace_times() {
+    let server = sim();
+    let url = server.base_url();
+    let root = temp_dir("scaleout-trace");
+    // Irregular gaps, so a shard that counted from its own first request would be off.
+    let trace = root.join("trace.jsonl");
+    let mut t = 5_000.0;
+    let lines: Vec<String> = (0..21)
+        .map(|k| {
+            t += 7.0 + (k * 13 % 29) as f64;
+            format!(
+                "{{\"timestamp\": {t}, \"input_length\": {}, \"output_length\": 4}}",
+                16 + k % 5
+            )
+        })
+        .collect();
+    std::fs::write(&trace, lines.join("\n") + "\n").unwrap();
+    let load = [
+        "--arrival",
+        "trace",
+        "--dataset",
+        trace.to_str().unwrap(),
+        "--requests",
+        "21",
+        "--warmup",
+        "none",
+    ];
+    let single = root.join("single");
+    let mut args = vec!["run", "--url", &url, "--quiet", "--no-fluidity"];
+    args.extend_from_slice(&load);
+    args.extend(["--out", single.to_str().unwrap()]);
+    ok(&servebench(&args), "single run");
+    let (_, merged) = sharded(&root, &url, &load, 3, &[]);
+    let (recs, one) = (records(&merged), records(&single));
+    assert_eq!(sequence(&recs), sequence(&one));
+    for (k, (g, w)) in schedule(&recs).iter().zip(schedule(&one)).enumerate() {
+        assert!(
+            (g - w).abs() <= 3,
+            "ordinal {k}: planned at {g} µs, single run {w} µs"
+        );
+    }
+}

@@ -75,6 +75,12 @@ pub fn plan(mut args: PlanArgs) -> Result<u8> {
         Some(_) => bail!("--start-at must be Unix seconds"),
         None => (now_us + args.start_in.as_micros() as u64) / 1000,
     };
+    if start_unix_ms * 1000 < now_us {
+        bail!(
+            "--start-at {} is in the past: the shards would all start late",
+            iso8601_ms(start_unix_ms * 1000)
+        );
+    }
     let plan = Plan {
         kind: PLAN_KIND.into(),
         schema_version: PLAN_SCHEMA_VERSION,
@@ -344,12 +350,22 @@ pub fn merge(args: MergeArgs) -> Result<u8> {
         ),
         None => "off (sharded runs cannot profile prefill in isolation)".into(),
     };
+    // Warm-up: every shard warmed its own connections; the counts add up, and the warm-up
+    // was compliant only if every shard's was.
     let mut warmup = first.warmup.clone();
     warmup.policy = format!(
         "each of {} shards, at its share of the load: {}",
         merged.shards.len(),
         warmup.policy
     );
+    for s in &merged.shards[1..] {
+        let w = &s.report.warmup;
+        warmup.requests += w.requests;
+        warmup.output_tokens += w.output_tokens;
+        warmup.stabilized &= w.stabilized;
+        warmup.capped |= w.capped;
+        warmup.compliant &= w.compliant;
+    }
     let mut extra: Vec<Warning> = merged
         .notes
         .iter()

@@ -323,8 +323,12 @@ async fn run_async(
         }
     }
     if let Some(at) = start_at {
-        // Waited here, not in the phase, so the generator's CPU figures cover sending only.
-        tokio::time::sleep_until(clock.instant_at(at).into()).await;
+        // Waited here, not in the phase, so the generator's CPU figures cover sending only;
+        // in short steps, so Ctrl-C (which stops sending) ends the wait too.
+        while clock.now() < at && !controls.stop_sending.load(Ordering::Acquire) {
+            let left = Duration::from_nanos(at - clock.now().min(at));
+            tokio::time::sleep(left.min(Duration::from_millis(100))).await;
+        }
     }
     let cpu_before = cpu.cpu_seconds();
     let wall_before = Instant::now();
