@@ -144,23 +144,26 @@ def check(what, ok, proc):
     if not ok:
         failures.append(f"{what}: rc={proc.returncode} stdout={proc.stdout!r} stderr={proc.stderr!r}")
 
-# Merge wait loop: done at once when every shard has run.json; with one missing and no
+# Merge wait loop: done at once when every shard has shard.json (written last); with one
+# missing and no
 # time left it fails and names the missing shard.
 wait = job("k8s-default.json", "-merge")["spec"]["template"]["spec"]["initContainers"][0]
 script = wait["command"][2]
 with tempfile.TemporaryDirectory(dir=out) as tmp:
     for i in range(4):
         os.makedirs(f"{tmp}/shard-{i}")
+        # A run.json exists from a shard's start (status running): it must not count.
+        open(f"{tmp}/shard-{i}/run.json", "w").write("{}")
         if i != 2:
-            open(f"{tmp}/shard-{i}/run.json", "w").write("{}")
+            open(f"{tmp}/shard-{i}/shard.json", "w").write("{}")
     p = run(["/bin/sh", "-c", script, "wait-for-shards", "4", "0", tmp])
-    check("wait loop with a shard missing", p.returncode == 1 and "run.json: 2" in p.stderr, p)
-    open(f"{tmp}/shard-2/run.json", "w").write("{}")
+    check("wait loop with a shard missing", p.returncode == 1 and "shard.json: 2" in p.stderr, p)
+    open(f"{tmp}/shard-2/shard.json", "w").write("{}")
     p = run(["/bin/sh", "-c", script, "wait-for-shards", "4", "0", tmp])
     check("wait loop with all shards done", p.returncode == 0, p)
 
 # Upload wrapper: runs the given command, archives the shard folder, PUTs it with curl, and
-# keeps servebench's exit status; without run.json it uploads nothing and fails.
+# keeps servebench's exit status; without shard.json it uploads nothing and fails.
 shard = job("k8s-upload.json", "-shards")["spec"]["template"]["spec"]["containers"][0]
 script = shard["command"][2]
 with tempfile.TemporaryDirectory(dir=out) as tmp:
@@ -173,7 +176,7 @@ with tempfile.TemporaryDirectory(dir=out) as tmp:
                 'cp "$file" "$PUT_DIR/${url##*/}" && echo "$url|$auth" >> "$PUT_DIR/log"\n')
     with open(f"{bin_dir}/fake-servebench", "w") as f:
         f.write('#!/bin/sh\nout=""\nwhile [ $# -gt 0 ]; do [ "$1" = --out ] && out="$2"; shift; done\n'
-                'mkdir -p "$out" && echo "{}" > "$out/run.json" && exit "${FAKE_STATUS:-0}"\n')
+                'mkdir -p "$out" && echo "{}" > "$out/run.json" && echo "{}" > "$out/shard.json" && exit "${FAKE_STATUS:-0}"\n')
     for name in ("curl", "fake-servebench"):
         os.chmod(f"{bin_dir}/{name}", 0o755)
     env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", PUT_DIR=put_dir,
@@ -190,7 +193,7 @@ with tempfile.TemporaryDirectory(dir=out) as tmp:
     listing = run(["tar", "-tzf", f"{put_dir}/shard-3.tar.gz"])
     check("archive holds the shard folder", "shard-3/run.json" in listing.stdout, listing)
     p = run(["/bin/sh", "-c", script, "shard", f"{tmp}/run/shard-9", "true"], env=env)
-    check("no run.json: nothing uploaded, failure", p.returncode == 1 and "nothing to upload" in p.stderr, p)
+    check("no shard.json: nothing uploaded, failure", p.returncode == 1 and "nothing to upload" in p.stderr, p)
 
 for f in failures:
     print("script check failed:", f, file=sys.stderr)

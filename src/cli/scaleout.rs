@@ -169,9 +169,9 @@ pub fn run_planned(cmd: RunCommand) -> Result<u8> {
     let given = |flag: &str| raw.iter().any(|a| flag_name(a) == Some(flag));
     args.output.out = mine.output.out;
     args.output.force = mine.output.force;
-    args.output.detail = mine.output.detail;
-    args.output.quiet = mine.output.quiet;
-    args.output.client_threads = mine.output.client_threads;
+    args.output.detail |= mine.output.detail;
+    args.output.quiet |= mine.output.quiet;
+    args.output.client_threads = mine.output.client_threads.or(args.output.client_threads);
     args.target.headers.extend(mine.target.headers);
     if given("--api-key-env") {
         args.target.api_key_env = mine.target.api_key_env;
@@ -195,7 +195,7 @@ pub fn run_planned(cmd: RunCommand) -> Result<u8> {
         mut resolved,
         server,
         tokenizer,
-        warnings,
+        mut warnings,
     } = match run::ready(&args)? {
         Ok(r) => r,
         Err(code) => return Ok(code),
@@ -243,6 +243,19 @@ pub fn run_planned(cmd: RunCommand) -> Result<u8> {
             clock.applied_ms
         );
     }
+    let share = match plan.limits.requests {
+        Some(r) => format!("{} of {r} requests", shard.share_of_count(r)),
+        None => "its share of the requests".into(),
+    };
+    warnings.push(Warning::Recorded {
+        kind: "scale_out".into(),
+        message: format!(
+            "shard {shard} of plan {}: sent the ordinals k mod {} = {} ({share}); the load shown is the whole plan's, merge the shards for its figures",
+            plan.id(),
+            shard.count,
+            shard.index
+        ),
+    });
     let late_us = Arc::new(AtomicU64::new(0));
     resolved.config.shard = Some(ShardRun {
         shard,
@@ -275,11 +288,13 @@ pub fn run_planned(cmd: RunCommand) -> Result<u8> {
         late_ms: late_us.load(Ordering::Acquire) as f64 / 1000.0,
         server_metrics: shard.index == 0,
     };
-    std::fs::write(
-        out_dir.join("shard.json"),
-        serde_json::to_vec_pretty(&record)?,
-    )
-    .with_context(|| format!("writing {}", out_dir.join("shard.json").display()))?;
+    // Written last and by rename: its presence means the shard is done (the Kubernetes merge
+    // Job waits for it; `run.json` exists from the start, saying `running`).
+    let tmp = out_dir.join("shard.json.tmp");
+    std::fs::write(&tmp, serde_json::to_vec_pretty(&record)?)
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, out_dir.join("shard.json"))
+        .with_context(|| format!("writing {}", out_dir.join("shard.json").display()))?;
     if detail {
         print!("{}", terminal::render_detail(&report));
     } else {

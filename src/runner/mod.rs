@@ -200,6 +200,10 @@ async fn run_async(
                     rate_per_s: rate_per_s / f64::from(s.count),
                     arrival,
                 },
+                // A trace replayed in every shard's warm-up: slowed to an N-th of its pace.
+                LoadPattern::Trace { speed } => LoadPattern::Trace {
+                    speed: speed / f64::from(s.count),
+                },
                 other => s.load_of(other),
             };
             warm_config = c;

@@ -235,9 +235,8 @@ pub async fn probe_date(
         {
             return Ok(ClockOffset::from_estimate(offset, unc, probes.len() as u32));
         }
-        // Probe more densely near where the next second boundary is expected.
+        // Every 10 ms, so that one probe lands just after the next second boundary.
         tokio::time::sleep(Duration::from_millis(10)).await;
-        let _ = offset;
     }
 }
 

@@ -188,7 +188,7 @@ impl K8sOptions {
         )
     }
 
-    /// How long the merge Job waits for every shard's `run.json` before giving up.
+    /// How long the merge Job waits for every shard's `shard.json` before giving up.
     pub fn merge_wait_s(&self) -> u64 {
         self.active_deadline_s.map_or(DEFAULT_MERGE_WAIT_S, |d| {
             d.saturating_add(MERGE_WAIT_SLACK_S)
@@ -360,8 +360,8 @@ dir="$1"; shift
 parent="${dir%/*}"; base="${dir##*/}"
 status=0
 "$@" || status=$?
-if [ ! -f "$dir/run.json" ]; then
-  echo "$dir has no run.json: nothing to upload" >&2
+if [ ! -f "$dir/shard.json" ]; then
+  echo "$dir has no shard.json (the shard did not finish): nothing to upload" >&2
   [ "$status" -ne 0 ] || status=1
   exit "$status"
 fi
@@ -503,9 +503,10 @@ fn shard_job(o: &K8sOptions) -> Value {
     })
 }
 
-/// The merge Job's wait loop: succeeds once every `shard-<i>/run.json` exists, fails after
+/// The merge Job's wait loop: succeeds once every `shard-<i>/shard.json` exists, fails after
 /// the timeout with the list of missing shards. `$1` = shard count, `$2` = timeout in
-/// seconds, `$3` = the run folder. servebench writes `run.json` last and by renaming, so
+/// seconds, `$3` = the run folder. A shard writes `shard.json` last (after its final
+/// `run.json`; a `run.json` exists from the start, saying `running`) and by renaming, so
 /// its presence means the shard is done. `$((...))` is left alone by the kubelet (no
 /// variable is named `(...`).
 const WAIT_SCRIPT: &str = r#"set -u
@@ -513,13 +514,13 @@ want="$1"; timeout="$2"; dir="$3"; waited=0; last=-1
 while :; do
   missing=""; n=0; i=0
   while [ "$i" -lt "$want" ]; do
-    if [ ! -f "$dir/shard-$i/run.json" ]; then missing="$missing $i"; n=$((n + 1)); fi
+    if [ ! -f "$dir/shard-$i/shard.json" ]; then missing="$missing $i"; n=$((n + 1)); fi
     i=$((i + 1))
   done
-  if [ "$n" -eq 0 ]; then echo "all $want shards have run.json"; exit 0; fi
+  if [ "$n" -eq 0 ]; then echo "all $want shards have shard.json"; exit 0; fi
   if [ "$n" -ne "$last" ]; then echo "waiting for $n of $want shards"; last="$n"; fi
   if [ "$waited" -ge "$timeout" ]; then
-    echo "gave up after ${timeout}s; shards without run.json:$missing" >&2
+    echo "gave up after ${timeout}s; shards without shard.json:$missing" >&2
     exit 1
   fi
   sleep 10; waited=$((waited + 10))

@@ -225,7 +225,7 @@ fn merge_job_waits_for_every_shard_then_merges() {
     assert_eq!(strings(&wait["command"])[..2], ["/bin/sh", "-c"]);
     assert_eq!(strings(&wait["args"]), ["4", "86400", run_dir.as_str()]);
     let script = wait["command"][2].as_str().unwrap();
-    assert!(script.contains("\"$dir/shard-$i/run.json\""));
+    assert!(script.contains("\"$dir/shard-$i/shard.json\""));
     let merge = &pod["containers"][0];
     assert_eq!(strings(&merge["command"]), [DEFAULT_COMMAND]);
     assert_eq!(
