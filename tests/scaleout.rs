@@ -402,3 +402,45 @@ fn trace_replay_shards_keep_the_trace_times() {
         );
     }
 }
+
+#[test]
+fn duration_limited_shards_stop_together() {
+    // The duration counts from the common start in every shard, so the merged run sends
+    // the arrivals the single run's schedule puts before the limit. (An arrival within a
+    // dispatch lag of the limit may fall on either side of it, in either run: only the last
+    // ordinal may differ.)
+    let server = sim();
+    let url = server.base_url();
+    let root = temp_dir("scaleout-duration");
+    let load = [
+        "--rate",
+        "40",
+        "--duration",
+        "1500ms",
+        "--input-tokens",
+        "16",
+        "--output-tokens",
+        "4",
+        "--warmup",
+        "none",
+        "--seed",
+        "11",
+    ];
+    let single = root.join("single");
+    let mut args = vec!["run", "--url", &url, "--quiet", "--no-fluidity"];
+    args.extend_from_slice(&load);
+    args.extend(["--out", single.to_str().unwrap()]);
+    ok(&servebench(&args), "single run");
+    let (_, merged) = sharded(&root, &url, &load, 2, &[]);
+    let (recs, one) = (records(&merged), records(&single));
+    assert!(one.len() > 20, "{} requests in 1.5 s at 40/s", one.len());
+    let (got, want) = (sequence(&recs), sequence(&one));
+    let n = want.len();
+    assert!(
+        got.len().abs_diff(n) <= 1,
+        "{} merged, {n} single",
+        got.len()
+    );
+    assert_eq!(got[..n - 1], want[..n - 1]);
+    assert!(got.iter().all(|r| r.0 <= n as u64), "{got:?}");
+}
