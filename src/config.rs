@@ -11,23 +11,112 @@ use std::path::PathBuf;
 use std::time::Duration;
 use thiserror::Error;
 
-/// Which OpenAI-compatible API to drive.
+/// Which API to drive (`--endpoint`; docs/apis.md).
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema, serde::Deserialize,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum Endpoint {
-    /// `POST {base}/chat/completions`
+    /// OpenAI Chat Completions, `POST {base}/chat/completions`
     Chat,
-    /// `POST {base}/completions`
+    /// OpenAI Completions, `POST {base}/completions`
     Completions,
+    /// OpenAI Responses, `POST {base}/responses`
+    Responses,
+    /// Anthropic Messages, `POST {base}/messages`
+    Messages,
+    /// llama.cpp's native `POST {root}/completion`
+    Llamacpp,
+    /// Hugging Face TGI's native `POST {root}/generate_stream`
+    Tgi,
+    /// SGLang's native `POST {root}/generate`
+    Sglang,
+    /// A generic JSON-over-WebSocket stream at `{base}/ws` (see [`WebSocketOptions`])
+    Websocket,
+    /// KServe v2 / Triton `ModelStreamInfer` over gRPC (HTTP/2)
+    Grpc,
 }
 
 impl Endpoint {
+    /// Every endpoint, in `--endpoint` order.
+    pub const ALL: [Endpoint; 9] = [
+        Endpoint::Chat,
+        Endpoint::Completions,
+        Endpoint::Responses,
+        Endpoint::Messages,
+        Endpoint::Llamacpp,
+        Endpoint::Tgi,
+        Endpoint::Sglang,
+        Endpoint::Websocket,
+        Endpoint::Grpc,
+    ];
+
+    /// The route, below the base URL (OpenAI and Anthropic APIs) or below the server root
+    /// (the engines' native routes; see [`Endpoint::is_native`]).
     pub fn path(self) -> &'static str {
         match self {
             Endpoint::Chat => "/chat/completions",
             Endpoint::Completions => "/completions",
+            Endpoint::Responses => "/responses",
+            Endpoint::Messages => "/messages",
+            Endpoint::Llamacpp => "/completion",
+            Endpoint::Tgi => "/generate_stream",
+            Endpoint::Sglang => "/generate",
+            Endpoint::Websocket => "/ws",
+            Endpoint::Grpc => "/inference.GRPCInferenceService/ModelStreamInfer",
+        }
+    }
+
+    /// An engine's own route, served beside (not under) its `/v1` API.
+    pub fn is_native(self) -> bool {
+        matches!(self, Endpoint::Llamacpp | Endpoint::Tgi | Endpoint::Sglang)
+    }
+
+    /// The request path for this endpoint on `url`: the base path plus the route, or for a
+    /// native route the base path without a trailing `/v1` plus the route
+    /// (`http://h:8080/v1` → `/completion`, `https://gw/llama/v1` → `/llama/completion`).
+    /// `ws_path` is `--ws-path`, which replaces the WebSocket route when given.
+    pub fn request_path(self, url: &BaseUrl, ws_path: Option<&str>) -> String {
+        if self.is_native() {
+            format!("{}{}", url.native_base_path(), self.path())
+        } else if let (Endpoint::Websocket, Some(path)) = (self, ws_path) {
+            path.to_owned()
+        } else {
+            url.path(self.path())
+        }
+    }
+
+    /// The API's name as reports print it.
+    pub fn api_name(self) -> &'static str {
+        match self {
+            Endpoint::Chat => "OpenAI chat completions",
+            Endpoint::Completions => "OpenAI completions",
+            Endpoint::Responses => "OpenAI responses",
+            Endpoint::Messages => "Anthropic messages",
+            Endpoint::Llamacpp => "llama.cpp /completion",
+            Endpoint::Tgi => "TGI /generate_stream",
+            Endpoint::Sglang => "SGLang /generate",
+            Endpoint::Websocket => "JSON messages",
+            Endpoint::Grpc => "KServe v2 / Triton ModelStreamInfer",
+        }
+    }
+
+    /// The transport and streaming protocol (draft 4.6.2 asks reports to state it).
+    pub fn protocol(self) -> &'static str {
+        match self {
+            Endpoint::Websocket => "WebSocket",
+            Endpoint::Grpc => "gRPC (HTTP/2)",
+            _ => "HTTP/1.1, server-sent events",
+        }
+    }
+
+    /// The engine a native route belongs to.
+    pub fn native_engine(self) -> Option<&'static str> {
+        match self {
+            Endpoint::Llamacpp => Some("llama.cpp"),
+            Endpoint::Tgi => Some("tgi"),
+            Endpoint::Sglang => Some("sglang"),
+            _ => None,
         }
     }
 }
@@ -117,8 +206,9 @@ impl BaseUrl {
             },
         })?;
         let tls = match u.scheme() {
-            "http" => false,
-            "https" => true,
+            // ws:// and wss:// name the same servers (a WebSocket starts as HTTP/1.1).
+            "http" | "ws" => false,
+            "https" | "wss" => true,
             _ => return Err(UrlError::Scheme(s.into())),
         };
         let host = match u.host() {
@@ -169,6 +259,13 @@ impl BaseUrl {
     /// The request path for an API path such as `/chat/completions`.
     pub fn path(&self, api_path: &str) -> String {
         format!("{}{}", self.base_path, api_path)
+    }
+
+    /// The base path without a trailing `/v1`: where an engine's native routes live.
+    pub fn native_base_path(&self) -> &str {
+        self.base_path
+            .strip_suffix("/v1")
+            .unwrap_or(&self.base_path)
     }
 
     /// The server root (base path removed), for `/health`, `/metrics`, `/tokenize`.
@@ -236,7 +333,8 @@ pub struct Target {
     )]
     #[schemars(with = "std::collections::BTreeMap<String, String>")]
     pub headers: Vec<(String, String)>,
-    /// Sent as `Authorization: Bearer`; never written anywhere.
+    /// Sent as `Authorization: Bearer` (as `x-api-key` for Anthropic Messages); never
+    /// written anywhere.
     pub api_key: Option<Secret>,
     /// Whether this is the built-in simulator started by servebench itself.
     pub builtin_simulator: bool,
@@ -246,6 +344,55 @@ pub struct Target {
     /// The proxy the target is reached through (from the environment).
     #[serde(default)]
     pub proxy: Option<crate::client::network::Proxy>,
+    /// `--endpoint websocket`: the message template and where to find things in answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub websocket: Option<WebSocketOptions>,
+    /// `--endpoint grpc`: which Triton backend's inputs to send.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc_backend: Option<crate::client::apis::kserve::GrpcBackend>,
+}
+
+/// The generic JSON-over-WebSocket mode (`--endpoint websocket`, docs/apis.md): one message
+/// sent per request, built from a template, then JSON messages read until the end marker.
+/// Paths are JSON pointers (RFC 6901, `/a/b`).
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
+pub struct WebSocketOptions {
+    /// The route, when not `{base}/ws` (`--ws-path`).
+    pub path: Option<String>,
+    /// The request message, with `{{model}}`, `{{messages}}`, `{{prompt}}`,
+    /// `{{max_tokens}}`, `{{temperature}}` and `{{ignore_eos}}` replaced by JSON values.
+    pub template: String,
+    /// Answer text of a message.
+    pub text_path: String,
+    /// Reasoning text of a message.
+    pub reasoning_path: Option<String>,
+    /// The end marker: a pointer, with `=VALUE` when it must equal a string (`/type=done`);
+    /// without it, any value but `null` and `false` ends the stream.
+    pub end: String,
+    /// Usage: a Chat Completions usage object, or a number of completion tokens.
+    pub usage_path: Option<String>,
+    /// An error: a string or an object with `message`.
+    pub error_path: Option<String>,
+    /// Why generation stopped (read from the end message).
+    pub finish_path: Option<String>,
+    /// The response id.
+    pub id_path: Option<String>,
+}
+
+impl Default for WebSocketOptions {
+    fn default() -> Self {
+        Self {
+            path: None,
+            template: r#"{"type":"generate","model":{{model}},"messages":{{messages}},"max_tokens":{{max_tokens}},"temperature":{{temperature}},"ignore_eos":{{ignore_eos}}}"#.into(),
+            text_path: "/delta".into(),
+            reasoning_path: Some("/reasoning".into()),
+            end: "/type=done".into(),
+            usage_path: Some("/usage".into()),
+            error_path: Some("/error".into()),
+            finish_path: Some("/finish_reason".into()),
+            id_path: Some("/id".into()),
+        }
+    }
 }
 
 /// Whether a header carries credentials (its value is redacted from every output).
@@ -537,8 +684,14 @@ mod tests {
             (false, "127.0.0.1", 8000, "/v1")
         );
         assert_eq!(u.path("/chat/completions"), "/v1/chat/completions");
+        assert_eq!(Endpoint::Llamacpp.request_path(&u, None), "/completion");
+        assert_eq!(Endpoint::Messages.request_path(&u, None), "/v1/messages");
         let u = BaseUrl::parse("https://api.example.com/openai/v1").unwrap();
         assert_eq!((u.port, u.base_path.as_str()), (443, "/openai/v1"));
+        assert_eq!(
+            Endpoint::Tgi.request_path(&u, None),
+            "/openai/generate_stream"
+        );
         assert_eq!(u.host_header(), "api.example.com");
         assert_eq!(u.to_string(), "https://api.example.com/openai/v1");
         let u = BaseUrl::parse("http://[::1]:9000").unwrap();
@@ -589,6 +742,8 @@ mod tests {
             builtin_simulator: false,
             tls: Default::default(),
             proxy: None,
+            websocket: None,
+            grpc_backend: None,
         };
         let s = serde_json::to_string(&t).unwrap();
         assert!(!s.contains("sk-"), "{s}");

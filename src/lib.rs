@@ -3,12 +3,15 @@
 //! The crate is a pipeline of stages, one folder each (see `docs/architecture.md`):
 //! `workload` (what to send) → `schedule` (when) → `client` + `runner` (send, read, time) →
 //! `record` (what happened) → `metrics` (what it means) → `report` (how it reads), with
-//! `sim` as the built-in target and test fixture, and `store` writing run folders.
+//! `sim` as the built-in target and test fixture, `store` writing run folders and indexing
+//! them, `compare` judging runs against each other, and `export` writing other tools' formats.
 
 pub mod cli;
 pub mod client;
 pub mod clock;
+pub mod compare;
 pub mod config;
+pub mod export;
 pub mod metrics;
 pub mod procedure;
 pub mod record;

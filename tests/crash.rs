@@ -2,7 +2,7 @@
 //! and `servebench report` rebuilds the run from it, marked interrupted.
 
 use crate::common::{servebench, temp_dir};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// Lines of `requests.jsonl` so far (0 when it does not exist yet).
@@ -21,7 +21,7 @@ fn kill_9_at_twenty_moments_loses_nothing_written() {
     ];
     for (i, &after) in points.iter().enumerate() {
         let dir = temp_dir(&format!("kill-{i}"));
-        let mut child = Command::new(env!("CARGO_BIN_EXE_servebench"))
+        let mut child = crate::common::servebench_command()
             .args([
                 "run",
                 "--requests",

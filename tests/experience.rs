@@ -5,7 +5,6 @@ use crate::common::{config, run, temp_dir};
 use servebench::metrics::ux::{DeadlineScheme, UxParams};
 use servebench::metrics::{summarize, SummaryParams};
 use servebench::sim::{FixedTiming, SimConfig, SimServer};
-use std::process::Command;
 
 fn jittery(smoothing_tbt_ms: f64) -> SimConfig {
     SimConfig {
@@ -69,7 +68,7 @@ fn output_delay_trick_lowers_tail_tbt_but_not_user_idle_time() {
 fn profile_prefill_then_run_with_the_curve() {
     let dir = temp_dir("profile");
     let curve = dir.join("curve.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_servebench"))
+    let out = crate::common::servebench_command()
         .args([
             "profile-prefill",
             "--lengths",
@@ -100,7 +99,7 @@ fn profile_prefill_then_run_with_the_curve() {
     assert_eq!(doc["points"].as_array().unwrap().len(), 6);
 
     let run_dir = dir.join("run");
-    let out = Command::new(env!("CARGO_BIN_EXE_servebench"))
+    let out = crate::common::servebench_command()
         .args([
             "run",
             "--requests",
@@ -167,7 +166,7 @@ fn profile_prefill_then_run_with_the_curve() {
 }
 
 fn servebench_run(dir: &std::path::Path, extra: &[&str]) -> serde_json::Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_servebench"))
+    let out = crate::common::servebench_command()
         .args([
             "run",
             "--warmup",
@@ -270,7 +269,7 @@ fn fairness_per_class_with_a_baseline() {
 #[test]
 fn api_keys_never_reach_any_output() {
     let dir = temp_dir("secret");
-    let out = Command::new(env!("CARGO_BIN_EXE_servebench"))
+    let out = crate::common::servebench_command()
         .env("MY_TEST_KEY", "sk-live-very-secret-123")
         .args([
             "run",
@@ -297,7 +296,7 @@ fn api_keys_never_reach_any_output() {
         .base_url()
         .replace("http://", "http://alice:pw-url-secret@");
     let dir2 = temp_dir("secret-url");
-    let out2 = Command::new(env!("CARGO_BIN_EXE_servebench"))
+    let out2 = crate::common::servebench_command()
         .args([
             "run",
             "--url",
@@ -327,6 +326,14 @@ fn api_keys_never_reach_any_output() {
             everything += &std::fs::read_to_string(d.join(f)).unwrap();
         }
     }
+    // The history database the runs were indexed in holds their command lines and URLs.
+    let store =
+        String::from_utf8_lossy(&std::fs::read(crate::common::test_store()).unwrap()).into_owned();
+    assert!(
+        store.contains("servebench-test-secret-url"),
+        "the run was indexed"
+    );
+    everything += &store;
     assert!(
         !everything.contains("very-secret")
             && !everything.contains("also-secret")

@@ -240,7 +240,7 @@ fn builtin_simulator_run_and_slo_exit_status() {
     let mut fail_args: Vec<String> = common.iter().map(|s| s.to_string()).collect();
     fail_args.push(dir2.to_str().unwrap().to_owned());
     fail_args.extend(["--slo".to_owned(), "ttft_ms<=0.001".to_owned()]);
-    let fail = Command::new(env!("CARGO_BIN_EXE_servebench"))
+    let fail = crate::common::servebench_command()
         .args(&fail_args)
         .output()
         .unwrap();
@@ -281,7 +281,7 @@ fn a_server_that_stays_503_is_reported_not_ready() {
 #[test]
 fn ctrl_c_keeps_what_was_measured() {
     let dir = temp_dir("sigint");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_servebench"))
+    let mut child = crate::common::servebench_command()
         .args([
             "run",
             "--requests",

@@ -441,7 +441,7 @@ fn proxies_from_the_environment_carry_the_traffic() {
     let plain = Hostile::start(normal.clone());
     let proxy = Proxy::start();
     let dir = temp_dir("proxy-http");
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_servebench"))
+    let o = crate::common::servebench_command()
         .env("HTTP_PROXY", proxy.url())
         .env_remove("NO_PROXY")
         .env_remove("no_proxy")
@@ -475,7 +475,7 @@ fn proxies_from_the_environment_carry_the_traffic() {
     let ca_file = ca.write_to(&temp_dir("proxy-ca"));
     let tunnel = Proxy::start();
     let dir = temp_dir("proxy-https");
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_servebench"))
+    let o = crate::common::servebench_command()
         .env("HTTPS_PROXY", tunnel.url())
         .env_remove("NO_PROXY")
         .env_remove("no_proxy")

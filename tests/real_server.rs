@@ -287,6 +287,9 @@ fn llama_cpp_server_end_to_end() {
         }
     }
 
+    // 5b. The other APIs llama.cpp serves agree with its chat route.
+    crate::real_apis::apis_agree_with_chat(&url);
+
     // 6. The server is killed mid-run: cut streams are recorded as such, every request is
     //    accounted for, and the summary is still produced.
     if std::env::var("SERVEBENCH_REAL_SERVER_URL").is_ok() {

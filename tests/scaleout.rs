@@ -3,10 +3,10 @@
 //! schedule's times (clock offsets corrected) and summarise like one generator; bad sets of
 //! shards are refused with messages that name what is wrong.
 
-use crate::common::{servebench, temp_dir};
+use crate::common::{servebench, servebench_command, temp_dir};
 use servebench::sim::{SimConfig, SimServer};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 fn sim() -> SimServer {
     SimServer::spawn(SimConfig::preset("fast").unwrap(), 0).expect("simulator starts")
@@ -94,7 +94,7 @@ fn sharded(
     let children: Vec<_> = (0..n)
         .map(|i| {
             let shard = format!("{i}/{n}");
-            let mut cmd = Command::new(env!("CARGO_BIN_EXE_servebench"));
+            let mut cmd = servebench_command();
             cmd.args(["run", "--plan", plan.to_str().unwrap(), "--shard", &shard])
                 .args(["--quiet", "--out", dirs[i as usize].to_str().unwrap()])
                 .args(
@@ -214,6 +214,19 @@ fn shards_replay_the_single_plan_and_merge_exactly() {
             s["ttft_ms"]["p50"].as_f64().unwrap(),
             one_summary["ttft_ms"]["p50"].as_f64().unwrap(),
             m
+        );
+        // A normal run folder: reports written, indexed in the history, readable again.
+        assert!(merged.join("report.html").exists() && merged.join("report.md").exists());
+        ok(
+            &servebench(&["report", merged.to_str().unwrap()]),
+            "report of the merged run",
+        );
+        let history = servebench(&["history", "--json"]);
+        ok(&history, "history");
+        let merged_name = merged.file_name().unwrap().to_str().unwrap();
+        assert!(
+            String::from_utf8_lossy(&history.stdout).contains(merged_name),
+            "the merged run is not in the history"
         );
         let merge_json: serde_json::Value =
             serde_json::from_slice(&std::fs::read(merged.join("merge.json")).unwrap()).unwrap();
@@ -352,7 +365,7 @@ fn plans_and_shards_refuse_what_cannot_be_split() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("the plan was made for 2"));
     let o = servebench(&["run", "--plan", p, "--shard", "1/2", "--rate", "9"]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("`--rate` cannot be given here"));
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_servebench"))
+    let o = servebench_command()
         .args(["run", "--plan", p])
         .env_remove("JOB_COMPLETION_INDEX")
         .env_remove("SLURM_PROCID")

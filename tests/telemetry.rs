@@ -79,8 +79,10 @@ fn the_waiting_queue_grows_past_capacity() {
             "60",
             "--arrival",
             "constant",
+            // The collector samples at 1 Hz and the trend needs p < 0.01: 7 s gives 5 or 6
+            // samples in the steady window (4 s gave 3 or 4, too few to be sure either way).
             "--duration",
-            "4s",
+            "7s",
             "--grace",
             "0s",
             "--warmup",

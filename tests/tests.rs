@@ -1,5 +1,7 @@
 //! Integration tests: one binary (see STYLE.md), modules per area.
 
+mod apis;
+mod browser;
 mod common;
 mod crash;
 mod e2e_sim;
@@ -7,8 +9,11 @@ mod experience;
 mod failures;
 mod fault_matrix;
 mod first_hour;
+mod history;
 mod hostile;
+mod real_apis;
 mod real_server;
+mod reports;
 mod scaleout;
 mod sim_engine;
 mod telemetry;

@@ -8,7 +8,6 @@ use servebench::sim::{SimConfig, SimServer};
 use servebench::workload::datasets::{self, Dataset};
 use servebench::workload::{Generator, Scenario};
 use std::path::PathBuf;
-use std::process::Command;
 use std::sync::Arc;
 
 /// A file fetched by `scripts/fetch-test-data.sh`; a test that needs one fails, loudly,
@@ -174,7 +173,7 @@ fn trace_replay_follows_the_recorded_timestamps() {
 }
 
 fn export(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_servebench"))
+    let out = crate::common::servebench_command()
         .arg("workload")
         .arg("export")
         .args(args)
@@ -206,7 +205,7 @@ fn export_is_reproducible_and_show_reads_a_scenario_file() {
     let dir = temp_dir("scenario");
     let file = dir.join("mine.toml");
     std::fs::write(&file, "name = \"mine\"\ninput = { dist = \"normal\", mean = 200.0, std = 20.0, min = 100, max = 300 }\noutput = { dist = \"fixed\", value = 32 }\nsystem_prompt = { tokens = 40, share = 1.0 }\n").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_servebench"))
+    let out = crate::common::servebench_command()
         .args([
             "workload",
             "show",
@@ -266,10 +265,18 @@ fn multi_turn_sessions_wait_think_time_and_carry_history() {
                 .push(r);
         }
         if name == "closed" {
-            assert_eq!(
-                by_session.len(),
-                4,
-                "{name}: 12 requests = 4 sessions of 3 turns"
+            // Each of the 2 workers runs whole sessions one after the other; only the
+            // 12-request limit can cut a session short, and it cuts at most one per worker
+            // (which ones depends on timing, so the test allows either).
+            let short = by_session.values().filter(|t| t.len() < 3).count();
+            assert!(
+                by_session.values().all(|t| t.len() <= 3) && short <= 2,
+                "{name}: sessions of at most 3 turns, at most one cut short per worker: {:?}",
+                by_session.values().map(Vec::len).collect::<Vec<_>>()
+            );
+            assert!(
+                (4..=6).contains(&by_session.len()),
+                "{name}: 12 requests = 4 whole sessions, or fewer whole ones and 2 cut short"
             );
         }
         // Open loop starts sessions on the schedule, so the 12-request limit may end some

@@ -13,7 +13,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Benchmark an OpenAI-compatible streaming endpoint (the built-in simulator when no --url).
+    /// Benchmark a streaming endpoint: OpenAI chat, completions or responses, Anthropic
+    /// messages, or an engine's native route (the built-in simulator when no --url).
     Run(Box<RunCommand>),
     /// Serve the built-in simulated LLM server (OpenAI-compatible, SSE) until Ctrl-C.
     Sim(SimArgs),
@@ -37,6 +38,26 @@ pub enum Command {
     /// Run every test that applies to one target, one folder each, and a suite.json
     /// with every answer (the draft's full report, Appendix C.2).
     Suite(Box<SuiteArgs>),
+    /// List indexed runs, newest first, with their key figures (docs/history.md).
+    History(HistoryArgs),
+    /// Attach a label to a run (or remove it with --remove); labels group runs for
+    /// `compare label:NAME` and `regress --baseline label:NAME`.
+    Label(LabelArgs),
+    /// Attach a free-text note to a run.
+    Note(NoteArgs),
+    /// Rebuild the history database from the run and test folders under DIR (the folders
+    /// are the truth; labels and notes are kept).
+    Reindex(ReindexArgs),
+    /// Compare systems from their runs: side by side key metrics, with ≥ 3 runs per system
+    /// 95 % intervals, Welch's test and effect sizes, and the draft's fair-comparison
+    /// checklist (docs/compare.md).
+    Compare(CompareArgs),
+    /// CI gate: exit 1 when a key metric of the candidate runs is worse than the baseline's
+    /// beyond the tolerance with confidence, 0 otherwise, 2 on usage errors or too few runs.
+    Regress(RegressArgs),
+    /// Write a run in another format: CSV of requests or of run summaries, vLLM's
+    /// `bench serve` result JSON, AIPerf's profile exports.
+    Export(ExportArgs),
     /// Freeze a load for several generators: the run options, seed, workload, schedule,
     /// limits and a common start, cut into --shards shares (docs/scale-out.md).
     Plan(Box<PlanArgs>),
@@ -91,7 +112,7 @@ pub struct ProcedureArgs {
     pub level_duration: Option<Duration>,
     /// Relative tolerance of the throughput search: stop bisecting when the failing rate is
     /// within this of the passing one (5% or 0.05).
-    #[arg(long, default_value = "5%", value_parser = parse_share)]
+    #[arg(long, default_value = "5%", value_parser = parse_tolerance)]
     pub tolerance: f64,
     /// Throughput (5.2) in closed loop: search concurrency instead of rate.
     #[arg(long)]
@@ -145,28 +166,185 @@ pub struct ProcedureArgs {
     pub from: Vec<String>,
 }
 
-/// A share: `5%` or `0.05`.
-pub fn parse_share(s: &str) -> Result<f64, String> {
-    let t = s.trim();
-    let v = match t.strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
-        None => t.parse::<f64>(),
-    }
-    .map_err(|_| format!("`{s}` is not a share: use 5% or 0.05"))?;
+/// A tolerance strictly between 0 and 100 %: `5%` or `0.05` (a bisection needs room to stop).
+pub fn parse_tolerance(s: &str) -> Result<f64, String> {
+    let v = parse_share(s)?;
     if v > 0.0 && v < 1.0 {
         Ok(v)
     } else {
-        Err(format!("`{s}` must be between 0 and 100 %"))
+        Err(format!("`{s}` must be above 0 and below 100 %"))
     }
+}
+
+/// Where the history database is.
+#[derive(Debug, Args, Clone)]
+pub struct StoreArgs {
+    /// The history database (default: $XDG_DATA_HOME/servebench/history.db, else
+    /// ~/.local/share/servebench/history.db).
+    #[arg(long, env = "SERVEBENCH_STORE", value_name = "PATH")]
+    pub store: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// Only runs whose target URL contains this (case-insensitive).
+    #[arg(long)]
+    pub target: Option<String>,
+    /// Only runs whose model contains this.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Only runs whose workload name contains this.
+    #[arg(long)]
+    pub workload: Option<String>,
+    /// Only runs carrying this label.
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Only runs started since a date or time (2026-11-20, 2026-11-20T08:00:00Z) or a
+    /// span back from now (7d, 12h, 30m).
+    #[arg(long)]
+    pub since: Option<String>,
+    /// At most this many runs (the newest).
+    #[arg(long, default_value_t = 50)]
+    pub limit: usize,
+    /// Every matching row as JSON (all columns, labels and notes).
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct LabelArgs {
+    /// The run: its folder, its id as `#12` (from `servebench history`), or the start of
+    /// its folder name.
+    pub run: String,
+    /// The label: one word such as `baseline` or `vllm-0.6.3`.
+    pub name: String,
+    /// Remove the label instead.
+    #[arg(long)]
+    pub remove: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct NoteArgs {
+    /// The run: its folder, `#ID`, or the start of its folder name.
+    pub run: String,
+    /// The note.
+    pub text: String,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ReindexArgs {
+    /// Folder to scan (recursively) for run and test folders.
+    pub dir: PathBuf,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The systems, the baseline first. Each is a run folder, a folder of run folders (one
+    /// system's repeats), a test folder (its level runs), `label:NAME` (every run with
+    /// that label), `#ID`, or the start of a run folder's name.
+    pub systems: Vec<String>,
+    /// A system made of every run with this label (repeatable; after the positional ones).
+    #[arg(long = "label", value_name = "NAME")]
+    pub labels: Vec<String>,
+    /// GPUs serving each system, in order (one value for all): output per GPU-second
+    /// (draft 6.2). Default: what each run recorded with `run --gpus`.
+    #[arg(long, value_delimiter = ',')]
+    pub gpus: Vec<f64>,
+    /// Cost of each system in dollars per hour, in order (one value for all): output
+    /// tokens per dollar (draft 6.2).
+    #[arg(long, value_delimiter = ',')]
+    pub cost_per_hour: Vec<f64>,
+    /// Differences within this share of the baseline count as none: `5%` or `0.05`.
+    #[arg(long, default_value = "5%", value_parser = parse_share)]
+    pub tolerance: f64,
+    /// The comparison as JSON (the `ComparisonReport`) instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct RegressArgs {
+    /// The baseline runs: a run folder, folder of runs, test folder, `label:NAME`, `#ID`,
+    /// or a bare label name.
+    #[arg(long)]
+    pub baseline: String,
+    /// The candidate runs (together one system), each as for --baseline.
+    #[arg(required = true)]
+    pub candidates: Vec<String>,
+    /// A change within this share of the baseline never fails the gate: `5%` or `0.05`.
+    #[arg(long, default_value = "5%", value_parser = parse_share)]
+    pub tolerance: f64,
+    /// The gate's result as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ExportFormatArg {
+    /// One row per request (units in the column names).
+    Csv,
+    /// One row per run (give several folders for a table of runs).
+    CsvSummary,
+    /// vLLM `bench serve --save-result` JSON.
+    Vllm,
+    /// AIPerf `profile_export_aiperf.json`.
+    Aiperf,
+    /// AIPerf `profile_export.jsonl`.
+    AiperfJsonl,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The run folder (several for csv-summary).
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// The format.
+    #[arg(long, value_enum)]
+    pub format: ExportFormatArg,
+    /// Write here instead of to stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// The run folder.
     pub dir: PathBuf,
-    /// Every table, not only the minimum report.
+    /// What to produce: `terminal` prints the report; `md` and `html` write report.md or
+    /// report.html into the run folder (or to --output); `all` does the three.
+    #[arg(long, value_enum, default_value = "terminal")]
+    pub format: ReportFormat,
+    /// With --format md or html: write there instead of the run folder (`-`: stdout).
+    #[arg(long, short = 'o')]
+    pub output: Option<PathBuf>,
+    /// Every table in the terminal, not only the minimum report.
     #[arg(long)]
     pub detail: bool,
+}
+
+/// Report formats of `servebench report`.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ReportFormat {
+    /// The minimum report (every table with --detail), printed.
+    Terminal,
+    /// report.md: Appendix C.1, then the C.2 full report.
+    Md,
+    /// report.html: the same with charts, one self-contained file.
+    Html,
+    /// The terminal report printed, report.md and report.html written.
+    All,
 }
 
 #[derive(Debug, Subcommand)]
@@ -250,12 +428,58 @@ pub struct SelfbenchArgs {
     /// Tokens per request of the summary benchmark.
     #[arg(long, default_value_t = 32)]
     pub summary_tokens: u32,
+    /// APIs compared in the per-API run (each `--endpoint`; an empty list skips it).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "chat,completions,responses,messages,llamacpp,tgi,sglang,websocket,grpc"
+    )]
+    pub protocols: Vec<String>,
+    /// Concurrent streams of the per-API run (0 skips it).
+    #[arg(long, default_value_t = 256)]
+    pub protocol_streams: u32,
 }
 
+/// `--endpoint`: the API to drive (docs/apis.md).
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum EndpointArg {
+    /// OpenAI Chat Completions: {base}/chat/completions.
     Chat,
+    /// OpenAI Completions: {base}/completions.
     Completions,
+    /// OpenAI Responses: {base}/responses.
+    Responses,
+    /// Anthropic Messages: {base}/messages (x-api-key from ANTHROPIC_API_KEY).
+    Messages,
+    /// llama.cpp's native {root}/completion (token counts and timings in the stream).
+    Llamacpp,
+    /// Hugging Face TGI's native {root}/generate_stream (one token per event).
+    Tgi,
+    /// SGLang's native {root}/generate (running token and cache counts).
+    Sglang,
+    /// JSON messages over a WebSocket at {base}/ws (see the WebSocket options).
+    Websocket,
+    /// KServe v2 / Triton ModelStreamInfer over gRPC (--url http://host:8001; --model is the
+    /// Triton model, e.g. ensemble).
+    Grpc,
+}
+
+impl EndpointArg {
+    /// The configuration's endpoint.
+    pub fn endpoint(self) -> crate::config::Endpoint {
+        use crate::config::Endpoint;
+        match self {
+            EndpointArg::Chat => Endpoint::Chat,
+            EndpointArg::Completions => Endpoint::Completions,
+            EndpointArg::Responses => Endpoint::Responses,
+            EndpointArg::Messages => Endpoint::Messages,
+            EndpointArg::Llamacpp => Endpoint::Llamacpp,
+            EndpointArg::Tgi => Endpoint::Tgi,
+            EndpointArg::Sglang => Endpoint::Sglang,
+            EndpointArg::Websocket => Endpoint::Websocket,
+            EndpointArg::Grpc => Endpoint::Grpc,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -321,18 +545,25 @@ pub struct TargetArgs {
     /// simulator and says so.
     #[arg(long)]
     pub url: Option<String>,
-    /// Model name to request. Default: the first model the server lists at /models.
+    /// Model name to request. Default: the first model the server lists at /models (the
+    /// native routes: the model the engine reports at /props, /info or /get_model_info).
     #[arg(long)]
     pub model: Option<String>,
     /// Send --model even when the server does not list it (for servers that ignore the field).
     #[arg(long)]
     pub no_model_check: bool,
-    /// API to drive: chat (/chat/completions) or completions (/completions).
+    /// API to drive (docs/apis.md): chat, completions, responses (OpenAI), messages
+    /// (Anthropic), or an engine's native route: llamacpp (/completion), tgi
+    /// (/generate_stream), sglang (/generate); websocket (JSON messages over a WebSocket);
+    /// grpc (KServe v2 / Triton ModelStreamInfer). Native routes live at the server root: a
+    /// trailing /v1 of --url is dropped for them.
     #[arg(long, value_enum, default_value = "chat")]
     pub endpoint: EndpointArg,
-    /// Environment variable holding the API key (sent as a Bearer token, never written out).
-    #[arg(long, default_value = "OPENAI_API_KEY")]
-    pub api_key_env: String,
+    /// Environment variable holding the API key, sent as a Bearer token (as x-api-key for
+    /// --endpoint messages) and never written out. Default: ANTHROPIC_API_KEY for
+    /// messages, OPENAI_API_KEY otherwise.
+    #[arg(long)]
+    pub api_key_env: Option<String>,
     /// File holding the API key (alternative to --api-key-env).
     #[arg(long)]
     pub api_key_file: Option<PathBuf>,
@@ -488,13 +719,16 @@ pub struct LimitArgs {
 #[derive(Debug, Args, Clone)]
 #[command(next_help_heading = "Request body")]
 pub struct BodyArgs {
-    /// Ask the server to ignore EOS so outputs reach max_tokens (ignore_eos and min_tokens).
+    /// Ask the server to ignore EOS so outputs reach max_tokens (ignore_eos, and min_tokens
+    /// on chat and completions). Hosted OpenAI and Anthropic APIs reject the field: pass
+    /// false there. TGI has no such option (docs/apis.md).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub ignore_eos: bool,
-    /// Send cache_prompt: false (llama.cpp) so no prompt prefix is reused.
+    /// Send cache_prompt: false (llama.cpp, on every route) so no prompt prefix is reused.
     #[arg(long)]
     pub no_prefix_cache: bool,
-    /// Ask for usage in every chunk (vLLM continuous_usage_stats): exact tokens per chunk.
+    /// Ask for usage in every chunk (vLLM continuous_usage_stats; chat and completions):
+    /// exact tokens per chunk. The native routes always stream running counts.
     #[arg(long)]
     pub usage_per_chunk: bool,
     /// Sampling temperature sent with every request.
@@ -627,6 +861,60 @@ pub struct OutputArgs {
     /// the OS gives one) or read (when the read returned).
     #[arg(long, value_enum, default_value = "kernel")]
     pub arrival_clock: crate::config::ArrivalClock,
+    /// Label the run in the history (repeatable), e.g. `--label baseline`.
+    #[arg(long = "label", value_name = "NAME")]
+    pub labels: Vec<String>,
+    /// The history database the finished run is indexed in (default:
+    /// $XDG_DATA_HOME/servebench/history.db, else ~/.local/share/servebench/history.db).
+    #[arg(long, env = "SERVEBENCH_STORE", value_name = "PATH")]
+    pub store: Option<PathBuf>,
+    /// Do not index the run in the history database.
+    #[arg(long, conflicts_with = "labels")]
+    pub no_store: bool,
+}
+
+/// `--endpoint websocket` (the generic JSON-over-WebSocket mode) and `--endpoint grpc`
+/// (docs/apis.md).
+#[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "WebSocket and gRPC")]
+pub struct WebSocketArgs {
+    /// --endpoint grpc: which Triton backend's inputs to send: tensorrt-llm (text_input,
+    /// max_tokens, stream, temperature) or vllm (text_input, stream, sampling_parameters).
+    #[arg(long, value_enum, default_value = "tensorrt-llm")]
+    pub grpc_backend: crate::client::apis::kserve::GrpcBackend,
+    /// The WebSocket's path on the server (default: {base}/ws).
+    #[arg(long)]
+    pub ws_path: Option<String>,
+    /// The message sent per request, JSON with placeholders replaced by JSON values:
+    /// {{model}}, {{messages}}, {{prompt}}, {{max_tokens}}, {{temperature}}, {{ignore_eos}}.
+    /// `@FILE` reads it from a file. Default: {"type":"generate","model":{{model}},
+    /// "messages":{{messages}},"max_tokens":{{max_tokens}},"temperature":{{temperature}},
+    /// "ignore_eos":{{ignore_eos}}}.
+    #[arg(long)]
+    pub ws_template: Option<String>,
+    /// JSON pointer to the answer text in each received message.
+    #[arg(long, default_value = "/delta")]
+    pub ws_text_path: String,
+    /// JSON pointer to reasoning text ('' for none).
+    #[arg(long, default_value = "/reasoning")]
+    pub ws_reasoning_path: String,
+    /// The end marker: a JSON pointer, with =VALUE when it must equal a string
+    /// (/type=done); without =VALUE any value but null and false ends the stream.
+    #[arg(long, default_value = "/type=done")]
+    pub ws_end: String,
+    /// JSON pointer to usage: a Chat Completions usage object or a number of output
+    /// tokens ('' for none: the tokenizer counts).
+    #[arg(long, default_value = "/usage")]
+    pub ws_usage_path: String,
+    /// JSON pointer to an error (a message with it fails the request; '' for none).
+    #[arg(long, default_value = "/error")]
+    pub ws_error_path: String,
+    /// JSON pointer to the finish reason in the end message ('' for none).
+    #[arg(long, default_value = "/finish_reason")]
+    pub ws_finish_path: String,
+    /// JSON pointer to the response id ('' for none).
+    #[arg(long, default_value = "/id")]
+    pub ws_id_path: String,
 }
 
 /// The built-in simulator, when no --url is given.
@@ -669,6 +957,8 @@ pub struct RunArgs {
     pub output: OutputArgs,
     #[command(flatten)]
     pub sim: SimFlags,
+    #[command(flatten)]
+    pub websocket: WebSocketArgs,
 }
 
 #[derive(Debug, Args)]
@@ -795,6 +1085,15 @@ pub struct MergeArgs {
     /// Print every table after the short report.
     #[arg(long)]
     pub detail: bool,
+    /// Label the merged run in the history (repeatable).
+    #[arg(long = "label", value_name = "NAME")]
+    pub labels: Vec<String>,
+    /// The history database the merged run is indexed in (shards are not indexed).
+    #[arg(long, env = "SERVEBENCH_STORE", value_name = "PATH")]
+    pub store: Option<PathBuf>,
+    /// Do not index the merged run in the history database.
+    #[arg(long, conflicts_with = "labels")]
+    pub no_store: bool,
 }
 
 /// `servebench k8s`.
@@ -893,6 +1192,28 @@ pub fn sim_config(
     Ok(cfg)
 }
 
+/// Parses a share: `5%` or `0.05` (a bare number above 1 is refused as ambiguous).
+pub fn parse_share(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let (number, percent) = match t.strip_suffix('%') {
+        Some(n) => (n.trim(), true),
+        None => (t, false),
+    };
+    let v: f64 = number
+        .parse()
+        .map_err(|_| format!("`{s}` is not a share: write 5% or 0.05"))?;
+    let v = if percent { v / 100.0 } else { v };
+    if !(v.is_finite() && v >= 0.0) {
+        return Err(format!("`{s}` must be 0 or more"));
+    }
+    if !percent && v > 1.0 {
+        return Err(format!(
+            "`{s}` is ambiguous: write {s}% for a percentage, or a share such as 0.05"
+        ));
+    }
+    Ok(v)
+}
+
 /// Parses a duration such as `60s`, `5m`, `1h30m`, `250ms` (humantime's syntax) or a bare
 /// number of seconds.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -921,6 +1242,17 @@ mod tests {
         assert!(parse_duration("10x").is_err());
         assert!(parse_duration("s").is_err());
         assert!(parse_duration("10").is_ok());
+    }
+
+    #[test]
+    fn shares() {
+        assert_eq!(parse_share("5%"), Ok(0.05));
+        assert_eq!(parse_share(" 2.5 % "), Ok(0.025));
+        assert_eq!(parse_share("0.1"), Ok(0.1));
+        assert_eq!(parse_share("0"), Ok(0.0));
+        assert!(parse_share("5").unwrap_err().contains("ambiguous"));
+        assert!(parse_share("-1%").is_err());
+        assert!(parse_share("five").is_err());
     }
 
     #[test]

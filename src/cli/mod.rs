@@ -1,13 +1,18 @@
 //! Command-line interface: flags in, validated configuration out, pipeline run.
 //!
 //! `args` holds the clap definitions (the manual: `servebench run --help`), `run` turns them
-//! into a `RunConfig` and runs the pipeline, `sim` serves the simulator.
+//! into a `RunConfig` and runs the pipeline, `sim` serves the simulator; `history`,
+//! `compare` and `export` read finished runs back (`runs` resolves what an argument names).
 
 pub mod args;
 pub mod assemble;
+pub mod compare;
+pub mod export;
+pub mod history;
 pub mod profile;
 pub mod report;
 pub mod run;
+pub mod runs;
 pub mod scaleout;
 pub mod selfbench;
 pub mod sim;
@@ -46,6 +51,13 @@ pub fn main() -> ExitCode {
         Command::Report(args) => report::report(args),
         Command::Test(args) => test::test(*args),
         Command::Suite(args) => test::suite(*args),
+        Command::History(args) => history::history(args),
+        Command::Label(args) => history::label(args),
+        Command::Note(args) => history::note(args),
+        Command::Reindex(args) => history::reindex(args),
+        Command::Compare(args) => compare::compare(args),
+        Command::Regress(args) => compare::regress(args),
+        Command::Export(args) => export::export(args),
         Command::Plan(args) => scaleout::plan(*args),
         Command::Merge(args) => scaleout::merge(args),
         Command::K8s(args) => scaleout::k8s(*args),

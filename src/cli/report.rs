@@ -1,19 +1,22 @@
 //! `servebench report RUN_DIR`: a run's report from its folder, rendered again, or rebuilt
 //! from `requests.jsonl` when the run died before writing its summary (its `run.json` then
-//! still says `"status": "running"`).
+//! still says `"status": "running"`). Prints the terminal report, writes `report.md` and
+//! `report.html`; `run` writes the two files through [`write_files`] as it ends.
 
-use super::args::ReportArgs;
+use super::args::{ReportArgs, ReportFormat};
 use super::assemble::{assemble, Inputs};
 use super::exit;
 use crate::config::PrefillSetup;
 use crate::metrics::fluidity::ProfiledCurve;
 use crate::metrics::generator::GeneratorFacts;
 use crate::record::run::WarmupReport;
+use crate::record::RequestRecord;
+use crate::report::run_page::{self, RunData};
 use crate::report::{terminal, RunReport, RunStart};
 use crate::store::read_requests;
 use crate::store::run_dir::earliest_us;
 use anyhow::{bail, Context, Result};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// A run folder's report: as written, or recovered. The flag says which.
 pub fn load_or_recover(dir: &Path) -> Result<(RunReport, bool)> {
@@ -99,18 +102,107 @@ fn recover(dir: &Path, mut start: RunStart) -> Result<RunReport> {
     })
 }
 
+/// The page of a run: its report and the chart data of its records.
+fn run_page(report: &RunReport, records: &[RequestRecord]) -> crate::report::page::Page {
+    let data = RunData::of(report, records);
+    run_page::page(report, &data)
+}
+
+/// Writes `text` to `path` through a temporary file beside it, so a reader never sees half
+/// a report.
+fn write_atomic(path: &Path, text: &str) -> Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
+}
+
+/// The records as `requests.jsonl` holds them (times in whole microseconds), so that the
+/// reports a run writes are the ones `servebench report` rebuilds from its folder.
+pub fn as_written(records: &[RequestRecord], clock: &crate::clock::RunClock) -> Vec<RequestRecord> {
+    records
+        .iter()
+        .map(|r| crate::record::wire::WireRecord::from_record(r, clock).into_record(0))
+        .collect()
+}
+
+/// Writes `report.md` and `report.html` into the run folder; returns their paths.
+pub fn write_files(report: &RunReport, records: &[RequestRecord]) -> Result<[PathBuf; 2]> {
+    let page = run_page(report, records);
+    let dir = &report.config.out_dir;
+    let md = dir.join("report.md");
+    let html = dir.join("report.html");
+    write_atomic(&md, &page.to_markdown())?;
+    write_atomic(&html, &page.to_html())?;
+    Ok([md, html])
+}
+
+/// The records of a run folder (read back relative to the earliest time in them).
+fn records_of(dir: &Path, report: &RunReport) -> Result<Vec<RequestRecord>> {
+    let jsonl = dir.join("requests.jsonl");
+    if !jsonl.exists() {
+        return Ok(Vec::new());
+    }
+    let anchor = earliest_us(&jsonl)?.min(report.started_at_us);
+    read_requests(&jsonl, anchor)
+}
+
 pub fn report(args: ReportArgs) -> Result<u8> {
-    let (report, recovered) = load_or_recover(&args.dir)?;
+    let (mut report, recovered) = load_or_recover(&args.dir)?;
     if recovered {
         eprintln!(
             "Recovered {} from requests.jsonl (the run was killed before it finished); run.json now holds its summary.",
             args.dir.display()
         );
     }
-    if args.detail {
-        print!("{}", terminal::render_detail(&report));
+    // The folder may have moved since the run: reports describe where it is now.
+    report.config.out_dir = args.dir.clone();
+    if args.output.is_some() && !matches!(args.format, ReportFormat::Md | ReportFormat::Html) {
+        bail!("--output goes with --format md or --format html (one file)");
+    }
+    if matches!(args.format, ReportFormat::Terminal | ReportFormat::All) {
+        if args.detail {
+            print!("{}", terminal::render_detail(&report));
+        } else {
+            print!("{}", terminal::render(&report));
+        }
+    }
+    if args.format == ReportFormat::Terminal {
+        return Ok(exit::OK);
+    }
+    let records = records_of(&args.dir, &report)?;
+    if args.format == ReportFormat::All {
+        let paths = write_files(&report, &records).with_context(|| {
+            format!(
+                "{} is not writable: write one report elsewhere with --format md|html --output PATH",
+                args.dir.display()
+            )
+        })?;
+        for p in paths {
+            eprintln!("Wrote {}", p.display());
+        }
+        return Ok(exit::OK);
+    }
+    let page = run_page(&report, &records);
+    let (text, name) = if args.format == ReportFormat::Md {
+        (page.to_markdown(), "report.md")
     } else {
-        print!("{}", terminal::render(&report));
+        (page.to_html(), "report.html")
+    };
+    match args.output.as_deref() {
+        Some(p) if p == Path::new("-") => print!("{text}"),
+        Some(p) => {
+            write_atomic(p, &text)?;
+            eprintln!("Wrote {}", p.display());
+        }
+        None => {
+            let p = args.dir.join(name);
+            write_atomic(&p, &text).with_context(|| {
+                format!("{} is not writable: use --output PATH", args.dir.display())
+            })?;
+            eprintln!("Wrote {}", p.display());
+        }
     }
     Ok(exit::OK)
 }

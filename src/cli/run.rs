@@ -4,11 +4,11 @@
 //! Everything the flags name (files, folders, numbers) is checked before anything starts,
 //! the simulator included, so a typo costs a second, not a warm-up.
 
-use super::args::{ArrivalArg, DeadlinesArg, EndpointArg, IdleCostArg, RunArgs, SutBoundaryArg};
+use super::args::{ArrivalArg, DeadlinesArg, IdleCostArg, RunArgs, SutBoundaryArg};
 use super::exit;
 use crate::config::{
-    Arrival, BaseUrl, Endpoint, Limits, LoadPattern, PrefillSetup, ProfilePlan, RequestOptions,
-    RunConfig, Secret, Target, Warmup,
+    Arrival, BaseUrl, Limits, LoadPattern, PrefillSetup, ProfilePlan, RequestOptions, RunConfig,
+    Secret, Target, Warmup,
 };
 use crate::metrics::experience::FluidityParams;
 use crate::metrics::fluidity::{PrefillCurve, ProfiledCurve};
@@ -206,11 +206,22 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
                 .trim()
                 .to_owned(),
         )),
-        None => std::env::var(&t.api_key_env)
-            .ok()
-            .filter(|k| !k.is_empty())
-            .map(Secret::new),
+        None => std::env::var(
+            t.api_key_env
+                .as_deref()
+                .unwrap_or(crate::client::apis::default_key_env(t.endpoint.endpoint())),
+        )
+        .ok()
+        .filter(|k| !k.is_empty())
+        .map(Secret::new),
     };
+    let websocket = match t.endpoint.endpoint() {
+        crate::config::Endpoint::Websocket => Some(websocket_options(args)?),
+        _ => None,
+    };
+    if t.endpoint.endpoint() == crate::config::Endpoint::Grpc && url.tls {
+        bail!("--endpoint grpc speaks plain HTTP/2 (h2c) only: use an http:// URL (e.g. http://127.0.0.1:8001 for Triton)");
+    }
     let mut headers = Vec::new();
     for h in &t.headers {
         let Some((k, v)) = h.split_once(':') else {
@@ -354,15 +365,15 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
         target: Target {
             url,
             model: t.model.clone().unwrap_or_default(),
-            endpoint: match t.endpoint {
-                EndpointArg::Chat => Endpoint::Chat,
-                EndpointArg::Completions => Endpoint::Completions,
-            },
+            endpoint: t.endpoint.endpoint(),
             headers,
             api_key,
             builtin_simulator: builtin,
             tls: tls.clone(),
             proxy,
+            websocket,
+            grpc_backend: (t.endpoint.endpoint() == crate::config::Endpoint::Grpc)
+                .then_some(args.websocket.grpc_backend),
         },
         request: RequestOptions {
             ignore_eos: b.ignore_eos,
@@ -455,6 +466,45 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
     })
 }
 
+/// The WebSocket mode's options from the flags, checked: the template fills into a JSON
+/// object and every pointer is well formed.
+fn websocket_options(args: &RunArgs) -> Result<crate::config::WebSocketOptions> {
+    let w = &args.websocket;
+    let opt = |s: &str| (!s.is_empty()).then(|| s.to_owned());
+    let mut ws = crate::config::WebSocketOptions {
+        path: w.ws_path.clone(),
+        text_path: w.ws_text_path.clone(),
+        reasoning_path: opt(&w.ws_reasoning_path),
+        end: w.ws_end.clone(),
+        usage_path: opt(&w.ws_usage_path),
+        error_path: opt(&w.ws_error_path),
+        finish_path: opt(&w.ws_finish_path),
+        id_path: opt(&w.ws_id_path),
+        ..Default::default()
+    };
+    if let Some(t) = &w.ws_template {
+        ws.template = match t.strip_prefix('@') {
+            Some(path) => std::fs::read_to_string(path)
+                .with_context(|| format!("reading the --ws-template file {path}"))?,
+            None => t.clone(),
+        };
+    }
+    crate::client::apis::websocket::WsPaths::new(&ws)
+        .map_err(|e| anyhow::anyhow!("--ws-*-path / --ws-end: {e}"))?;
+    let probe = [("user".to_owned(), "hello".to_owned())];
+    crate::client::apis::websocket::request_message(
+        &ws,
+        "model",
+        &crate::client::apis::Prompt {
+            messages: &probe,
+            max_tokens: 1,
+            overrides: &[],
+        },
+        &crate::config::RequestOptions::default(),
+    )?;
+    Ok(ws)
+}
+
 /// The workload named by `--workload` (a name or a .toml file), fixed lengths, or a dataset.
 pub fn workload_of(
     workload: Option<&str>,
@@ -534,14 +584,19 @@ pub fn ready(args: &RunArgs) -> Result<std::result::Result<Ready, u8>> {
                 ),
             };
             let server = SimServer::spawn(cfg, 0).context("starting the built-in simulator")?;
+            let url = match resolved.config.target.endpoint {
+                crate::config::Endpoint::Grpc => server.grpc_url(),
+                _ => server.base_url(),
+            };
             eprintln!(
-                "No --url given: using the built-in simulator at {} ({what}). Pass --url to test a real server.",
-                server.base_url(),
+                "No --url given: using the built-in simulator at {url} ({what}). Pass --url to test a real server.",
             );
-            resolved.config.target.url = BaseUrl::parse(&server.base_url())?;
+            resolved.config.target.url = BaseUrl::parse(&url)?;
             let tc = &mut resolved.config.telemetry;
             if tc.metrics_url.is_some() && !tc.metrics_url_given {
-                tc.metrics_url = Some(format!("{}/metrics", resolved.config.target.url.root()));
+                // The simulator's HTTP port serves /metrics (also when gRPC is driven).
+                let http = BaseUrl::parse(&server.base_url())?;
+                tc.metrics_url = Some(format!("{}/metrics", http.root()));
             }
             Some(server)
         }
@@ -571,6 +626,8 @@ pub fn ready(args: &RunArgs) -> Result<std::result::Result<Ready, u8>> {
             .cloned()
             .unwrap_or_else(|| "default".into());
     } else if !args.target.no_model_check
+        // The native routes name no model: the engine serves the one it loaded.
+        && !target.endpoint.is_native()
         && !server.models.is_empty()
         && !server.models.contains(&target.model)
     {
@@ -724,6 +781,9 @@ pub fn tokenizer_info(tok: &dyn tokenizer::Tokenizer) -> crate::report::Tokenize
 /// Runs the whole pipeline; returns the exit status.
 pub fn run(args: RunArgs) -> Result<u8> {
     let detail = args.output.detail;
+    for label in &args.output.labels {
+        crate::store::history::check_label(label).context("--label")?;
+    }
     let Ready {
         sim,
         resolved,
@@ -751,11 +811,27 @@ pub fn run(args: RunArgs) -> Result<u8> {
     } else {
         print!("{}", terminal::render(&report));
     }
-    println!(
-        "\nRun folder: {} (every table: --detail, or run.json)",
-        report.config.out_dir.display()
-    );
+    let dir = &report.config.out_dir;
+    println!("\nRun folder: {}", dir.display());
+    let tables = if detail {
+        ""
+    } else {
+        " · every table: --detail"
+    };
+    if dir.join("report.html").exists() {
+        println!("  report.html (charts) · report.md · run.json · requests.jsonl{tables}");
+    } else {
+        println!("  run.json · requests.jsonl{tables}");
+    }
     drop(sim);
+    if !args.output.no_store {
+        super::history::record_run(
+            args.output.store.as_deref(),
+            dir,
+            &args.output.labels,
+            args.output.quiet,
+        );
+    }
     Ok(report.verdict.exit_status)
 }
 
@@ -841,5 +917,15 @@ pub fn execute(
         recovered: false,
         extra_warnings: e.warnings,
     })?;
+    // The reports are a view of what is already on disk (the records as requests.jsonl
+    // holds them, so `servebench report` rebuilds the same files): failing to write them
+    // never loses the run or changes its exit status.
+    let written = super::report::as_written(&output.records, &output.clock);
+    if let Err(err) = super::report::write_files(&report, &written) {
+        eprintln!(
+            "warning: the reports were not written: {err:#}. The run itself is complete; `servebench report {} --format all` writes them again.",
+            report.config.out_dir.display()
+        );
+    }
     Ok(Ok((report, output.records)))
 }

@@ -311,6 +311,9 @@ pub fn run_planned(cmd: RunCommand) -> Result<u8> {
 
 /// `servebench merge`: one run folder from a plan's shard folders.
 pub fn merge(args: MergeArgs) -> Result<u8> {
+    for label in &args.labels {
+        crate::store::history::check_label(label).context("--label")?;
+    }
     let merged = crate::scaleout::merge::merge(&args.dirs)?;
     let out = prepare_run_dir(Some(&args.out), args.force)?;
     let first = &merged.shards[0].report;
@@ -440,6 +443,14 @@ pub fn merge(args: MergeArgs) -> Result<u8> {
     // Server and GPU metrics over the measurement: shard 0 scraped them for the whole load.
     report.telemetry = first.telemetry.clone();
     write_run_json(&out, &crate::report::json::run_json(&report))?;
+    // report.md and report.html, as a run writes them (a failure warns, never loses the run).
+    let written = super::report::as_written(&merged.records, &clock);
+    if let Err(err) = super::report::write_files(&report, &written) {
+        eprintln!(
+            "warning: the reports were not written: {err:#}. `servebench report {} --format all` writes them again.",
+            out.display()
+        );
+    }
     let shards: Vec<serde_json::Value> = merged
         .shards
         .iter()
@@ -478,6 +489,9 @@ pub fn merge(args: MergeArgs) -> Result<u8> {
         out.display(),
         merged.shards.len()
     );
+    if !args.no_store {
+        super::history::record_run(args.store.as_deref(), &out, &args.labels, false);
+    }
     Ok(report.verdict.exit_status)
 }
 

@@ -78,13 +78,35 @@ fn closed_run(
     tag: &str,
     clock: &str,
 ) -> Result<(RunOutput, GeneratorReport, Vec<crate::sim::TruthRecord>)> {
+    closed_run_on(cfg, streams, 2, args, tag, clock, "chat")
+}
+
+/// [`closed_run`] through `endpoint`.
+fn closed_run_on(
+    cfg: SimConfig,
+    streams: u32,
+    requests_per_stream: u32,
+    args: &SelfbenchArgs,
+    tag: &str,
+    clock: &str,
+    endpoint: &str,
+) -> Result<(RunOutput, GeneratorReport, Vec<crate::sim::TruthRecord>)> {
     let sim = SimServer::spawn(cfg, 0)?;
     let dir = std::env::temp_dir().join(format!("servebench-selfbench-{tag}-{streams}"));
+    let url = match endpoint {
+        "grpc" => sim.grpc_url(),
+        _ => sim.base_url(),
+    };
     let extra: Vec<String> = vec![
+        "--endpoint".into(),
+        endpoint.into(),
+        // gRPC: the inputs that carry ignore_eos, so lengths are exact as on the others.
+        "--grpc-backend".into(),
+        "vllm".into(),
         "--concurrency".into(),
         streams.to_string(),
         "--requests".into(),
-        (streams * 2).to_string(),
+        (streams * requests_per_stream).to_string(),
         "--input-tokens".into(),
         "16".into(),
         "--output-tokens".into(),
@@ -92,7 +114,7 @@ fn closed_run(
         "--arrival-clock".into(),
         clock.into(),
     ];
-    let run_cfg = config_for(&sim.base_url(), &extra, &dir, args.client_threads)?;
+    let run_cfg = config_for(&url, &extra, &dir, args.client_threads)?;
     let (out, report) = run_judged(&run_cfg)?;
     let truth = sim
         .truth()
@@ -191,6 +213,82 @@ fn throughput(streams: u32, args: &SelfbenchArgs, engine_model: bool) -> Result<
         report.cpu_cores_used,
         report.kept_up
     );
+    Ok(())
+}
+
+/// Chunk arrival − server write, µs, for every chunk matched to the simulator's truth.
+fn arrival_lag_us(out: &RunOutput, truth: Vec<crate::sim::TruthRecord>) -> Vec<f64> {
+    let truth: HashMap<String, _> = truth
+        .into_iter()
+        .map(|t| (t.response_id.clone(), t))
+        .collect();
+    let mut lag_us = Vec::new();
+    for r in &out.records {
+        let Some(t) = r.response_id.as_ref().and_then(|id| truth.get(id)) else {
+            continue;
+        };
+        for (c, (w, _)) in r.chunks.iter().zip(&t.chunk_writes) {
+            lag_us.push((c.at as f64 - out.clock.offset_of(*w) as f64) / 1e3);
+        }
+    }
+    lag_us
+}
+
+/// Per API: the same closed-loop load (`--protocol-streams` streams of 1 token every 2 ms,
+/// TTFT 20 ms) through each `--endpoint`, so the parsers' cost is compared on equal terms:
+/// accuracy (chunk arrival − server write), client CPU per chunk, and reported against
+/// written throughput.
+fn protocols(args: &SelfbenchArgs) -> Result<()> {
+    let streams = args.protocol_streams;
+    println!(
+        "per API, {streams} streams (TTFT 20 ms, one token every 2 ms, {} tokens each):",
+        args.output_tokens
+    );
+    println!(
+        "  {:<12} {:>14} {:>14} {:>16} {:>12} {:>9}",
+        "endpoint", "lag p50 µs", "lag p99 µs", "CPU µs/chunk", "tok/s err %", "kept_up"
+    );
+    for endpoint in &args.protocols {
+        // Eight requests per stream: enough CPU time for the kernel's accounting to give a
+        // per-chunk figure.
+        let (out, report, truth) = closed_run_on(
+            SimConfig::fixed(20.0, 2.0),
+            streams,
+            8,
+            args,
+            "api",
+            "kernel",
+            endpoint,
+        )?;
+        let failed = out.records.iter().filter(|r| !r.outcome.is_ok()).count();
+        let summary = summarize(&out.records, &SummaryParams::default());
+        let written: u64 = truth
+            .iter()
+            .map(|t| t.chunk_writes.iter().map(|w| w.1 as u64).sum::<u64>())
+            .sum();
+        let first = truth.iter().map(|t| t.received).min().context("no truth")?;
+        let last = truth
+            .iter()
+            .filter_map(|t| t.chunk_writes.last().map(|w| w.0))
+            .max()
+            .context("no truth")?;
+        let written_rate = written as f64 / (last - first).as_secs_f64();
+        let lag = Distribution::of(&mut arrival_lag_us(&out, truth));
+        println!(
+            "  {:<12} {:>14.1} {:>14.1} {:>16.1} {:>+12.2} {:>9}{}",
+            endpoint,
+            lag.map_or(f64::NAN, |d| d.p50),
+            lag.map_or(f64::NAN, |d| d.p99),
+            report.cpu_us_per_chunk.unwrap_or(f64::NAN),
+            (summary.output_tokens_per_s / written_rate - 1.0) * 100.0,
+            report.kept_up,
+            if failed > 0 {
+                format!("  ({failed} failed!)")
+            } else {
+                String::new()
+            }
+        );
+    }
     Ok(())
 }
 
@@ -325,6 +423,9 @@ pub fn selfbench(args: SelfbenchArgs) -> Result<u8> {
     }
     for &s in args.accuracy_streams.iter().filter(|&&s| s > 0) {
         accuracy(s, &args)?;
+    }
+    if args.protocol_streams > 0 && !args.protocols.is_empty() {
+        protocols(&args)?;
     }
     for &s in args.throughput_streams.iter().filter(|&&s| s > 0) {
         throughput(s, &args, false)?;

@@ -39,6 +39,11 @@ pub fn serve(args: SimArgs) -> Result<u8> {
             .with_context(|| format!("opening {}", path.display()))?;
     }
     println!("{}", server.base_url());
+    // On stderr: scripts read the base URL as the only line of stdout.
+    eprintln!(
+        "gRPC (KServe v2 / Triton, --endpoint grpc): {}",
+        server.grpc_url()
+    );
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;

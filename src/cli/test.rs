@@ -406,6 +406,9 @@ fn setup(
     p: &ProcedureArgs,
     tests: &[TestName],
 ) -> Result<std::result::Result<Setup, u8>> {
+    for label in &args.output.labels {
+        crate::store::history::check_label(label).context("--label")?;
+    }
     let targets = named(&p.targets, "--target")?;
     let from = named(&p.from, "--from")?;
     for (_, dir) in &from {
@@ -602,7 +605,8 @@ fn one_test(
             serde_json::json!(runner.budget.limit.map(|d| d.as_secs_f64())),
         );
     }
-    let report = TestReport {
+    let finished = crate::clock::RunClock::start().unix_us(0);
+    let mut report = TestReport {
         schema_version: TEST_SCHEMA_VERSION,
         test,
         section: test.section().into(),
@@ -615,8 +619,12 @@ fn one_test(
         stopped: f.stopped,
         answer: f.answer,
         started_at: crate::clock::iso8601_ms(started),
-        finished_at: crate::clock::iso8601_ms(crate::clock::RunClock::start().unix_us(0)),
+        finished_at: crate::clock::iso8601_ms(finished),
+        started_at_us: started,
+        finished_at_us: finished,
         duration_s: t0.elapsed().as_secs_f64(),
+        exit_status: exit::OK,
+        interrupted: INTERRUPTED.load(Ordering::Acquire),
         tool: ToolInfo::default(),
         command_line: redacted_command_line(),
         target: runner.target_info(),
@@ -626,6 +634,7 @@ fn one_test(
         result: f.result,
         compliance: f.compliance,
     };
+    report.exit_status = status(&report);
     let path = runner.dir.join("test.json");
     let tmp = runner.dir.join("test.json.tmp");
     std::fs::write(&tmp, serde_json::to_vec_pretty(&report)?)
@@ -651,7 +660,21 @@ pub fn test(args: TestArgs) -> Result<u8> {
         "\nTest folder: {} (test.json; one run folder per level)",
         runner.dir.display()
     );
-    Ok(status(&report))
+    index_test(&args.run, &runner.dir);
+    Ok(report.exit_status)
+}
+
+/// Indexes a finished test folder (the test and its levels) in the history, unless
+/// `--no-store`; a failure warns and keeps the folder.
+fn index_test(run: &RunArgs, dir: &Path) {
+    if !run.output.no_store {
+        super::history::record_run(
+            run.output.store.as_deref(),
+            dir,
+            &run.output.labels,
+            run.output.quiet,
+        );
+    }
 }
 
 /// The exit status of a test: 130 when interrupted, 1 when it found no answer, else 0.
@@ -713,6 +736,7 @@ pub fn suite(args: SuiteArgs) -> Result<u8> {
         runner.start_test(dir.clone());
         let report = one_test(test, &mut runner, &options, &system)?;
         print!("{}", procedure::tables::render(&report));
+        index_test(&args.run, &dir);
         // Capacities found feed the tests after.
         if let Some(r) = report
             .result
@@ -728,7 +752,7 @@ pub fn suite(args: SuiteArgs) -> Result<u8> {
         {
             options.capacity_concurrency.get_or_insert(c as u32);
         }
-        worst = worst.max(status(&report));
+        worst = worst.max(report.exit_status);
         entries.push(serde_json::json!({
             "test": test,
             "section": report.section,

@@ -42,6 +42,8 @@ fn generate(
                 builtin_simulator: false,
                 tls: Default::default(),
                 proxy: None,
+                websocket: None,
+                grpc_backend: None,
             };
             crate::tokenizer::load_for("server", &target)?
         }

@@ -5,18 +5,21 @@
 //! completed by a read gets the arrival time of the bytes that completed it (draft B.1.1).
 //! Whatever happens, the record keeps what was received; failures become `Outcome`s.
 
+use super::apis::openai::parse_timings;
+use super::apis::{parser_for, Parser, StreamParser};
 use super::http::{BodyDecoder, HttpError};
-use super::openai::{parse_chunk, parse_timings};
 use super::pool::Pool;
 use super::sse::SseParser;
 use crate::clock::{Nanos, RunClock};
-use crate::config::Target;
+use crate::config::{Endpoint, Target};
 use crate::record::{Chunk, Draft, FailureKind, Outcome, Phase, RequestRecord};
 
 /// A request ready to send: its bytes were built off the hot path.
 #[derive(Debug, Clone)]
 pub struct PreparedRequest {
     pub id: u64,
+    /// The API the bytes speak (decides how the stream is parsed).
+    pub endpoint: Endpoint,
     pub class: Option<String>,
     pub input_tokens: u32,
     pub max_tokens: u32,
@@ -26,16 +29,37 @@ pub struct PreparedRequest {
     pub session: Option<(u64, u32)>,
     /// Multi-turn: wait after the previous turn's answer, ms.
     pub think_ms: f64,
-    /// The complete HTTP request (head and body).
+    /// The complete HTTP request (head and body); for a WebSocket, the opening handshake.
     pub http_bytes: Vec<u8>,
+    /// A WebSocket's request message, as a masked frame (empty for HTTP APIs).
+    pub ws_frame: Vec<u8>,
+    /// A fresh parser for the response (carries the API's configuration).
+    pub parser: Parser,
 }
 
-/// Builds the bytes of a `POST` to the target's endpoint.
+/// A WebSocket target's request message as a client frame; empty for HTTP APIs.
+pub fn ws_frame(target: &Target, body: &[u8]) -> Vec<u8> {
+    match target.endpoint {
+        Endpoint::Websocket => super::websocket::client_text_frame(body),
+        _ => Vec::new(),
+    }
+}
+
+/// Builds the bytes of a `POST` to the target's endpoint (for a WebSocket target, its
+/// opening handshake; the message goes in [`ws_frame`]).
 pub fn http_request(target: &Target, body: &[u8]) -> Vec<u8> {
     use std::fmt::Write;
+    match target.endpoint {
+        Endpoint::Websocket => {
+            return super::websocket::upgrade_request(target, super::websocket::KEY_PLACEHOLDER)
+        }
+        // The encoded protobuf message: the gRPC client frames it.
+        Endpoint::Grpc => return body.to_vec(),
+        _ => {}
+    }
     let mut head = String::with_capacity(256);
     // Through a plain HTTP proxy the request line names the whole URL (absolute form).
-    let path = target.url.path(target.endpoint.path());
+    let path = target.endpoint.request_path(&target.url, None);
     let request_target = match &target.proxy {
         Some(p) if !p.tunnel => format!("{}{path}", target.url.root()),
         _ => path,
@@ -55,11 +79,7 @@ pub fn http_request(target: &Target, body: &[u8]) -> Vec<u8> {
     {
         let _ = write!(head, "Proxy-Authorization: {}\r\n", auth.expose());
     }
-    if let Some(key) = &target.api_key {
-        let _ = write!(head, "Authorization: Bearer {}\r\n", key.expose());
-    } else if let Some(auth) = target.url.basic_auth_header() {
-        let _ = write!(head, "Authorization: {auth}\r\n");
-    }
+    super::apis::write_auth_headers(target, &mut head);
     for (k, v) in &target.headers {
         let _ = write!(head, "{k}: {v}\r\n");
     }
@@ -69,10 +89,12 @@ pub fn http_request(target: &Target, body: &[u8]) -> Vec<u8> {
     bytes
 }
 
-/// A request being measured: its draft record plus the stream's end markers.
+/// A request being measured: its draft record, its API's stream parser and the stream's
+/// end markers.
 #[derive(Debug, Default)]
 pub struct Exchange {
     pub draft: Draft,
+    parser: Parser,
     saw_done: bool,
     refused: bool,
 }
@@ -93,6 +115,15 @@ impl Exchange {
                 },
                 ..Default::default()
             },
+            parser: req.parser.clone(),
+            ..Default::default()
+        }
+    }
+
+    /// An exchange for tests and replays: no request, a parser for `endpoint`.
+    pub fn for_endpoint(endpoint: Endpoint) -> Self {
+        Self {
+            parser: parser_for(endpoint),
             ..Default::default()
         }
     }
@@ -116,53 +147,60 @@ impl Exchange {
         }
     }
 
-    /// Handles one SSE data payload that arrived at `at`; `Ok(true)` when it ends the stream
-    /// (`[DONE]`: anything after it is not part of the answer). `Err` ends the exchange.
-    fn on_event(&mut self, data: &[u8], at: Nanos) -> Result<bool, Outcome> {
-        if data == b"[DONE]" {
-            self.saw_done = true;
-            return Ok(true);
-        }
-        let chunk = parse_chunk(data).map_err(|e| Outcome::failed(FailureKind::Protocol, e))?;
+    /// Handles one event (its SSE `event:` name and data) that arrived at `at`; `Ok(true)`
+    /// when it ends the stream (`[DONE]`, `message_stop`, ...: anything after it is not
+    /// part of the answer). `Err` ends the exchange.
+    pub fn on_event(
+        &mut self,
+        event: Option<&str>,
+        data: &[u8],
+        at: Nanos,
+    ) -> Result<bool, Outcome> {
+        let ev = self
+            .parser
+            .parse(event, data)
+            .map_err(|e| Outcome::failed(FailureKind::Protocol, e))?;
+        self.apply(ev, at)
+    }
+
+    /// Takes in one parsed event that arrived at `at` (the gRPC path parses its messages
+    /// itself); as [`Exchange::on_event`].
+    pub fn apply(&mut self, ev: super::apis::ApiEvent<'_>, at: Nanos) -> Result<bool, Outcome> {
         if self.draft.record.response_id.is_none() {
-            if let Some(id) = &chunk.id {
+            if let Some(id) = &ev.id {
                 self.draft.record.response_id = Some(id.to_string());
             }
         }
-        if let Some(err) = chunk.error {
+        if let Some(err) = ev.error {
             return Err(Outcome::failed(
                 FailureKind::Protocol,
-                format!("server sent an error event: {}", err.get()),
+                format!("server sent an error event: {err}"),
             ));
         }
-        let mut cumulative = None;
-        if let Some(usage) = chunk.usage {
+        let mut cumulative = ev.cumulative_completion;
+        if let Some(usage) = ev.usage {
             // Servers streaming usage in every chunk would otherwise cost a JSON tree per
-            // chunk: keep the latest raw text in a reused buffer (no allocation once grown),
-            // read only the count now, and build the `usage` value once, off the hot path.
-            #[derive(serde::Deserialize)]
-            struct Count {
-                completion_tokens: Option<u32>,
+            // chunk: keep the latest usage text in a reused buffer (no allocation once
+            // grown), read only the count now, and build the `usage` value once, off the hot
+            // path. An empty usage never erases an earlier one.
+            cumulative = cumulative.or_else(|| usage.completion_tokens());
+            let mut buf = std::mem::take(&mut self.draft.usage_scratch);
+            if usage.write_json(&mut buf) {
+                std::mem::swap(&mut self.draft.usage_raw, &mut buf);
             }
-            cumulative = serde_json::from_str::<Count>(usage.get())
-                .ok()
-                .and_then(|c| c.completion_tokens);
-            self.draft.usage_raw.clear();
-            self.draft.usage_raw.push_str(usage.get());
+            self.draft.usage_scratch = buf;
         }
-        if let Some(t) = chunk.timings.and_then(parse_timings) {
+        if let Some(t) = ev.timings.and_then(parse_timings) {
             self.draft.record.server_timing = Some(t);
         }
-        if let Some(reason) = &chunk.finish_reason {
+        if let Some(reason) = &ev.finish_reason {
             if reason == "content_filter" {
                 self.refused = true;
             }
             self.draft.record.finish_reason = Some(reason.to_string());
         }
-        if chunk.refusal.as_deref().is_some_and(|r| !r.is_empty()) {
-            self.refused = true;
-        }
-        if let Some(text) = chunk.reasoning.as_deref().filter(|t| !t.is_empty()) {
+        self.refused |= ev.refusal;
+        if let Some(text) = ev.reasoning.as_deref().filter(|t| !t.is_empty()) {
             self.draft.reasoning_text.push_str(text);
             self.draft.record.reasoning_chunks.push(Chunk {
                 at,
@@ -170,7 +208,7 @@ impl Exchange {
                 bytes: text.len() as u32,
             });
         }
-        if let Some(text) = chunk.content.as_deref().filter(|t| !t.is_empty()) {
+        if let Some(text) = ev.content.as_deref().filter(|t| !t.is_empty()) {
             self.draft.content_text.push_str(text);
             // Draft 5.1.3.1: whitespace-only output is not the first token, but it is output:
             // it stays a chunk (its tokens count), and the first token is the first non-blank one.
@@ -184,11 +222,14 @@ impl Exchange {
             });
             self.draft.cumulative_usage.push(cumulative);
         }
-        Ok(false)
+        if ev.done {
+            self.saw_done = true;
+        }
+        Ok(ev.done)
     }
 
     /// The outcome of a stream that ended normally at `at`.
-    fn finish_stream(&mut self, at: Nanos) {
+    pub fn finish_stream(&mut self, at: Nanos) {
         self.draft.record.finished_at = at;
         self.draft.record.outcome = if self.refused {
             Outcome::failed(
@@ -201,7 +242,7 @@ impl Exchange {
             Outcome::failed(
                 FailureKind::StreamCut,
                 format!(
-                    "stream ended without [DONE] or finish_reason after {} content chunks",
+                    "stream ended without its end event ([DONE], response.completed, message_stop, stop) or a finish reason after {} content chunks",
                     self.draft.record.chunks.len()
                 ),
             )
@@ -254,6 +295,18 @@ pub async fn execute(
     url_for_errors: &str,
     limits: &ExchangeLimits,
 ) {
+    match req.endpoint {
+        Endpoint::Websocket => {
+            return super::websocket::execute(ex, pool, clock, req, url_for_errors, limits).await
+        }
+        Endpoint::Grpc => {
+            return match pool.grpc_channel() {
+                Ok(ch) => super::grpc::execute(ex, &ch, clock, req, limits).await,
+                Err(e) => ex.fail_if_unfinished(FailureKind::Connect, &e, clock.now()),
+            }
+        }
+        _ => {}
+    }
     // The caller normally stamps the attempt before racing this future against cancellation
     // (so a request cancelled before its first poll still has a real attempt time).
     if ex.draft.record.queued_at == 0 {
@@ -369,14 +422,16 @@ pub async fn execute(
             &mut conn,
             &mut decoder,
             |bytes, at| {
-                sse.feed(bytes, |event| match ex.on_event(event.data, at) {
-                    Ok(done) => {
-                        ended |= done;
-                        !done
-                    }
-                    Err(o) => {
-                        failure = Some(o);
-                        false
+                sse.feed(bytes, |event| {
+                    match ex.on_event(event.event, event.data, at) {
+                        Ok(done) => {
+                            ended |= done;
+                            !done
+                        }
+                        Err(o) => {
+                            failure = Some(o);
+                            false
+                        }
                     }
                 });
                 if let Some(o) = failure.take() {
@@ -565,7 +620,7 @@ mod tests {
         let mut at = 0;
         sse.feed(&bytes, |e| {
             at += 1_000_000;
-            ex.on_event(e.data, at).unwrap();
+            ex.on_event(e.event, e.data, at).unwrap();
             true
         });
         ex.finish_stream(at);
@@ -582,7 +637,7 @@ mod tests {
         let mut at = 0;
         sse.feed(&bytes[len..], |e| {
             at += 1_000_000;
-            ex.on_event(e.data, at).unwrap();
+            ex.on_event(e.event, e.data, at).unwrap();
             true
         });
         ex.finish_stream(at);
@@ -669,10 +724,65 @@ mod tests {
         }
     }
 
+    /// Replays a recorded response (as `curl -i --raw` saves it) of `endpoint` through the
+    /// exchange and settles it.
+    fn replay_api(name: &str, endpoint: Endpoint) -> RequestRecord {
+        let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+        let bytes = std::fs::read(&path).unwrap();
+        let (head, len) = crate::client::http::parse_head(&bytes).unwrap().unwrap();
+        let mut body = Vec::new();
+        BodyDecoder::new(head.body)
+            .decode(&bytes[len..], |b| body.extend_from_slice(b))
+            .unwrap();
+        let mut ex = Exchange::for_endpoint(endpoint);
+        let mut sse = SseParser::new();
+        let mut at = 0;
+        sse.feed(&body, |e| {
+            at += 1_000_000;
+            !ex.on_event(e.event, e.data, at).unwrap()
+        });
+        ex.finish_stream(at);
+        settle(ex.into_draft(), &TiktokenTokenizer::cl100k())
+    }
+
+    /// The other APIs llama.cpp serves settle into the same record as its chat route.
+    #[test]
+    fn responses_messages_and_completion_transcripts_settle() {
+        use crate::record::{ChunkTokenSource, TokenSource};
+        let r = replay_api("llama.cpp-11434/responses_stream.http", Endpoint::Responses);
+        assert!(r.outcome.is_ok());
+        assert_eq!(
+            (r.output_tokens, r.output_tokens_source),
+            (16, TokenSource::ServerUsage)
+        );
+        assert_eq!(r.usage_prompt_tokens(), Some(30));
+        assert_eq!(r.chunks.len(), 16);
+        assert!(
+            r.server_timing.is_some(),
+            "llama.cpp's timings ride on response.completed"
+        );
+        let r = replay_api("llama.cpp-11434/messages_stream.http", Endpoint::Messages);
+        assert!(r.outcome.is_ok());
+        assert_eq!(r.output_tokens, 16);
+        assert_eq!(
+            (r.usage_prompt_tokens(), r.usage_cached_tokens()),
+            (Some(48), Some(1))
+        );
+        assert_eq!(r.finish_reason.as_deref(), Some("length"));
+        assert!(r.response_id.as_deref().unwrap().starts_with("chatcmpl-"));
+        let r = replay_api("llama.cpp-11434/completion_stream.http", Endpoint::Llamacpp);
+        assert!(r.outcome.is_ok());
+        assert_eq!(r.output_tokens, 16);
+        assert_eq!(r.chunk_tokens_source, ChunkTokenSource::StreamedUsage);
+        assert_eq!(r.chunks.iter().map(|c| c.tokens).sum::<u32>(), 16);
+        let t = r.server_timing.unwrap();
+        assert_eq!((t.prompt_n, t.predicted_n), (Some(7), Some(16)));
+    }
+
     #[test]
     fn missing_done_and_finish_reason_is_a_cut() {
         let mut ex = Exchange::default();
-        ex.on_event(br#"{"choices":[{"delta":{"content":"a"}}]}"#, 5)
+        ex.on_event(None, br#"{"choices":[{"delta":{"content":"a"}}]}"#, 5)
             .unwrap();
         ex.finish_stream(6);
         assert_eq!(
@@ -685,6 +795,7 @@ mod tests {
     fn refusal_and_error_events() {
         let mut ex = Exchange::default();
         ex.on_event(
+            None,
             br#"{"choices":[{"delta":{"content":"no"},"finish_reason":"content_filter"}]}"#,
             5,
         )
@@ -696,7 +807,7 @@ mod tests {
         );
         let mut ex = Exchange::default();
         let err = ex
-            .on_event(br#"{"error":{"message":"overloaded"}}"#, 5)
+            .on_event(None, br#"{"error":{"message":"overloaded"}}"#, 5)
             .unwrap_err();
         assert_eq!(err.failure_kind(), Some(FailureKind::Protocol));
     }
@@ -704,9 +815,9 @@ mod tests {
     #[test]
     fn leading_whitespace_is_not_the_first_token() {
         let mut ex = Exchange::default();
-        ex.on_event(br#"{"choices":[{"delta":{"content":"\n"}}]}"#, 5)
+        ex.on_event(None, br#"{"choices":[{"delta":{"content":"\n"}}]}"#, 5)
             .unwrap();
-        ex.on_event(br#"{"choices":[{"delta":{"content":"Hi"}}]}"#, 9)
+        ex.on_event(None, br#"{"choices":[{"delta":{"content":"Hi"}}]}"#, 9)
             .unwrap();
         assert_eq!(ex.record().first_token_at(), Some(9));
         assert_eq!(

@@ -84,6 +84,11 @@ pub struct ReadStamps {
 }
 
 impl Connector {
+    /// The server this connector reaches.
+    pub fn url(&self) -> &BaseUrl {
+        &self.url
+    }
+
     /// A connector for a URL outside the measured path (metrics, GPUs): system roots, no
     /// proxy, read-return timestamps.
     pub fn new(url: &BaseUrl) -> Result<Self, HttpError> {
@@ -262,6 +267,12 @@ impl Conn {
     pub async fn write_request(&mut self, bytes: &[u8]) -> io::Result<()> {
         self.start = 0;
         self.end = 0;
+        self.stream.write_all(bytes).await
+    }
+
+    /// Writes more bytes on a connection already in use (a WebSocket's frames after its
+    /// handshake), keeping what was read so far.
+    pub async fn write_more(&mut self, bytes: &[u8]) -> io::Result<()> {
         self.stream.write_all(bytes).await
     }
 

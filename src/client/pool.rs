@@ -13,6 +13,8 @@ pub struct Pool {
     connector: Connector,
     idle: Mutex<Vec<Conn>>,
     opened: AtomicU64,
+    /// `--endpoint grpc`: the one HTTP/2 channel every request shares (made on first use).
+    grpc: std::sync::OnceLock<Result<tonic::transport::Channel, String>>,
 }
 
 impl Pool {
@@ -21,7 +23,18 @@ impl Pool {
             connector,
             idle: Mutex::new(Vec::new()),
             opened: AtomicU64::new(0),
+            grpc: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The gRPC channel to the server (call from within the runtime that runs requests).
+    pub fn grpc_channel(&self) -> Result<tonic::transport::Channel, String> {
+        self.grpc
+            .get_or_init(|| {
+                self.opened.fetch_add(1, Ordering::Relaxed);
+                super::grpc::channel(self.connector.url())
+            })
+            .clone()
     }
 
     /// An idle connection, or a new one. The flag says whether it was reused.

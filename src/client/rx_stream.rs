@@ -80,9 +80,26 @@ fn enable_timestamps(tcp: &TcpStream) -> bool {
 
 /// The monotonic instant of a realtime kernel stamp: now − (realtime now − stamp). A stamp
 /// from the future or more than 10 s old (a clock step) is not trusted.
+///
+/// The realtime reading is bracketed by two monotonic ones and paired with their midpoint:
+/// a thread preempted between two unbracketed readings (a loaded machine) would date the
+/// arrival too early by the preemption. The tightest of a few brackets is kept, so the
+/// pairing error is at most half of it (normally well under a microsecond).
 fn arrival_instant(stamp_since_epoch: Duration) -> Option<Instant> {
-    let mono_now = Instant::now();
-    let real_now = SystemTime::now().duration_since(UNIX_EPOCH).ok()?;
+    let mut best: Option<(Duration, Instant, Duration)> = None;
+    for _ in 0..4 {
+        let before = Instant::now();
+        let real = SystemTime::now().duration_since(UNIX_EPOCH).ok()?;
+        let after = Instant::now();
+        let width = after - before;
+        if best.is_none_or(|(w, _, _)| width < w) {
+            best = Some((width, before + width / 2, real));
+        }
+        if width < Duration::from_micros(5) {
+            break;
+        }
+    }
+    let (_, mono_now, real_now) = best?;
     let age = real_now.checked_sub(stamp_since_epoch)?;
     if age > Duration::from_secs(10) {
         return None;

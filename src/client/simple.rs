@@ -37,11 +37,14 @@ pub async fn call(
             url.host_header(),
             env!("CARGO_PKG_VERSION")
         );
-        let bearer = target.and_then(|t| t.api_key.as_ref());
-        if let Some(key) = bearer {
-            head.push_str(&format!("Authorization: Bearer {}\r\n", key.expose()));
-        } else if let Some(auth) = url.basic_auth_header() {
-            head.push_str(&format!("Authorization: {auth}\r\n"));
+        match target {
+            // The target's own credentials, in its API's form (Bearer or x-api-key).
+            Some(t) => super::apis::write_auth_headers(t, &mut head),
+            None => {
+                if let Some(auth) = url.basic_auth_header() {
+                    head.push_str(&format!("Authorization: {auth}\r\n"));
+                }
+            }
         }
         if let Some(t) = target {
             for (k, v) in &t.headers {

@@ -305,12 +305,17 @@ mod tests {
         ) {
             let c = cut.index(bytes.len() + 1);
             prop_assert_eq!(collect(&[&bytes[..c], &bytes[c..]]), collect(&[&bytes]));
-            // And the JSON layer never panics on whatever the events carry.
+            // And no dialect's parser panics on whatever the events carry.
             let mut p = SseParser::new();
-            p.feed(&bytes, |e| {
-                let _ = crate::client::openai::parse_chunk(e.data);
-                true
-            });
+            for endpoint in crate::config::Endpoint::ALL {
+                use crate::client::apis::StreamParser;
+                let mut parser = crate::client::apis::parser_for(endpoint);
+                p.feed(&bytes, |e| {
+                    let _ = parser.parse(e.event, e.data);
+                    true
+                });
+                p = SseParser::new();
+            }
         }
     }
 

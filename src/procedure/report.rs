@@ -52,7 +52,18 @@ pub struct TestReport {
     pub answer: String,
     pub started_at: String,
     pub finished_at: String,
+    /// Start and end as Unix microseconds (what the history sorts and filters by).
+    #[serde(default)]
+    pub started_at_us: u64,
+    #[serde(default)]
+    pub finished_at_us: u64,
     pub duration_s: f64,
+    /// The exit status `servebench test` gave: 0 answered, 1 no answer, 130 interrupted.
+    #[serde(default)]
+    pub exit_status: u8,
+    /// Ctrl-C stopped the test.
+    #[serde(default)]
+    pub interrupted: bool,
     pub tool: ToolInfo,
     /// The exact command line, credentials redacted.
     pub command_line: Vec<String>,

@@ -17,8 +17,11 @@ pub struct Draft {
     /// Cumulative `completion_tokens` streamed with each content chunk, when the server
     /// streams usage per chunk (vLLM `continuous_usage_stats`).
     pub cumulative_usage: Vec<Option<u32>>,
-    /// The latest `usage` object exactly as the server sent it; parsed once when settling.
+    /// The latest `usage` object as the server sent it (Chat Completions), or its counts
+    /// normalised to that shape (other APIs); parsed once when settling.
     pub usage_raw: String,
+    /// A reused buffer the next usage is written into before it replaces `usage_raw`.
+    pub usage_scratch: String,
 }
 
 impl Draft {

@@ -1,7 +1,10 @@
 //! The full tables of a run, in the layouts of the draft's examples (Tables 1–6, 8–9), with
 //! the user-experience, server-timing and generator tables beside them. One function per
-//! table, each fitting 100 columns.
+//! table, each returning the table as data ([`Table`]); the terminal draws them with
+//! [`to_terminal`] within 100 columns, and the Markdown and HTML reports draw the very same
+//! tables.
 
+use super::page::Table;
 use super::terminal::{fmt_ms, fmt_rate, opt_ms, WIDTH};
 use super::RunReport;
 use crate::config::{Arrival, Endpoint, LoadPattern, RunConfig};
@@ -10,32 +13,45 @@ use crate::metrics::fluidity::FluidRate;
 use crate::metrics::{Distribution, RunSummary};
 use crate::record::run::WarmupReport;
 use comfy_table::presets::UTF8_FULL_CONDENSED;
-use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
+use comfy_table::{Cell, CellAlignment, ContentArrangement};
 use std::fmt::Write;
 
 fn table(header: &[&str]) -> Table {
-    let mut t = Table::new();
-    t.load_style(UTF8_FULL_CONDENSED);
-    t.set_content_arrangement(ContentArrangement::Dynamic);
-    t.set_width(WIDTH as u16);
-    t.set_header(header.iter().map(Cell::new));
-    t
+    Table::new(header)
 }
 
-fn right(t: &mut Table) {
-    for i in 1..t.column_count() {
-        if let Some(c) = t.column_mut(i) {
-            c.set_cell_alignment(CellAlignment::Right);
+/// A table drawn for the terminal: title, box-drawn table within [`WIDTH`] columns, notes.
+pub fn to_terminal(t: &Table) -> String {
+    let mut c = comfy_table::Table::new();
+    c.load_style(UTF8_FULL_CONDENSED);
+    c.set_content_arrangement(ContentArrangement::Dynamic);
+    c.set_width(WIDTH as u16);
+    c.set_header(t.header.iter().map(Cell::new));
+    for row in &t.rows {
+        c.add_row(row.iter().map(Cell::new));
+    }
+    if t.numeric {
+        for i in 1..c.column_count() {
+            if let Some(col) = c.column_mut(i) {
+                col.set_cell_alignment(CellAlignment::Right);
+            }
         }
     }
+    let mut out = String::new();
+    if let Some(title) = &t.title {
+        let _ = writeln!(out, "\n{}", super::terminal::wrap(title, WIDTH, 2));
+    }
+    let _ = writeln!(out, "{c}");
+    for n in &t.notes {
+        let _ = writeln!(out, "{}", super::terminal::wrap(n, WIDTH, 2));
+    }
+    out
 }
 
-/// The API driven, as the report names it.
-pub fn endpoint_name(c: &RunConfig) -> &'static str {
-    match c.target.endpoint {
-        Endpoint::Chat => "chat completions",
-        Endpoint::Completions => "completions",
-    }
+/// The API driven and its protocol, as the report names them (draft 4.6.2).
+pub fn endpoint_name(c: &RunConfig) -> String {
+    let e: Endpoint = c.target.endpoint;
+    format!("{} API over {}", e.api_name(), e.protocol())
 }
 
 /// The load model and limits in words.
@@ -121,52 +137,55 @@ const PCTS: [(&str, Pick); 8] = [
     ("Max", |d| d.max),
 ];
 
-/// Every table of the run.
-pub fn render(r: &RunReport) -> String {
+/// How tokens were counted and ITL formed: the line above the tables.
+pub fn counting_line(r: &RunReport) -> String {
+    format!(
+        "Tokens: {} ({}, option {}); ITL {}",
+        r.tokenizer.name,
+        r.tokenizer.source,
+        r.tokenizer.counting_option,
+        r.summary.itl_method.description
+    )
+}
+
+/// Every table of the run, in report order.
+pub fn all(r: &RunReport) -> Vec<Table> {
     let s = &r.summary;
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "\n{}",
-        super::terminal::wrap(
-            &format!(
-                "Tokens: {} ({}, option {}); ITL {}",
-                r.tokenizer.name,
-                r.tokenizer.source,
-                r.tokenizer.counting_option,
-                s.itl_method.description
-            ),
-            WIDTH,
-            2
-        )
-    );
-    ttft(s, &mut out);
-    itl(s, &mut out);
-    throughput(s, &mut out);
-    latency(s, &mut out);
-    server(s, &mut out);
-    experience(&s.experience, &mut out);
-    fairness(&s.experience, &mut out);
-    telemetry(r, &mut out);
-    generator(r, &mut out);
+    let mut out = ttft(s);
+    out.extend(itl(s));
+    out.push(throughput(s));
+    out.push(latency(s));
+    out.extend(server(s));
+    out.extend(experience(&s.experience));
+    out.extend(fairness(&s.experience));
+    out.push(telemetry(r));
+    out.push(generator(r));
     out
 }
 
-fn ttft(s: &RunSummary, out: &mut String) {
-    let mut t = table(&["Metric", "Value"]);
-    t.add_row(vec![
-        "Requests".to_string(),
-        s.requests.completed.to_string(),
-    ]);
-    for (name, f) in PCTS {
-        t.add_row(vec![format!("TTFT {name}"), opt_ms(s.ttft_ms, f)]);
+/// Every table of the run, drawn for the terminal.
+pub fn render(r: &RunReport) -> String {
+    let mut out = format!("\n{}\n", super::terminal::wrap(&counting_line(r), WIDTH, 2));
+    for t in all(r) {
+        out.push_str(&to_terminal(&t));
     }
-    right(&mut t);
-    let _ = writeln!(out, "\nTime to first token (draft Table 1)\n{t}");
+    out
+}
+
+/// TTFT percentiles (draft Table 1) and, when the workload had them, TTFT by input length
+/// (Table 2).
+pub fn ttft(s: &RunSummary) -> Vec<Table> {
+    let mut t = table(&["Metric", "Value"]).titled("Time to first token (draft Table 1)");
+    t.push(["Requests".to_string(), s.requests.completed.to_string()]);
+    for (name, f) in PCTS {
+        t.push([format!("TTFT {name}"), opt_ms(s.ttft_ms, f)]);
+    }
+    let mut out = vec![t];
     if !s.ttft_by_input_tokens.is_empty() {
-        let mut t = table(&["Input tokens", "n", "P50", "P95", "P99"]);
+        let mut t = table(&["Input tokens", "n", "P50", "P95", "P99"])
+            .titled("TTFT by input length (draft Table 2)");
         for b in &s.ttft_by_input_tokens {
-            t.add_row(vec![
+            t.push([
                 b.label.clone(),
                 b.n.to_string(),
                 fmt_ms(b.p50_ms),
@@ -174,12 +193,14 @@ fn ttft(s: &RunSummary, out: &mut String) {
                 fmt_ms(b.p99_ms),
             ]);
         }
-        right(&mut t);
-        let _ = writeln!(out, "\nTTFT by input length (draft Table 2)\n{t}");
+        out.push(t);
     }
+    out
 }
 
-fn itl(s: &RunSummary, out: &mut String) {
+/// ITL (or time between chunks under option A) in the layout of draft Table 6, with the
+/// distribution's shape, then per-request jitter and max pause.
+pub fn itl(s: &RunSummary) -> Vec<Table> {
     // Under option A the samples are gaps between chunks, not tokens: the title says so.
     let (title, short) = match s.itl_method.title() {
         "Time Between Chunks" => (
@@ -188,71 +209,62 @@ fn itl(s: &RunSummary, out: &mut String) {
         ),
         _ => ("Inter-token latency (draft Table 6)", "ITL"),
     };
-    let mut t = table(&["Metric", "Value"]);
-    t.add_row(vec![
+    let mut t = table(&["Metric", "Value"]).titled(title);
+    t.push([
         format!("{short} samples"),
         s.itl_ms
             .map(|d| d.n.to_string())
             .unwrap_or_else(|| "0".into()),
     ]);
     for (name, f) in PCTS.iter().take(5) {
-        t.add_row(vec![format!("{short} {name}"), opt_ms(s.itl_ms, f)]);
+        t.push([format!("{short} {name}"), opt_ms(s.itl_ms, f)]);
     }
-    t.add_row(vec![format!("{short} Mean"), opt_ms(s.itl_ms, |d| d.mean)]);
-    t.add_row(vec![
-        format!("{short} Std Dev"),
-        opt_ms(s.itl_ms, |d| d.std),
-    ]);
-    t.add_row(vec![
+    t.push([format!("{short} Mean"), opt_ms(s.itl_ms, |d| d.mean)]);
+    t.push([format!("{short} Std Dev"), opt_ms(s.itl_ms, |d| d.std)]);
+    t.push([
         "P99/P50 Ratio".to_string(),
         s.itl_tail_ratio
             .map(|v| format!("{v:.2}"))
             .unwrap_or_else(|| "-".into()),
     ]);
-    right(&mut t);
-    let _ = writeln!(out, "\n{title}\n{t}");
-    let _ = writeln!(
-        out,
-        "{}",
-        super::terminal::wrap(&format!("Shape: {}", s.itl_shape.statement), WIDTH, 2)
-    );
-    let mut t = table(&["Per request", "P50", "P95", "P99"]);
+    let t = t.note(&format!("Shape: {}", s.itl_shape.statement));
+    let mut per = table(&["Per request", "P50", "P95", "P99"]);
     for (name, d) in [
         ("Jitter (ITL std)", s.jitter_ms),
         ("Max pause", s.max_pause_ms),
     ] {
-        t.add_row(vec![
+        per.push([
             name.to_string(),
             opt_ms(d, |d| d.p50),
             opt_ms(d, |d| d.p95),
             opt_ms(d, |d| d.p99),
         ]);
     }
-    right(&mut t);
-    let _ = writeln!(out, "{t}");
+    vec![t, per]
 }
 
-fn throughput(s: &RunSummary, out: &mut String) {
-    let mut t = table(&["Metric", "Value"]);
-    t.add_row(vec![
+/// Throughput over the measurement window (draft Table 3).
+pub fn throughput(s: &RunSummary) -> Table {
+    let mut t = table(&["Metric", "Value"]).titled("Throughput (draft Table 3)");
+    t.push([
         "Output throughput".into(),
         format!("{} tok/s", fmt_rate(s.output_tokens_per_s)),
     ]);
     if s.total_reasoning_tokens > 0 {
-        t.add_row(vec![
+        t.push([
             "  of which answer".into(),
             format!("{} tok/s", fmt_rate(s.answer_tokens_per_s)),
         ]);
     }
-    t.add_row(vec![
+    t.push([
         "Request throughput".into(),
         format!("{:.2} req/s", s.requests_per_s),
     ]);
-    t.add_row(vec![
+    t.push([
         "Input throughput".into(),
         format!("{} tok/s", fmt_rate(s.input_tokens_per_s)),
     ]);
-    t.add_row(vec![
+    t.push([
         "Steady-state output".into(),
         format!(
             "{} tok/s (first {:.1} s excluded)",
@@ -260,16 +272,16 @@ fn throughput(s: &RunSummary, out: &mut String) {
             s.steady_state.excluded_s
         ),
     ]);
-    t.add_row(vec![
+    t.push([
         "Success rate".into(),
         format!("{:.2} %", s.success_rate * 100.0),
     ]);
-    right(&mut t);
-    let _ = writeln!(out, "\nThroughput (draft Table 3)\n{t}");
+    t
 }
 
-fn latency(s: &RunSummary, out: &mut String) {
-    let mut t = table(&["Metric", "P50", "P95", "P99"]);
+/// Latency percentiles side by side (draft Table 4).
+pub fn latency(s: &RunSummary) -> Table {
+    let mut t = table(&["Metric", "P50", "P95", "P99"]).titled("Latency (draft Table 4)");
     for (name, d) in [
         ("TTFT", s.ttft_ms),
         ("TPOT", s.tpot_ms),
@@ -281,20 +293,21 @@ fn latency(s: &RunSummary, out: &mut String) {
         if d.is_none() && name != "TTFT" && name != "TPOT" && name != "End-to-End" {
             continue;
         }
-        t.add_row(vec![
+        t.push([
             name.to_string(),
             opt_ms(d, |d| d.p50),
             opt_ms(d, |d| d.p95),
             opt_ms(d, |d| d.p99),
         ]);
     }
-    right(&mut t);
-    let _ = writeln!(out, "\nLatency (draft Table 4)\n{t}");
+    t
 }
 
-fn server(s: &RunSummary, out: &mut String) {
-    let Some(sv) = &s.server else { return };
-    let mut t = table(&["Client vs server", "P50", "P95", "P99"]);
+/// Client figures beside the server's own timings, when the server reported them.
+pub fn server(s: &RunSummary) -> Option<Table> {
+    let sv = s.server.as_ref()?;
+    let mut t = table(&["Client vs server", "P50", "P95", "P99"])
+        .titled("Server-reported timings (llama.cpp `timings`)");
     for (name, d) in [
         ("Client TTFT", s.ttft_ms),
         ("Server prompt time", sv.prompt_ms),
@@ -302,7 +315,7 @@ fn server(s: &RunSummary, out: &mut String) {
         ("Client TPOT", s.tpot_ms),
         ("Server time per token", sv.server_tpot_ms),
     ] {
-        t.add_row(vec![
+        t.push([
             name.to_string(),
             opt_ms(d, |d| d.p50),
             opt_ms(d, |d| d.p95),
@@ -310,20 +323,23 @@ fn server(s: &RunSummary, out: &mut String) {
         ]);
     }
     if let Some(d) = sv.decode_rate_ratio {
-        t.add_row(vec![
+        t.push([
             "Decode rate client/server".to_string(),
             format!("{:.3}", d.p50),
             format!("{:.3}", d.p95),
             format!("{:.3}", d.p99),
         ]);
     }
-    right(&mut t);
-    let _ = writeln!(out, "\nServer-reported timings (llama.cpp `timings`)\n{t}");
+    Some(t)
 }
 
-fn experience(e: &Experience, out: &mut String) {
-    let mut t = table(&["User experience", "Value", "Parameters"]);
-    t.add_row(vec![
+/// User idle latency, smooth goodput, fluidity and token rates; then fluidity against the
+/// decode deadline when fluidity was computed.
+pub fn experience(e: &Experience) -> Vec<Table> {
+    let mut t = table(&["User experience", "Value", "Parameters"])
+        .text()
+        .titled("User experience (Etalon's fluidity; smooth goodput of \"Revisiting SLOs and System Level Metrics in LLM Serving\")");
+    t.push([
         "User idle latency P50/P95/P99".to_string(),
         format!(
             "{} / {} / {}",
@@ -333,13 +349,13 @@ fn experience(e: &Experience, out: &mut String) {
         ),
         format!("deadlines: {}", e.deadlines),
     ]);
-    t.add_row(vec![
+    t.push([
         "Requests meeting every deadline".to_string(),
         format!("{:.1} %", e.deadline_attainment * 100.0),
         String::new(),
     ]);
     if let Some(sg) = &e.smooth_goodput {
-        t.add_row(vec![
+        t.push([
             "Smooth goodput".to_string(),
             format!(
                 "{} tok/s (answer tokens in window: {} tok/s)",
@@ -347,22 +363,21 @@ fn experience(e: &Experience, out: &mut String) {
                 fmt_rate(sg.throughput_tokens_per_s)
             ),
             format!(
-                "α = {}, f = {:?}, T = {:.1} s{}",
+                "α = {}, f = {}, T = {:.1} s{}",
                 sg.alpha,
-                sg.f,
+                format!("{:?}", sg.f).to_lowercase(),
                 sg.window.duration_s,
                 if sg.window.outcome_independent {
                     ""
                 } else {
                     " (closed loop: depends on outcomes)"
                 }
-            )
-            .to_lowercase(),
+            ),
         ]);
     }
     match &e.fluidity {
         Some(f) => {
-            t.add_row(vec![
+            t.push([
                 "Fluidity-index P1/P5/P50/mean".to_string(),
                 format!("{:.3} / {:.3} / {:.3} / {:.3}", f.p1, f.p5, f.p50, f.mean),
                 format!(
@@ -370,14 +385,14 @@ fn experience(e: &Experience, out: &mut String) {
                     f.tbt_deadline_ms, f.slack_ms
                 ),
             ]);
-            t.add_row(vec![
+            t.push([
                 format!("Requests with fluidity >= {}", f.threshold),
                 format!("{:.1} %", f.share_meeting * 100.0),
                 f.prefill_curve_source.clone(),
             ]);
         }
         None => {
-            t.add_row(vec![
+            t.push([
                 "Fluidity-index".to_string(),
                 "-".to_string(),
                 e.fluidity_note.clone().unwrap_or_default(),
@@ -396,37 +411,36 @@ fn experience(e: &Experience, out: &mut String) {
         Some(FluidRate::NotReached { reason }) => ("not reached".into(), reason.clone()),
         None => ("-".into(), String::new()),
     };
-    t.add_row(vec!["Fluid token generation rate".to_string(), rate, why]);
+    t.push(["Fluid token generation rate".to_string(), rate, why]);
     let r = |v: Option<f64>| {
         v.map(|v| format!("{} tok/s", fmt_rate(v)))
             .unwrap_or_else(|| "-".into())
     };
-    t.add_row(vec![
+    t.push([
         "1 / mean TPOT".to_string(),
         r(e.token_rates.inverse_mean_tpot_per_s),
         "what TPOT suggests".to_string(),
     ]);
-    t.add_row(vec![
+    t.push([
         "1 / P99 TBT".to_string(),
         r(e.token_rates.inverse_p99_tbt_per_s),
         "what tail TBT suggests".to_string(),
     ]);
-    let _ = writeln!(
-        out,
-        "\nUser experience (Etalon's fluidity; smooth goodput of \"Revisiting SLOs and System\nLevel Metrics in LLM Serving\")\n{t}"
-    );
+    let mut out = vec![t];
     if let Some(f) = &e.fluidity {
         let mut t = table(&["Target TBT (D_d)", "Requests fluid"]);
         for (dd, share) in &f.curve_vs_tbt {
-            t.add_row(vec![fmt_ms(*dd), format!("{:.1} %", share * 100.0)]);
+            t.push([fmt_ms(*dd), format!("{:.1} %", share * 100.0)]);
         }
-        right(&mut t);
-        let _ = writeln!(out, "{t}");
+        out.push(t);
     }
+    out
 }
 
-fn fairness(e: &Experience, out: &mut String) {
-    let Some(fair) = &e.fairness else { return };
+/// Per-class latencies, starvation and inflation (draft Tables 8 and 9), when the workload
+/// had classes.
+pub fn fairness(e: &Experience) -> Option<Table> {
+    let fair = e.fairness.as_ref()?;
     let mut t = table(&[
         "Class",
         "Count",
@@ -437,10 +451,14 @@ fn fairness(e: &Experience, out: &mut String) {
         "TPOT P99",
         "Starved",
         "Inflation",
-    ]);
+    ])
+    .titled(&format!(
+        "Fairness (draft Tables 8 and 9): Jain's index {:.3}",
+        fair.jain_index
+    ));
     for (name, c) in &fair.classes {
         let o = |v: Option<f64>| v.map(fmt_ms).unwrap_or_else(|| "-".into());
-        t.add_row(vec![
+        t.push([
             name.clone(),
             c.count.to_string(),
             c.failed.to_string(),
@@ -454,17 +472,15 @@ fn fairness(e: &Experience, out: &mut String) {
                 .unwrap_or_else(|| "-".into()),
         ]);
     }
-    right(&mut t);
-    let _ = writeln!(
-        out,
-        "\nFairness (draft Tables 8 and 9): Jain's index {:.3}\n{t}",
-        fair.jain_index
-    );
+    Some(t)
 }
 
-fn telemetry(r: &RunReport, out: &mut String) {
+/// The server's metrics, GPUs and energy over the measurement window.
+pub fn telemetry(r: &RunReport) -> Table {
     let t = &r.telemetry;
-    let mut tab = table(&["Telemetry", "Value"]);
+    let mut tab = table(&["Telemetry", "Value"])
+        .text()
+        .titled("Telemetry over the measurement window");
     let pair = |p: &crate::telemetry::summary::Pair| {
         format!(
             "client {:.0} · server {} · {}",
@@ -477,12 +493,12 @@ fn telemetry(r: &RunReport, out: &mut String) {
                 .unwrap_or_else(|| "-".into())
         )
     };
-    tab.add_row(vec![
+    tab.push([
         "Server metrics".to_string(),
         t.sources.server_metrics.clone(),
     ]);
     if let Some(sv) = &t.server {
-        tab.add_row(vec![
+        tab.push([
             "Scrapes".to_string(),
             format!(
                 "{} ok, {} failed{}",
@@ -494,19 +510,19 @@ fn telemetry(r: &RunReport, out: &mut String) {
                     .unwrap_or_default()
             ),
         ]);
-        tab.add_row(vec![
+        tab.push([
             "Output tokens".to_string(),
             pair(&sv.comparison.output_tokens),
         ]);
-        tab.add_row(vec![
+        tab.push([
             "Requests finished".to_string(),
             pair(&sv.comparison.requests_finished),
         ]);
         if let Some(p) = &sv.comparison.mean_ttft_ms {
-            tab.add_row(vec!["Mean TTFT, ms".to_string(), pair(p)]);
+            tab.push(["Mean TTFT, ms".to_string(), pair(p)]);
         }
         if let Some(q) = &sv.queue {
-            tab.add_row(vec![
+            tab.push([
                 "Waiting queue (steady part)".to_string(),
                 format!(
                     "mean {:.1}, max {:.0}, slope {:+.3}/s (p = {:.3}){}",
@@ -524,24 +540,24 @@ fn telemetry(r: &RunReport, out: &mut String) {
         }
         let d = &sv.delta;
         let o = |v: Option<f64>| v.map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into());
-        tab.add_row(vec!["Preemptions".to_string(), o(d.preemptions)]);
-        tab.add_row(vec![
+        tab.push(["Preemptions".to_string(), o(d.preemptions)]);
+        tab.push([
             "Prefix-cache hit rate".to_string(),
             d.prefix_cache_hit_rate
                 .map(|v| format!("{:.1} %", v * 100.0))
                 .unwrap_or_else(|| "-".into()),
         ]);
         if let Some(kv) = sv.kv_cache_usage_max {
-            tab.add_row(vec![
+            tab.push([
                 "KV cache usage, max".to_string(),
                 format!("{:.1} %", kv * 100.0),
             ]);
         }
     }
-    tab.add_row(vec!["GPUs".to_string(), t.sources.gpu.clone()]);
+    tab.push(["GPUs".to_string(), t.sources.gpu.clone()]);
     if let Some(g) = &t.gpu {
         for x in &g.gpus {
-            tab.add_row(vec![
+            tab.push([
                 format!("GPU {}", x.index),
                 format!(
                     "util {} %, power {} W, memory {} MiB, {} °C{}",
@@ -566,7 +582,7 @@ fn telemetry(r: &RunReport, out: &mut String) {
             ]);
         }
         if let Some(e) = &g.energy {
-            tab.add_row(vec![
+            tab.push([
                 "Energy".to_string(),
                 format!(
                     "{:.0} J ({:?}){}",
@@ -579,36 +595,22 @@ fn telemetry(r: &RunReport, out: &mut String) {
             ]);
         }
         if let Some(j) = g.joules_per_output_token {
-            tab.add_row(vec!["J per output token".to_string(), format!("{j:.4}")]);
+            tab.push(["J per output token".to_string(), format!("{j:.4}")]);
         }
     }
-    tab.add_row(vec![
+    tab.push([
         "CPU energy".to_string(),
         match &t.cpu_energy {
             Some(c) => format!("{:.0} J", c.joules),
             None => t.sources.cpu_energy.clone(),
         },
     ]);
-    let _ = writeln!(out, "\nTelemetry over the measurement window\n{tab}");
+    tab
 }
 
-fn generator(r: &RunReport, out: &mut String) {
+/// The load generator's own health: dispatch and send lag, CPU, connections.
+pub fn generator(r: &RunReport) -> Table {
     let g = &r.generator;
-    let mut t = table(&["Generator", "P50", "P99", "Max"]);
-    for (name, d) in [
-        ("Dispatch lag (generator)", g.dispatch_lag_ms),
-        ("Connection wait (server side)", g.connection_wait_ms),
-        ("Send lag (total)", g.send_lag_ms),
-    ] {
-        let Some(d) = d else { continue };
-        t.add_row(vec![
-            name.to_string(),
-            fmt_ms(d.p50),
-            fmt_ms(d.p99),
-            fmt_ms(d.max),
-        ]);
-    }
-    right(&mut t);
     let title = format!(
         "Load generator: {:.2} of {:.0} cores, {}, {} connections, arrivals by {}",
         g.cpu_cores_used,
@@ -621,8 +623,22 @@ fn generator(r: &RunReport, out: &mut String) {
         g.connections_opened,
         g.arrival_clock
     );
-    let _ = writeln!(out, "\n{}\n{t}", super::terminal::wrap(&title, WIDTH, 2));
-    for n in &g.notes {
-        let _ = writeln!(out, "  ! {}", super::terminal::wrap(n, WIDTH - 4, 4));
+    let mut t = table(&["Generator", "P50", "P99", "Max"]).titled(&title);
+    for (name, d) in [
+        ("Dispatch lag (generator)", g.dispatch_lag_ms),
+        ("Connection wait (server side)", g.connection_wait_ms),
+        ("Send lag (total)", g.send_lag_ms),
+    ] {
+        let Some(d) = d else { continue };
+        t.push([
+            name.to_string(),
+            fmt_ms(d.p50),
+            fmt_ms(d.p99),
+            fmt_ms(d.max),
+        ]);
     }
+    for n in &g.notes {
+        t.notes.push(format!("! {n}"));
+    }
+    t
 }

@@ -114,7 +114,7 @@ pub fn render(r: &RunReport) -> String {
         &mut out,
         "SUT",
         &format!(
-            "{} boundary: {}{} ({} API)",
+            "{} boundary: {}{}; {}",
             r.system.sut_boundary,
             c.target.url,
             if c.target.builtin_simulator {

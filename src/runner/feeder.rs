@@ -2,8 +2,8 @@
 //! generation, tokenization or JSON encoding.
 
 use super::cpu::ThreadCpu;
+use crate::client::apis::{request_body, Prompt};
 use crate::client::exchange::http_request;
-use crate::client::openai::{request_body, Prompt};
 use crate::client::PreparedRequest;
 use crate::config::{RequestOptions, Target};
 use crate::scaleout::shard::Shard;
@@ -89,8 +89,7 @@ pub fn start(
                     .map(|spec| {
                         let overrides = workload.body_for(spec.class.as_deref());
                         let body = request_body(
-                            target.endpoint,
-                            &target.model,
+                            &target,
                             &Prompt {
                                 messages: &spec.messages,
                                 max_tokens: spec.max_tokens,
@@ -99,6 +98,8 @@ pub fn start(
                             &opts,
                         );
                         PreparedRequest {
+                            endpoint: target.endpoint,
+                            parser: crate::client::apis::parser_for_target(&target),
                             id: spec.index,
                             class: spec.class,
                             input_tokens: spec.input_tokens,
@@ -107,6 +108,7 @@ pub fn start(
                             session: spec.session.map(|s| (s, spec.turn)),
                             think_ms: spec.think_ms,
                             http_bytes: http_request(&target, &body),
+                            ws_frame: crate::client::exchange::ws_frame(&target, &body),
                         }
                     })
                     .collect();

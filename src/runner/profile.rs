@@ -9,7 +9,7 @@
 //! test. The records are kept in `requests.jsonl` as phase `profile`.
 
 use super::phase::Shared;
-use crate::client::openai::{request_body, Prompt};
+use crate::client::apis::{request_body, Prompt};
 use crate::client::{execute, Exchange, PreparedRequest};
 use crate::config::{ProfilePlan, RunConfig};
 use crate::metrics::experience::prompt_tokens;
@@ -130,8 +130,7 @@ pub async fn profile(
                 break;
             };
             let body = request_body(
-                config.target.endpoint,
-                &config.target.model,
+                &config.target,
                 &Prompt {
                     messages: &spec.messages,
                     max_tokens: 1,
@@ -140,6 +139,8 @@ pub async fn profile(
                 &opts,
             );
             let req = PreparedRequest {
+                endpoint: config.target.endpoint,
+                parser: crate::client::apis::parser_for_target(&config.target),
                 id: u64::MAX - 1_000 - (li as u64 * 100 + rep as u64),
                 class: None,
                 input_tokens: spec.input_tokens,
@@ -148,6 +149,7 @@ pub async fn profile(
                 session: None,
                 think_ms: 0.0,
                 http_bytes: crate::client::exchange::http_request(&config.target, &body),
+                ws_frame: crate::client::exchange::ws_frame(&config.target, &body),
             };
             let mut ex = Exchange::new(&req, Phase::Profile, None);
             if tokio::time::timeout(

@@ -1,10 +1,13 @@
 //! Before a run: is the server up, which models does it serve, and what is it?
 //!
-//! Readiness waits while the server answers 503 (still loading). Discovery asks the routes
-//! engines expose about themselves, each optional, none required: `/v1/models` (every
-//! OpenAI-compatible server; vLLM adds `max_model_len`), llama.cpp's `/props` (build and
-//! per-slot context), vLLM's and SGLang's `/version`, TGI's `/info`, Ollama's `/api/version`,
-//! and the `Server` response header. What is found is recorded in `run.json`.
+//! Readiness waits while the server answers 503 (still loading), on the route the API has:
+//! `{base}/models` for the OpenAI and Anthropic APIs (Anthropic lists its models there too,
+//! in the same `data[].id` shape), `{root}/health` for the engines' native routes.
+//! Discovery asks the routes engines expose about themselves, each optional, none required:
+//! `/v1/models` (every OpenAI-compatible server; vLLM adds `max_model_len`), llama.cpp's
+//! `/props` (build, per-slot context, model file), vLLM's and SGLang's `/version`, SGLang's
+//! `/get_model_info`, TGI's `/info`, Ollama's `/api/version`, and the `Server` response
+//! header. What is found is recorded in `run.json`.
 
 use crate::client::http::HttpError;
 use crate::client::simple::{call, SimpleResponse};
@@ -31,7 +34,18 @@ pub async fn wait_until_ready(
     ready_timeout: Duration,
 ) -> Result<ServerInfo, ReadyError> {
     let url = target.url.to_string();
-    let path = target.url.path("/models");
+    if target.endpoint == crate::config::Endpoint::Grpc {
+        return grpc_ready(target, ready_timeout).await;
+    }
+    // The native routes and a WebSocket have no model list of their own: readiness is the
+    // server's /health (any answer but 503 will do; a plain WebSocket server may have none).
+    let native =
+        target.endpoint.is_native() || target.endpoint == crate::config::Endpoint::Websocket;
+    let path = if native {
+        format!("{}/health", target.url.native_base_path())
+    } else {
+        target.url.path("/models")
+    };
     let start = Instant::now();
     let models = loop {
         match call(
@@ -65,7 +79,82 @@ pub async fn wait_until_ready(
             }
         }
     };
-    Ok(discover(target, models).await)
+    if !native {
+        return Ok(discover(target, models).await);
+    }
+    // A native route: the OpenAI model list, where the engine also serves one, then the
+    // engine's own description of itself.
+    let base = target.url.native_base_path().to_owned();
+    let listed = call(
+        &target.url,
+        Some(target),
+        "GET",
+        &format!("{base}/v1/models"),
+        None,
+        Duration::from_secs(5),
+    )
+    .await
+    .ok()
+    .filter(|r| r.status == 200)
+    .unwrap_or(SimpleResponse {
+        status: 404,
+        body: Vec::new(),
+        server: models.server,
+        date: None,
+    });
+    let mut info = discover(target, listed).await;
+    native_model(target, &base, &mut info).await;
+    Ok(info)
+}
+
+/// gRPC: waits until `ServerReady` says ready. Triton lists no models this way that the
+/// run could pick from: `--model` names the Triton model.
+async fn grpc_ready(target: &Target, ready_timeout: Duration) -> Result<ServerInfo, ReadyError> {
+    let url = target.url.to_string();
+    let start = Instant::now();
+    loop {
+        match crate::client::grpc::server_ready(&target.url).await {
+            Ok(true) => break,
+            Ok(false) if start.elapsed() < ready_timeout => {
+                tokio::time::sleep(Duration::from_millis(250)).await
+            }
+            Ok(false) => {
+                return Err(ReadyError::NotReady {
+                    url,
+                    secs: ready_timeout.as_secs_f64(),
+                })
+            }
+            Err(detail) => return Err(ReadyError::Unreachable { url, detail }),
+        }
+    }
+    Ok(ServerInfo {
+        engine: target
+            .builtin_simulator
+            .then(|| "servebench-sim".to_owned()),
+        ..Default::default()
+    })
+}
+
+/// The model a native route serves, from the engine's own route: llama.cpp `/props`
+/// (`model_path`), TGI `/info` (`model_id`), SGLang `/get_model_info` (`model_path`).
+/// Used when the OpenAI model list said nothing; the engine is named after the route.
+async fn native_model(target: &Target, base: &str, info: &mut ServerInfo) {
+    let (route, field) = match target.endpoint {
+        crate::config::Endpoint::Llamacpp => ("/props", "model_path"),
+        crate::config::Endpoint::Tgi => ("/info", "model_id"),
+        crate::config::Endpoint::Sglang => ("/get_model_info", "model_path"),
+        _ => return,
+    };
+    if info.models.is_empty() {
+        if let Some(v) = get_json(target, &format!("{base}{route}")).await {
+            if let Some(m) = v.get(field).and_then(Value::as_str) {
+                info.models.push(m.to_owned());
+            }
+        }
+    }
+    if info.engine.is_none() {
+        info.engine = target.endpoint.native_engine().map(str::to_owned);
+    }
 }
 
 async fn get_json(target: &Target, path: &str) -> Option<Value> {

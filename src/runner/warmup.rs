@@ -122,10 +122,9 @@ async fn probe(
     let Ok(Ok(req_spec)) = built else {
         return (Vec::new(), false);
     };
-    let body = crate::client::openai::request_body(
-        config.target.endpoint,
-        &config.target.model,
-        &crate::client::openai::Prompt {
+    let body = crate::client::apis::request_body(
+        &config.target,
+        &crate::client::apis::Prompt {
             messages: &req_spec.messages,
             max_tokens: req_spec.max_tokens,
             overrides: &[],
@@ -135,6 +134,8 @@ async fn probe(
     let mut probes: Vec<f64> = Vec::new();
     for i in 0..10u64 {
         let req = PreparedRequest {
+            endpoint: config.target.endpoint,
+            parser: crate::client::apis::parser_for_target(&config.target),
             id: u64::MAX - i,
             class: None,
             input_tokens: req_spec.input_tokens,
@@ -143,6 +144,7 @@ async fn probe(
             session: None,
             think_ms: 0.0,
             http_bytes: crate::client::exchange::http_request(&config.target, &body),
+            ws_frame: crate::client::exchange::ws_frame(&config.target, &body),
         };
         let mut ex = Exchange::new(&req, Phase::Probe, None);
         if tokio::time::timeout(

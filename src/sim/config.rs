@@ -88,6 +88,9 @@ pub struct Faults {
     pub stall_ms: f64,
     /// Share of streams that contain one malformed JSON event.
     pub malformed_rate: f64,
+    /// Share of streams that end part-way with an error event in their API's form
+    /// (`{"error": ...}`, Responses `error`, Anthropic `event: error`, TGI `error_type`).
+    pub error_event_rate: f64,
 }
 
 /// Everything the simulator does.

@@ -8,6 +8,7 @@ use super::config::{FixedTiming, SimConfig};
 use super::engine::{self, block_hashes, Admission, EngineHandle, Event, Stats};
 use super::server::{Request, ResponseWriter};
 use super::truth::{TruthLog, TruthRecord};
+use super::wire::{ServerTimes, SimApi, StreamWriter};
 use crate::tokenizer::{TiktokenTokenizer, Tokenizer};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -66,18 +67,38 @@ impl Responder {
     }
 }
 
+/// A request to any of the simulated APIs: the union of the fields they use.
 #[derive(Deserialize, Default)]
-struct CompletionRequest {
+struct SimRequest {
     #[serde(default)]
     model: Option<String>,
+    /// Chat Completions and Anthropic Messages.
     #[serde(default)]
     messages: Option<Vec<Message>>,
+    /// Anthropic Messages: the system prompt (a string or text blocks).
+    #[serde(default)]
+    system: Option<serde_json::Value>,
+    /// Completions and llama.cpp `/completion`.
     #[serde(default)]
     prompt: Option<serde_json::Value>,
+    /// Responses: a string or a list of messages.
+    #[serde(default)]
+    input: Option<serde_json::Value>,
+    /// SGLang `/generate`.
+    #[serde(default)]
+    text: Option<serde_json::Value>,
+    /// TGI `/generate_stream`.
+    #[serde(default)]
+    inputs: Option<String>,
     #[serde(default)]
     max_tokens: Option<u32>,
     #[serde(default)]
     max_completion_tokens: Option<u32>,
+    #[serde(default)]
+    max_output_tokens: Option<u32>,
+    /// llama.cpp `/completion`.
+    #[serde(default)]
+    n_predict: Option<i64>,
     #[serde(default)]
     min_tokens: Option<u32>,
     #[serde(default)]
@@ -89,6 +110,21 @@ struct CompletionRequest {
     stream: bool,
     #[serde(default)]
     stream_options: Option<StreamOptions>,
+    /// TGI's parameters.
+    #[serde(default)]
+    parameters: Option<NativeParams>,
+    /// SGLang's parameters.
+    #[serde(default)]
+    sampling_params: Option<NativeParams>,
+}
+
+/// TGI `parameters` / SGLang `sampling_params`: the fields the simulator reads.
+#[derive(Deserialize, Default)]
+struct NativeParams {
+    #[serde(default)]
+    max_new_tokens: Option<u32>,
+    #[serde(default)]
+    ignore_eos: bool,
 }
 
 #[derive(Deserialize)]
@@ -103,6 +139,78 @@ struct StreamOptions {
     include_usage: bool,
     #[serde(default)]
     continuous_usage_stats: bool,
+}
+
+impl SimRequest {
+    /// The prompt text the API carries (messages' contents joined by newlines).
+    fn prompt_text(&self, api: SimApi) -> String {
+        let join = |msgs: &[Message]| {
+            msgs.iter()
+                .map(|m| text_of(&m.content))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        match api {
+            SimApi::Chat | SimApi::Websocket => match (&self.messages, &self.prompt) {
+                (Some(m), _) => join(m),
+                (None, Some(p)) => text_of(p),
+                (None, None) => String::new(),
+            },
+            SimApi::Messages => {
+                let mut parts = Vec::new();
+                if let Some(s) = &self.system {
+                    parts.push(text_of(s));
+                }
+                if let Some(m) = &self.messages {
+                    parts.push(join(m));
+                }
+                parts.join("\n")
+            }
+            SimApi::Responses => match &self.input {
+                Some(serde_json::Value::Array(items)) => items
+                    .iter()
+                    .map(|m| m.get("content").map(text_of).unwrap_or_default())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                Some(v) => text_of(v),
+                None => String::new(),
+            },
+            SimApi::Completions | SimApi::Llamacpp | SimApi::Grpc => {
+                self.prompt.as_ref().map(text_of).unwrap_or_default()
+            }
+            SimApi::Sglang => self.text.as_ref().map(text_of).unwrap_or_default(),
+            SimApi::Tgi => self.inputs.clone().unwrap_or_default(),
+        }
+    }
+
+    /// The length limit the API's field sets.
+    fn max_tokens(&self, api: SimApi) -> Option<u32> {
+        match api {
+            SimApi::Chat | SimApi::Completions | SimApi::Websocket | SimApi::Grpc => {
+                self.max_completion_tokens.or(self.max_tokens)
+            }
+            SimApi::Messages => self.max_tokens,
+            SimApi::Responses => self.max_output_tokens,
+            // llama.cpp: -1 means no limit.
+            SimApi::Llamacpp => self.n_predict.and_then(|n| u32::try_from(n).ok()),
+            SimApi::Tgi => self.parameters.as_ref().and_then(|p| p.max_new_tokens),
+            SimApi::Sglang => self.sampling_params.as_ref().and_then(|p| p.max_new_tokens),
+        }
+    }
+
+    /// Whether EOS is ignored (TGI has no such option).
+    fn ignores_eos(&self, api: SimApi) -> bool {
+        match api {
+            SimApi::Sglang => self.sampling_params.as_ref().is_some_and(|p| p.ignore_eos),
+            SimApi::Tgi => false,
+            _ => self.ignore_eos,
+        }
+    }
+
+    /// Whether the answer streams (TGI's route always does).
+    fn streams(&self, api: SimApi) -> bool {
+        matches!(api, SimApi::Tgi | SimApi::Websocket | SimApi::Grpc) || self.stream
+    }
 }
 
 fn text_of(v: &serde_json::Value) -> String {
@@ -177,18 +285,37 @@ pub async fn handle(r: &Responder, req: Request, w: &mut ResponseWriter<'_>) -> 
                 .store(true, std::sync::atomic::Ordering::Release);
             w.full(200, "application/json", b"{}", "").await?
         }
-        ("POST", "/v1/chat/completions") => return completion(r, &req, w, true).await,
-        ("POST", "/v1/completions") => return completion(r, &req, w, false).await,
-        (
-            _,
-            "/v1/chat/completions"
-            | "/v1/completions"
-            | "/health"
-            | "/v1/models"
-            | "/metrics"
-            | "/tokenize"
-            | "/reset_prefix_cache",
-        ) => {
+        // The engines' descriptions of themselves (what `runner::ready` reads for the
+        // native routes), naming the simulator so discovery never mistakes it for them.
+        ("GET", "/props") => {
+            let body = serde_json::json!({"model_path": r.config.model, "build_info": format!("servebench-sim {}", env!("CARGO_PKG_VERSION")), "default_generation_settings": {"n_ctx": r.config.kv_capacity_tokens}});
+            w.full(200, "application/json", body.to_string().as_bytes(), "")
+                .await?
+        }
+        ("GET", "/info") => {
+            let body = serde_json::json!({"model_id": r.config.model, "version": env!("CARGO_PKG_VERSION"), "max_input_tokens": r.config.kv_capacity_tokens, "router": "servebench-sim"});
+            w.full(200, "application/json", body.to_string().as_bytes(), "")
+                .await?
+        }
+        ("GET", "/get_model_info") => {
+            let body = serde_json::json!({"model_path": r.config.model, "is_generation": true});
+            w.full(200, "application/json", body.to_string().as_bytes(), "")
+                .await?
+        }
+        ("POST", p) if SimApi::for_path(p).is_some() => {
+            let api = SimApi::for_path(p).expect("checked");
+            return completion(r, &req, w, api).await;
+        }
+        (_, p) if SimApi::for_path(p).is_some() => {
+            w.full(
+                405,
+                "application/json",
+                &error_body("method not allowed", "invalid_request_error", 405),
+                "",
+            )
+            .await?
+        }
+        (_, "/health" | "/v1/models" | "/metrics" | "/tokenize" | "/reset_prefix_cache") => {
             w.full(
                 405,
                 "application/json",
@@ -264,6 +391,7 @@ struct RequestFaults {
     cut_at: Option<u32>,
     stall_at: Option<u32>,
     malformed_at: Option<u32>,
+    error_event_at: Option<u32>,
 }
 
 fn draw_faults(cfg: &SimConfig, rng: &mut ChaCha8Rng, n: u32) -> RequestFaults {
@@ -293,6 +421,10 @@ fn draw_faults(cfg: &SimConfig, rng: &mut ChaCha8Rng, n: u32) -> RequestFaults {
     }
     if m < f.malformed_rate {
         out.malformed_at = Some(at);
+    }
+    // Drawn after the others, so adding it left every earlier configuration's draws alone.
+    if f.error_event_rate > 0.0 && rng.random::<f64>() < f.error_event_rate {
+        out.error_event_at = Some(at);
     }
     out
 }
@@ -335,14 +467,15 @@ fn spawn_fixed(
     });
 }
 
-async fn completion(
+/// Answers one generation request of `api` (the HTTP routes and the WebSocket alike).
+pub async fn completion(
     r: &Responder,
     req: &Request,
     w: &mut ResponseWriter<'_>,
-    chat: bool,
+    api: SimApi,
 ) -> io::Result<bool> {
     let received = req.received;
-    let parsed: CompletionRequest = match serde_json::from_slice(&req.body) {
+    let parsed: SimRequest = match serde_json::from_slice(&req.body) {
         Ok(p) => p,
         Err(e) => {
             let body = error_body(
@@ -354,26 +487,21 @@ async fn completion(
             return Ok(true);
         }
     };
-    let prompt = if chat {
-        parsed
-            .messages
-            .as_ref()
-            .map(|m| {
-                m.iter()
-                    .map(|m| text_of(&m.content))
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            })
-            .unwrap_or_default()
-    } else {
-        parsed.prompt.as_ref().map(text_of).unwrap_or_default()
-    };
+    // Anthropic refuses a Messages request without its version header; so does the
+    // simulator, so a client that forgets it fails here as it would there.
+    if api == SimApi::Messages && req.header("anthropic-version").is_none() {
+        let body = serde_json::json!({"type": "error", "error": {"type": "invalid_request_error", "message": "anthropic-version: header is required"}});
+        w.full(400, "application/json", body.to_string().as_bytes(), "")
+            .await?;
+        return Ok(true);
+    }
+    let prompt = parsed.prompt_text(api);
     let prompt_ids = r.tokenizer.encode(&prompt);
     let prompt_tokens = prompt_ids.len() as u32;
     let seq = r.counter.fetch_add(1, Ordering::Relaxed);
     let seed = r.config.seed ^ seq.wrapping_mul(0x9E37_79B9_7F4A_7C15);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let cap = parsed.max_completion_tokens.or(parsed.max_tokens);
+    let cap = parsed.max_tokens(api);
     // Output length: exact with ignore_eos or min_tokens; otherwise the model's "EOS" comes
     // from a seeded log-normal draw, capped by max_tokens.
     let natural = {
@@ -384,17 +512,14 @@ async fn completion(
         .expect("valid log-normal");
         (d.sample(&mut rng).round() as u32).max(1)
     };
+    let min_tokens = parsed.min_tokens.unwrap_or(0);
     let n = match cap {
-        Some(c) if parsed.ignore_eos || parsed.min_tokens.unwrap_or(0) >= c => c.max(1),
-        Some(c) => natural.min(c).max(parsed.min_tokens.unwrap_or(1)).max(1),
+        Some(c) if parsed.ignores_eos(api) || min_tokens >= c => c.max(1),
+        Some(c) => natural.min(c).max(min_tokens).max(1),
         None => natural,
     };
     let faults = draw_faults(&r.config, &mut rng, n);
-    let id = format!(
-        "{}-sim{:08x}-{seq}",
-        if chat { "chatcmpl" } else { "cmpl" },
-        r.instance
-    );
+    let id = format!("{}-sim{:08x}-{seq}", api.id_prefix(), r.instance);
     let mut truth = TruthRecord {
         response_id: id.clone(),
         received,
@@ -452,43 +577,27 @@ async fn completion(
         .model
         .clone()
         .unwrap_or_else(|| r.config.model.clone());
-    let stream = Stream {
+    let stream_options = parsed.stream_options.as_ref();
+    let writer = StreamWriter::new(
+        api,
         id,
-        object: if chat {
-            "chat.completion.chunk"
-        } else {
-            "text_completion"
-        },
-        model_json: serde_json::to_string(&model).unwrap_or_else(|_| "\"\"".into()),
-        model,
-        created: std::time::SystemTime::now()
+        serde_json::to_string(&model).unwrap_or_else(|_| "\"\"".into()),
+        std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0),
-        chat,
-        include_usage: parsed
-            .stream_options
-            .as_ref()
-            .is_some_and(|s| s.include_usage),
-        continuous: parsed
-            .stream_options
-            .as_ref()
-            .is_some_and(|s| s.continuous_usage_stats),
+        stream_options.is_some_and(|s| s.include_usage),
+        stream_options.is_some_and(|s| s.continuous_usage_stats),
         prompt_tokens,
-        reasoning_tokens: r.config.reasoning_tokens,
+        r.config.reasoning_tokens,
+    );
+    let stream = Stream {
+        model,
+        streaming: parsed.streams(api),
+        limit_hit: cap.is_some_and(|c| n >= c),
         text_seed: seed ^ 0xA5A5_A5A5,
     };
-    let result = answer(
-        r,
-        &stream,
-        parsed.stream,
-        n,
-        &faults,
-        &mut rx,
-        &mut truth,
-        w,
-    )
-    .await;
+    let result = answer(r, writer, &stream, n, &faults, &mut rx, &mut truth, w).await;
     if result.is_err() || truth.cut {
         aborted.store(true, Ordering::Relaxed);
     }
@@ -496,56 +605,22 @@ async fn completion(
     result.map(|keep| keep && !aborted.load(Ordering::Relaxed))
 }
 
-/// Fixed facts of one response.
+/// Fixed facts of one response beside its writer.
 struct Stream {
-    id: String,
-    object: &'static str,
     model: String,
-    /// `model` as a JSON string literal (quotes and escapes included): a client may send any
-    /// model name, and it is echoed inside hand-built JSON.
-    model_json: String,
-    created: u64,
-    chat: bool,
-    include_usage: bool,
-    continuous: bool,
-    prompt_tokens: u32,
-    /// Tokens at the start of each answer streamed as reasoning.
-    reasoning_tokens: u32,
+    /// The client asked for a stream (else one JSON answer).
+    streaming: bool,
+    /// The answer ends at the request's length limit.
+    limit_hit: bool,
     /// Seed of the generated words.
     text_seed: u64,
-}
-
-impl Stream {
-    fn event(&self, body: &str, finish: Option<&str>, usage: Option<String>) -> String {
-        let finish = finish
-            .map(|f| format!("\"{f}\""))
-            .unwrap_or_else(|| "null".into());
-        let usage = usage.map(|u| format!(",\"usage\":{u}")).unwrap_or_default();
-        format!(
-            "data: {{\"id\":\"{}\",\"object\":\"{}\",\"created\":{},\"model\":{},\"choices\":[{{\"index\":0,{body},\"finish_reason\":{finish}}}]{usage}}}\n\n",
-            self.id, self.object, self.created, self.model_json
-        )
-    }
-
-    fn usage(&self, completion: u32, cached: u32) -> String {
-        let reasoning = if self.chat {
-            self.reasoning_tokens.min(completion)
-        } else {
-            0
-        };
-        format!(
-            "{{\"prompt_tokens\":{},\"completion_tokens\":{completion},\"total_tokens\":{},\"prompt_tokens_details\":{{\"cached_tokens\":{cached}}},\"completion_tokens_details\":{{\"reasoning_tokens\":{reasoning}}}}}",
-            self.prompt_tokens,
-            self.prompt_tokens + completion
-        )
-    }
 }
 
 #[allow(clippy::too_many_arguments)]
 async fn answer(
     r: &Responder,
+    mut wr: StreamWriter,
     s: &Stream,
-    streaming: bool,
     n: u32,
     faults: &RequestFaults,
     rx: &mut mpsc::UnboundedReceiver<Event>,
@@ -555,8 +630,8 @@ async fn answer(
     // The words are drawn from the request's own seeded stream: same seed, same text.
     let mut rng_text = ChaCha8Rng::seed_from_u64(s.text_seed);
     let mut sent = 0u32;
-    let mut cached = 0u32;
     let mut text = String::new();
+    let mut out = String::new();
     let mut last_release: Option<Instant> = None;
     let mut started = false;
     let og = r.scaled(r.config.output_guardrail_ms);
@@ -566,13 +641,13 @@ async fn answer(
             Event::Scheduled { at, cached_tokens } => {
                 truth.scheduled = Some(at);
                 truth.cached_tokens = cached_tokens;
-                cached = cached_tokens;
+                wr.cached = cached_tokens;
             }
             Event::Preempted { .. } => truth.preemptions += 1,
             Event::Rejected => {
                 let msg = format!(
                     "the prompt ({} tokens) does not fit in the KV cache",
-                    s.prompt_tokens
+                    wr.prompt_tokens
                 );
                 truth.status = 400;
                 if !started {
@@ -601,20 +676,11 @@ async fn answer(
                 if release > Instant::now() {
                     tokio::time::sleep_until(release.into()).await;
                 }
-                if streaming && !started {
+                out.clear();
+                if s.streaming && !started {
                     w.start_stream().await?;
                     started = true;
-                    if s.chat {
-                        w.chunk(
-                            s.event(
-                                "\"delta\":{\"role\":\"assistant\",\"content\":\"\"}",
-                                None,
-                                None,
-                            )
-                            .as_bytes(),
-                        )
-                        .await?;
-                    }
+                    wr.start(&mut out);
                 }
                 let mut piece = String::new();
                 for _ in 0..k {
@@ -622,86 +688,122 @@ async fn answer(
                 }
                 let before = sent;
                 sent += k;
-                if !streaming {
+                if !s.streaming {
                     text.push_str(&piece);
                     continue;
                 }
-                if faults.stall_at.is_some_and(|a| before < a && sent >= a) {
+                let hits = |at: Option<u32>| at.is_some_and(|a| before < a && sent >= a);
+                if hits(faults.stall_at) {
                     tokio::time::sleep(r.scaled(r.config.faults.stall_ms)).await;
                 }
-                if faults.malformed_at.is_some_and(|a| before < a && sent >= a) {
-                    w.chunk(b"data: {\"id\": malformed\n\n").await?;
+                if hits(faults.malformed_at) {
+                    out.push_str("data: {\"id\": malformed\n\n");
                 }
-                if faults.cut_at.is_some_and(|a| before < a && sent >= a) {
+                if hits(faults.cut_at) {
+                    if !out.is_empty() {
+                        w.chunk(out.as_bytes()).await?;
+                    }
                     w.cut().await?;
                     truth.cut = true;
                     return Ok(false);
                 }
-                // A reasoning model: its first tokens are reasoning deltas (chat only).
-                let body = if s.chat && before < s.reasoning_tokens {
-                    format!("\"delta\":{{\"reasoning_content\":\"{piece}\"}}")
-                } else if s.chat {
-                    format!("\"delta\":{{\"content\":\"{piece}\"}}")
-                } else {
-                    format!("\"text\":\"{piece}\"")
-                };
-                let finish = (sent >= n).then_some("length");
-                let usage = s.continuous.then(|| s.usage(sent, cached));
-                let payload = s.event(&body, finish, usage);
+                if hits(faults.error_event_at) {
+                    // The tokens before this write were delivered; the stream then ends
+                    // with an error event in the API's form and a well-framed body.
+                    wr.error_event(&mut out, "injected error event");
+                    w.chunk(out.as_bytes()).await?;
+                    w.end_stream().await?;
+                    truth.error_event = true;
+                    truth.completion_tokens = before;
+                    return Ok(true);
+                }
+                wr.tokens(&mut out, &piece, k, before, n);
                 truth.chunk_writes.push((Instant::now(), k));
-                w.chunk(payload.as_bytes()).await?;
+                w.chunk(out.as_bytes()).await?;
             }
         }
     }
-    let timings = if r.config.report_token_times {
-        let times: Vec<f64> = truth
-            .token_times
-            .iter()
-            .flat_map(|&(at, k)| {
-                std::iter::repeat_n(
-                    at.duration_since(truth.received).as_secs_f64() * 1e3,
-                    k as usize,
-                )
-            })
-            .collect();
-        format!(
-            ",\"timings\":{{\"predicted_n\":{sent},\"token_times_ms\":{}}}",
-            serde_json::to_string(&times).unwrap_or_default()
-        )
-    } else {
-        String::new()
-    };
-    if streaming {
+    let times = server_times(r, truth);
+    if s.streaming {
+        out.clear();
         if !started {
             w.start_stream().await?;
+            wr.start(&mut out);
         }
-        if s.include_usage {
-            let last = format!(
-                "data: {{\"id\":\"{}\",\"object\":\"{}\",\"created\":{},\"model\":{},\"choices\":[],\"usage\":{}{timings}}}\n\n",
-                s.id,
-                s.object,
-                s.created,
-                s.model_json,
-                s.usage(sent, cached)
-            );
-            w.chunk(last.as_bytes()).await?;
-        }
-        w.chunk(b"data: [DONE]\n\n").await?;
+        wr.end(&mut out, sent, s.limit_hit, Some(&times));
+        w.chunk(out.as_bytes()).await?;
         w.end_stream().await?;
     } else {
-        let choice = if s.chat {
-            serde_json::json!({"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"})
-        } else {
-            serde_json::json!({"index": 0, "text": text, "finish_reason": "length"})
-        };
-        let body = serde_json::json!({
-            "id": s.id, "object": if s.chat { "chat.completion" } else { "text_completion" }, "created": s.created,
-            "model": s.model, "choices": [choice],
-            "usage": serde_json::from_str::<serde_json::Value>(&s.usage(sent, cached)).unwrap_or_default(),
-        });
+        let body = non_streamed(&wr, s, &text, sent);
         w.full(200, "application/json", body.to_string().as_bytes(), "")
             .await?;
     }
     truth.completion_tokens = sent;
     Ok(true)
+}
+
+/// The server-side times of a finished response, from its ground truth.
+fn server_times(r: &Responder, truth: &TruthRecord) -> ServerTimes {
+    let ms = |t: Instant| t.saturating_duration_since(truth.received).as_secs_f64() * 1e3;
+    let first = truth
+        .token_times
+        .first()
+        .map(|&(t, _)| ms(t))
+        .unwrap_or(0.0);
+    let last = truth
+        .token_times
+        .last()
+        .map(|&(t, _)| ms(t))
+        .unwrap_or(first);
+    ServerTimes {
+        prompt_ms: first,
+        predicted_ms: last - first,
+        token_times_ms: r.config.report_token_times.then(|| {
+            truth
+                .token_times
+                .iter()
+                .flat_map(|&(at, k)| std::iter::repeat_n(ms(at), k as usize))
+                .collect()
+        }),
+    }
+}
+
+/// A whole answer as one JSON body (`stream: false`), in the API's shape.
+fn non_streamed(wr: &StreamWriter, s: &Stream, text: &str, sent: u32) -> serde_json::Value {
+    use serde_json::json;
+    let (p, c) = (wr.prompt_tokens, wr.cached);
+    let created = wr.created;
+    match wr.api {
+        SimApi::Chat | SimApi::Completions => {
+            let chat = wr.api == SimApi::Chat;
+            let choice = if chat {
+                json!({"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"})
+            } else {
+                json!({"index": 0, "text": text, "finish_reason": "length"})
+            };
+            json!({
+                "id": wr.id, "object": if chat { "chat.completion" } else { "text_completion" },
+                "created": created, "model": s.model, "choices": [choice],
+                "usage": {"prompt_tokens": p, "completion_tokens": sent, "total_tokens": p + sent,
+                          "prompt_tokens_details": {"cached_tokens": c}},
+            })
+        }
+        SimApi::Responses => json!({
+            "id": wr.id, "object": "response", "status": "completed", "model": s.model,
+            "output": [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}],
+            "usage": {"input_tokens": p, "output_tokens": sent, "input_tokens_details": {"cached_tokens": c}},
+        }),
+        SimApi::Messages => json!({
+            "id": wr.id, "type": "message", "role": "assistant", "model": s.model,
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": if s.limit_hit { "max_tokens" } else { "end_turn" },
+            "usage": {"input_tokens": p - c.min(p), "cache_read_input_tokens": c, "output_tokens": sent},
+        }),
+        SimApi::Llamacpp => json!({
+            "content": text, "stop": true, "tokens_predicted": sent, "tokens_evaluated": p,
+        }),
+        SimApi::Tgi | SimApi::Sglang | SimApi::Websocket | SimApi::Grpc => {
+            json!({"generated_text": text, "text": text})
+        }
+    }
 }

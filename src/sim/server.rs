@@ -18,6 +18,7 @@ use tokio::sync::watch;
 /// A running simulator. Shuts down when dropped.
 pub struct SimServer {
     addr: SocketAddr,
+    grpc_addr: SocketAddr,
     shutdown: watch::Sender<bool>,
     truth: TruthLog,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -35,6 +36,10 @@ impl SimServer {
         let std_listener = std::net::TcpListener::bind(addr)?;
         std_listener.set_nonblocking(true)?;
         let addr = std_listener.local_addr()?;
+        // gRPC (HTTP/2) has its own port, on the same address.
+        let grpc_listener = std::net::TcpListener::bind(SocketAddr::new(addr.ip(), 0))?;
+        grpc_listener.set_nonblocking(true)?;
+        let grpc_addr = grpc_listener.local_addr()?;
         let (shutdown, mut rx) = watch::channel(false);
         let truth = TruthLog::new(1_000_000);
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -52,6 +57,9 @@ impl SimServer {
                         Ok(l) => l,
                         Err(_) => return,
                     };
+                    if let Ok(l) = TcpListener::from_std(grpc_listener) {
+                        tokio::spawn(super::grpc::serve(l, responder.clone(), rx.clone()));
+                    }
                     loop {
                         tokio::select! {
                             accepted = listener.accept() => {
@@ -75,6 +83,7 @@ impl SimServer {
             })?;
         Ok(Self {
             addr,
+            grpc_addr,
             shutdown,
             truth,
             thread: Some(thread),
@@ -88,6 +97,11 @@ impl SimServer {
 
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// `http://127.0.0.1:PORT` of the gRPC (KServe v2 / Triton) service.
+    pub fn grpc_url(&self) -> String {
+        format!("http://{}", self.grpc_addr)
     }
 
     /// Ground truth of the responses so far.
@@ -120,14 +134,35 @@ pub struct Request {
     pub received: std::time::Instant,
     pub method: String,
     pub path: String,
+    /// Header names (lower-cased) and values.
+    pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
     pub keep_alive: bool,
 }
 
-/// Where a handler writes its response.
+impl Request {
+    /// The value of header `name` (lower-case), if sent.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Where a handler writes its response: an HTTP response, or on an upgraded WebSocket the
+/// same calls become frames, or on a gRPC stream messages (each line of a streamed payload
+/// one WebSocket message or one gRPC response).
 pub struct ResponseWriter<'a> {
-    stream: &'a mut TcpStream,
+    sink: Sink<'a>,
     scratch: Vec<u8>,
+}
+
+/// Where the bytes go.
+enum Sink<'a> {
+    Http(&'a mut TcpStream),
+    WebSocket(&'a mut TcpStream),
+    Grpc(super::grpc::GrpcSink),
 }
 
 impl ResponseWriter<'_> {
@@ -139,6 +174,23 @@ impl ResponseWriter<'_> {
         body: &[u8],
         extra_headers: &str,
     ) -> io::Result<()> {
+        let stream = match &mut self.sink {
+            Sink::Http(s) => s,
+            Sink::WebSocket(s) => {
+                // An answer that is not a stream (an error): one message, then close.
+                let msg = serde_json::json!({"type": "error", "error": {"code": status, "message": String::from_utf8_lossy(body)}});
+                self.scratch =
+                    crate::client::websocket::frame(0x1, msg.to_string().as_bytes(), None);
+                self.scratch
+                    .extend(crate::client::websocket::frame(0x8, &[], None));
+                return s.write_all(&self.scratch).await;
+            }
+            Sink::Grpc(g) => {
+                return g
+                    .error(&format!("HTTP {status}: {}", String::from_utf8_lossy(body)))
+                    .await
+            }
+        };
         self.scratch.clear();
         self.scratch.extend_from_slice(
             format!(
@@ -150,33 +202,66 @@ impl ResponseWriter<'_> {
             .as_bytes(),
         );
         self.scratch.extend_from_slice(body);
-        self.stream.write_all(&self.scratch).await
+        stream.write_all(&self.scratch).await
     }
 
     /// Starts a chunked event stream.
     pub async fn start_stream(&mut self) -> io::Result<()> {
-        let head = format!("HTTP/1.1 200 OK\r\nDate: {}\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n", date_now());
-        self.stream.write_all(head.as_bytes()).await
+        match &mut self.sink {
+            Sink::Http(s) => s
+                .write_all(format!("HTTP/1.1 200 OK\r\nDate: {}\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n", date_now()).as_bytes())
+                .await,
+            // The handshake (or the call) already answered.
+            Sink::WebSocket(_) | Sink::Grpc(_) => Ok(()),
+        }
     }
 
     /// Writes one HTTP chunk carrying `payload` (one write syscall).
     pub async fn chunk(&mut self, payload: &[u8]) -> io::Result<()> {
         use std::io::Write;
         self.scratch.clear();
-        let _ = write!(self.scratch, "{:x}\r\n", payload.len());
-        self.scratch.extend_from_slice(payload);
-        self.scratch.extend_from_slice(b"\r\n");
-        self.stream.write_all(&self.scratch).await
+        let lines = payload.split(|&b| b == b'\n').filter(|l| !l.is_empty());
+        match &mut self.sink {
+            Sink::Http(s) => {
+                let _ = write!(self.scratch, "{:x}\r\n", payload.len());
+                self.scratch.extend_from_slice(payload);
+                self.scratch.extend_from_slice(b"\r\n");
+                s.write_all(&self.scratch).await
+            }
+            Sink::WebSocket(s) => {
+                for line in lines {
+                    self.scratch
+                        .extend(crate::client::websocket::frame(0x1, line, None));
+                }
+                s.write_all(&self.scratch).await
+            }
+            Sink::Grpc(g) => {
+                for line in lines {
+                    g.line(line).await?;
+                }
+                Ok(())
+            }
+        }
     }
 
     /// Ends the chunked stream.
     pub async fn end_stream(&mut self) -> io::Result<()> {
-        self.stream.write_all(b"0\r\n\r\n").await
+        match &mut self.sink {
+            Sink::Http(s) => s.write_all(b"0\r\n\r\n").await,
+            Sink::WebSocket(s) => {
+                let close = crate::client::websocket::frame(0x8, &[], None);
+                s.write_all(&close).await
+            }
+            Sink::Grpc(_) => Ok(()), // the call ends when the writer is dropped
+        }
     }
 
     /// Closes the connection abruptly (fault injection: a cut stream).
     pub async fn cut(&mut self) -> io::Result<()> {
-        self.stream.shutdown().await
+        match &mut self.sink {
+            Sink::Http(s) | Sink::WebSocket(s) => s.shutdown().await,
+            Sink::Grpc(g) => g.abort().await,
+        }
     }
 }
 
@@ -199,15 +284,38 @@ async fn serve_connection(mut stream: TcpStream, responder: Arc<Responder>) -> i
         let Some(req) = read_request(&mut stream, &mut buf).await? else {
             return Ok(());
         };
+        if req.method == "GET"
+            && req
+                .header("upgrade")
+                .is_some_and(|u| u.eq_ignore_ascii_case("websocket"))
+        {
+            return super::websocket::serve(stream, buf, req, &responder).await;
+        }
         let keep_alive = req.keep_alive;
         let mut w = ResponseWriter {
-            stream: &mut stream,
+            sink: Sink::Http(&mut stream),
             scratch: Vec::with_capacity(1024),
         };
         let keep = responder::handle(&responder, req, &mut w).await?;
         if !keep_alive || !keep {
             return Ok(());
         }
+    }
+}
+
+/// A writer on an upgraded WebSocket connection.
+pub fn websocket_writer(stream: &mut TcpStream) -> ResponseWriter<'_> {
+    ResponseWriter {
+        sink: Sink::WebSocket(stream),
+        scratch: Vec::with_capacity(1024),
+    }
+}
+
+/// A writer whose streamed lines become gRPC responses.
+pub fn grpc_writer(sink: super::grpc::GrpcSink) -> ResponseWriter<'static> {
+    ResponseWriter {
+        sink: Sink::Grpc(sink),
+        scratch: Vec::new(),
     }
 }
 
@@ -234,6 +342,16 @@ async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> io::Result<O
                             !v.contains("close") && (keep_alive || v.contains("keep-alive"));
                     }
                 }
+                let headers: Vec<(String, String)> = req
+                    .headers
+                    .iter()
+                    .map(|h| {
+                        (
+                            h.name.to_ascii_lowercase(),
+                            String::from_utf8_lossy(h.value).into_owned(),
+                        )
+                    })
+                    .collect();
                 let method = req.method.unwrap_or("").to_owned();
                 let path = req.path.unwrap_or("").to_owned();
                 while buf.len() < head_len + content_length {
@@ -250,6 +368,7 @@ async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> io::Result<O
                     received: last_read,
                     method,
                     path,
+                    headers,
                     body,
                     keep_alive,
                 }));

@@ -25,6 +25,8 @@ pub struct TruthRecord {
     pub status: u16,
     /// The stream was cut on purpose.
     pub cut: bool,
+    /// The stream ended with an injected error event.
+    pub error_event: bool,
 }
 
 impl Default for TruthRecord {
@@ -41,6 +43,7 @@ impl Default for TruthRecord {
             preemptions: 0,
             status: 200,
             cut: false,
+            error_event: false,
         }
     }
 }
@@ -70,6 +73,7 @@ impl TruthRecord {
             "preemptions": self.preemptions,
             "status": self.status,
             "cut": self.cut,
+            "error_event": self.error_event,
         })
     }
 }

@@ -1,6 +1,9 @@
-//! Run folders: `requests.jsonl` streamed while running, `run.json` at the end.
+//! Run folders: `requests.jsonl` streamed while running, `run.json` at the end; reading
+//! them back; and the history database that indexes them.
 
+pub mod history;
 pub mod run_dir;
+pub mod runs;
 pub mod writer;
 
 pub use run_dir::{default_run_dir, prepare_run_dir, read_requests, write_run_json, RunDirError};

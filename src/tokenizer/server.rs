@@ -53,7 +53,14 @@ impl ServerTokenizer {
             rt,
             name: format!("server ({})", target.model),
             template: TemplateRoute::None,
-            chat: target.endpoint == crate::config::Endpoint::Chat,
+            // Chat-shaped APIs apply the server's chat template; completions and the native
+            // routes send raw text.
+            chat: matches!(
+                target.endpoint,
+                crate::config::Endpoint::Chat
+                    | crate::config::Endpoint::Responses
+                    | crate::config::Endpoint::Messages
+            ),
         };
         if t.tokenize("hello world", false).is_none() {
             return Err(TokenizerError::Load {

@@ -86,9 +86,25 @@ pub fn generator(out: &RunOutput) -> GeneratorReport {
     judge(&measured, &out.generator)
 }
 
-/// The `servebench` binary built for these tests.
+/// The history database the tests' `servebench` processes index their runs in: a
+/// temporary file of this test process, never the user's own history.
+pub fn test_store() -> PathBuf {
+    std::env::temp_dir()
+        .join(format!("servebench-test-store-{}", std::process::id()))
+        .join("history.db")
+}
+
+/// The `servebench` binary built for these tests, as a command whose history goes to
+/// [`test_store`].
+pub fn servebench_command() -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_servebench"));
+    c.env("SERVEBENCH_STORE", test_store());
+    c
+}
+
+/// Runs the `servebench` binary built for these tests (history in [`test_store`]).
 pub fn servebench(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_servebench"))
+    servebench_command()
         .args(args)
         .output()
         .expect("running servebench")

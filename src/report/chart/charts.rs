@@ -551,6 +551,38 @@ impl Chart {
     }
 }
 
+impl Chart {
+    /// Bars grouped by category: one series per `(name, values)`, `values[i]` the bar of
+    /// category `i` (a non-finite value leaves a gap). E.g. TTFT P50 and P99 per class.
+    pub fn grouped_bars<C: AsRef<str>, S: AsRef<str>>(
+        name: &str,
+        categories: &[C],
+        groups: &[(S, Vec<f64>)],
+    ) -> Self {
+        let n = groups.len().max(1) as f64;
+        let width = 0.7 / n;
+        let mut chart = Self::new(name, name).y_axis(name, Unit::Plain);
+        for (j, (series_name, values)) in groups.iter().enumerate() {
+            let bins = (0..categories.len())
+                .map(|i| {
+                    let lo = i as f64 - 0.35 + j as f64 * width;
+                    Bin {
+                        lo,
+                        hi: lo + width,
+                        count: values.get(i).copied().unwrap_or(f64::NAN),
+                    }
+                })
+                .collect();
+            let mut series = Series::bars(series_name.as_ref(), bins);
+            series.tip = Tip::Category;
+            chart = chart.series(series);
+        }
+        chart.categories = categories.iter().map(|c| c.as_ref().to_string()).collect();
+        chart.x.label = String::new();
+        chart
+    }
+}
+
 /// Reduces `s` to a CSS- and id-safe slug: lowercase ASCII letters, digits and single
 /// hyphens, starting with a letter.
 pub fn slug(s: &str) -> String {
@@ -599,6 +631,21 @@ mod tests {
         assert_eq!(fit[0].0, 1.0);
         assert!((fit[120].0 - 1000.0).abs() < 1e-9);
         assert!(!c.series[1].show_points);
+    }
+
+    #[test]
+    fn grouped_bars_share_each_slot() {
+        let c = Chart::grouped_bars(
+            "TTFT",
+            &["a", "b"],
+            &[("P50", vec![1.0, 2.0]), ("P99", vec![3.0, f64::NAN])],
+        );
+        assert_eq!(c.series.len(), 2);
+        let b = &c.series[1].bins;
+        assert!((b[0].lo - 0.0).abs() < 1e-12 && (b[0].hi - 0.35).abs() < 1e-12);
+        assert!((b[1].lo - 1.0).abs() < 1e-12);
+        assert!(b[1].count.is_nan());
+        assert_eq!(c.categories, vec!["a", "b"]);
     }
 
     #[test]

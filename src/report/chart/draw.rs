@@ -295,6 +295,9 @@ pub(super) fn draw_bars(svg: &mut Svg, c: &Chart, p: &Prep, plot: &Plot, drawn: 
         let (y0, y1) = (plot.py(base), plot.py(b.count));
         let label = c.categories.get(i).cloned().unwrap_or_default();
         let title = match p.s.tip {
+            Tip::Category if c.series.len() > 1 => {
+                format!("{label}, {}: {}", p.s.name, c.y.unit.format(b.count))
+            }
             Tip::Category => format!("{label}: {}", c.y.unit.format(b.count)),
             _ => format!(
                 "{}: {} in {}–{}",

@@ -11,6 +11,7 @@ pub mod charts;
 pub mod data;
 mod draw;
 mod prep;
+pub mod procedures;
 mod render;
 pub mod svg;
 #[cfg(test)]
@@ -19,3 +20,4 @@ mod tests;
 pub use axis::{Axis, Scale, Tick, Unit};
 pub use charts::{Chart, CurvePoint, Kind, Marker, MarkerKind, Series};
 pub use data::{Bin, Bins, Histogram};
+pub use procedures::{load_curve, long_context_fit, LoadCurveCharts};

@@ -399,6 +399,72 @@ fn samples() -> Vec<(&'static str, Chart)> {
                 .marker(Marker::horizontal(395.0, "near the top"))
                 .marker(Marker::horizontal(380.0, "also near the top")),
         ),
+        (
+            "grouped",
+            Chart::grouped_bars(
+                "TTFT per class",
+                &["interactive", "batch", "all failed"],
+                &[
+                    ("P50", vec![120.0, 900.0, f64::NAN]),
+                    ("P99", vec![480.0, 2400.0, f64::NAN]),
+                ],
+            )
+            .y_axis("TTFT", Unit::Ms),
+        ),
+        {
+            let levels: Vec<crate::stats::curve::Level> = loads
+                .iter()
+                .map(|&x| {
+                    let p99 = 120.0 + 8.0 * x + 900.0 / (18.0 - x);
+                    let thr = 400.0 * x.min(12.0) - 30.0 * (x - 12.0).max(0.0);
+                    crate::stats::curve::Level {
+                        offered_rate_per_s: x,
+                        achieved_tokens_per_s: thr,
+                        achieved_ci: (thr * 0.97, thr * 1.03),
+                        p99_latency_ms: p99,
+                        p50_latency_ms: p99 * 0.4,
+                        slo_attained: Some(p99 <= 400.0),
+                    }
+                })
+                .collect();
+            (
+                "load-curve",
+                super::procedures::load_curve(&levels, "TTFT", Some(400.0)).latency,
+            )
+        },
+        {
+            let levels: Vec<crate::stats::curve::Level> = loads
+                .iter()
+                .map(|&x| {
+                    let thr = 400.0 * x.min(12.0) - 300.0 * (x - 12.0).max(0.0);
+                    crate::stats::curve::Level {
+                        offered_rate_per_s: x,
+                        achieved_tokens_per_s: thr,
+                        achieved_ci: (thr * 0.98, thr * 1.02),
+                        p99_latency_ms: 100.0 + x * x * 4.0,
+                        p50_latency_ms: 50.0 + x,
+                        slo_attained: None,
+                    }
+                })
+                .collect();
+            (
+                "load-curve-throughput",
+                super::procedures::load_curve(&levels, "TTFT", None).throughput,
+            )
+        },
+        {
+            let pts: Vec<(f64, f64)> = [1024.0, 2048.0, 8192.0, 32768.0, 131072.0]
+                .iter()
+                .map(|&x| (x, 30.0 + 0.07 * x + 2e-7 * x * x))
+                .collect();
+            let xs: Vec<f64> = pts.iter().map(|p| p.0).collect();
+            let ys: Vec<f64> = pts.iter().map(|p| p.1).collect();
+            let fit = crate::stats::fit::fit_quadratic(&xs, &ys);
+            (
+                "long-context",
+                super::procedures::long_context_fit(&pts, fit.as_ref(), "TTFT"),
+            )
+        },
         ("empty", Chart::cdf("nothing", &[])),
         (
             "nan",

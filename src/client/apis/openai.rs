@@ -1,56 +1,33 @@
-//! The OpenAI-compatible wire protocol: request bodies out, streamed chunks in.
+//! OpenAI Chat Completions and Completions: request bodies out, streamed chunks in.
 //!
-//! Chunk parsing borrows from the event's bytes (`Cow<str>` only allocates when a string has
-//! escapes) and keeps only what the record needs. `usage` and `timings` are kept as the
+//! Chunk parsing borrows from the event's bytes ([`OptStr`] only allocates when a string
+//! has escapes) and keeps only what the record needs. `usage` and `timings` are kept as the
 //! server sent them; several dialects are read: `delta.content`, `text` (completions),
 //! `delta.reasoning_content` (DeepSeek, SGLang, llama.cpp) and `delta.reasoning` (vLLM since
 //! late 2025, OpenRouter), a usage-only last chunk with empty `choices`, role-only first
-//! chunks, and `{"error": ...}` events.
+//! chunks, `[DONE]`, and `{"error": ...}` events.
 
+use super::event::{error_message, invalid_json, ApiEvent, OptStr, StreamParser, UsageUpdate};
+use super::Prompt;
 use crate::config::{Endpoint, RequestOptions};
 use crate::record::ServerTiming;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
-use std::borrow::Cow;
 
-/// What a request asks for: the prompt and its limits.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Prompt<'a> {
-    /// Chat messages (`role`, `content`), or for completions a single user text.
-    pub messages: &'a [(String, String)],
-    pub max_tokens: u32,
-    /// Per-request body fields from the workload (a class's overrides), applied last.
-    pub overrides: &'a [(String, Value)],
-}
-
-/// Builds the JSON body of a streaming request.
+/// Builds the JSON body of a streaming Chat Completions or Completions request.
 pub fn request_body(
     endpoint: Endpoint,
     model: &str,
     prompt: &Prompt<'_>,
     opts: &RequestOptions,
-) -> Vec<u8> {
+) -> Map<String, Value> {
     let mut body = Map::new();
     body.insert("model".into(), Value::String(model.to_owned()));
-    match endpoint {
-        Endpoint::Chat => {
-            let messages: Vec<Value> = prompt
-                .messages
-                .iter()
-                .map(|(role, content)| json!({"role": role, "content": content}))
-                .collect();
-            body.insert("messages".into(), Value::Array(messages));
-        }
-        Endpoint::Completions => {
-            let text: String = prompt
-                .messages
-                .iter()
-                .map(|(_, c)| c.as_str())
-                .collect::<Vec<_>>()
-                .join("\n\n");
-            body.insert("prompt".into(), Value::String(text));
-        }
+    if endpoint == Endpoint::Completions {
+        body.insert("prompt".into(), Value::String(prompt.joined_text()));
+    } else {
+        body.insert("messages".into(), prompt.messages_json());
     }
     body.insert("max_tokens".into(), json!(prompt.max_tokens));
     body.insert("stream".into(), Value::Bool(true));
@@ -71,16 +48,13 @@ pub fn request_body(
     if !opts.prefix_cache {
         body.insert("cache_prompt".into(), Value::Bool(false)); // llama.cpp
     }
-    for (k, v) in opts.extra_body.iter().chain(prompt.overrides) {
-        body.insert(k.clone(), v.clone());
-    }
-    serde_json::to_vec(&Value::Object(body)).expect("a JSON map always serialises")
+    body
 }
 
 #[derive(Deserialize)]
 struct WireChunk<'a> {
     #[serde(borrow, default)]
-    id: Option<Cow<'a, str>>,
+    id: OptStr<'a>,
     /// Only the first choice is kept (n = 1 is what the client asks for), read without
     /// allocating a vector per chunk.
     #[serde(borrow, default)]
@@ -122,69 +96,65 @@ struct WireChoice<'a> {
     #[serde(borrow, default)]
     delta: Option<WireDelta<'a>>,
     #[serde(borrow, default)]
-    text: Option<Cow<'a, str>>,
+    text: OptStr<'a>,
     #[serde(borrow, default)]
-    finish_reason: Option<Cow<'a, str>>,
+    finish_reason: OptStr<'a>,
 }
 
 #[derive(Deserialize)]
 struct WireDelta<'a> {
     #[serde(borrow, default)]
-    content: Option<Cow<'a, str>>,
+    content: OptStr<'a>,
     #[serde(borrow, default)]
-    reasoning_content: Option<Cow<'a, str>>,
+    reasoning_content: OptStr<'a>,
     #[serde(borrow, default)]
-    reasoning: Option<Cow<'a, str>>,
+    reasoning: OptStr<'a>,
     #[serde(borrow, default)]
-    refusal: Option<Cow<'a, str>>,
+    refusal: OptStr<'a>,
 }
 
-/// What one SSE data event said.
-#[derive(Debug, Default)]
-pub struct ParsedChunk<'a> {
-    pub id: Option<Cow<'a, str>>,
-    /// Answer text carried (may be empty or whitespace).
-    pub content: Option<Cow<'a, str>>,
-    /// Reasoning text carried.
-    pub reasoning: Option<Cow<'a, str>>,
-    pub refusal: Option<Cow<'a, str>>,
-    pub finish_reason: Option<Cow<'a, str>>,
-    /// Raw `usage` object.
-    pub usage: Option<&'a RawValue>,
-    /// Raw llama.cpp `timings` object.
-    pub timings: Option<&'a RawValue>,
-    /// Raw `error` object of an error event.
-    pub error: Option<&'a RawValue>,
-}
-
-/// Parses one SSE data payload. `Err` carries a short description for a protocol failure.
-pub fn parse_chunk(data: &[u8]) -> Result<ParsedChunk<'_>, String> {
-    let wire: WireChunk<'_> = serde_json::from_slice(data).map_err(|e| {
-        let shown = String::from_utf8_lossy(&data[..data.len().min(200)]).into_owned();
-        format!("invalid JSON in stream event ({e}): {shown}")
-    })?;
-    let mut out = ParsedChunk {
-        id: wire.id,
-        usage: wire.usage,
+/// Parses one Chat Completions or Completions SSE data payload (stateless).
+pub fn parse_chunk(data: &[u8]) -> Result<ApiEvent<'_>, String> {
+    if data == b"[DONE]" {
+        return Ok(ApiEvent {
+            done: true,
+            ..Default::default()
+        });
+    }
+    let wire: WireChunk<'_> = serde_json::from_slice(data).map_err(|e| invalid_json(data, &e))?;
+    let mut out = ApiEvent {
+        id: wire.id.0,
+        usage: wire.usage.map(UsageUpdate::Raw),
         timings: wire.timings,
-        error: wire.error,
+        error: wire.error.map(error_message),
         ..Default::default()
     };
     if let Some(choice) = wire.choices.and_then(|c| c.0) {
-        out.finish_reason = choice.finish_reason;
+        out.finish_reason = choice.finish_reason.0;
         if let Some(delta) = choice.delta {
-            out.content = delta.content;
-            out.reasoning = delta.reasoning_content.or(delta.reasoning);
-            out.refusal = delta.refusal;
+            out.content = delta.content.0;
+            out.reasoning = delta.reasoning_content.0.or(delta.reasoning.0);
+            out.refusal = delta.refusal.get().is_some_and(|r| !r.is_empty());
         }
         if out.content.is_none() {
-            out.content = choice.text;
+            out.content = choice.text.0;
         }
     }
     Ok(out)
 }
 
-/// Reads llama.cpp's `timings` object.
+/// The Chat Completions / Completions dialect as a [`StreamParser`] (it needs no state).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct OpenAiStream;
+
+impl StreamParser for OpenAiStream {
+    fn parse<'a>(&mut self, _event: Option<&str>, data: &'a [u8]) -> Result<ApiEvent<'a>, String> {
+        parse_chunk(data)
+    }
+}
+
+/// Reads llama.cpp's `timings` object (sent by its OpenAI routes, `/v1/responses` and
+/// `/completion` alike).
 pub fn parse_timings(raw: &RawValue) -> Option<ServerTiming> {
     #[derive(Deserialize)]
     struct T {
@@ -211,6 +181,13 @@ pub fn parse_timings(raw: &RawValue) -> Option<ServerTiming> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::borrow::Cow;
+
+    fn usage_text(e: &ApiEvent<'_>) -> String {
+        let mut s = String::new();
+        e.usage.unwrap().write_json(&mut s);
+        s
+    }
 
     #[test]
     fn role_only_first_chunk_has_no_content() {
@@ -220,13 +197,21 @@ mod tests {
     }
 
     #[test]
+    fn text_is_borrowed_from_the_event() {
+        let c = parse_chunk(br#"{"id":"x","choices":[{"delta":{"content":" the"}}]}"#).unwrap();
+        assert!(matches!(c.content, Some(Cow::Borrowed(" the"))));
+        assert!(matches!(c.id, Some(Cow::Borrowed("x"))));
+    }
+
+    #[test]
     fn usage_only_chunk_with_empty_choices() {
         let c = parse_chunk(br#"{"choices":[],"id":"x","usage":{"completion_tokens":64,"prompt_tokens":29},"timings":{"prompt_n":29,"prompt_ms":51.5,"predicted_n":64,"predicted_ms":874.2,"predicted_per_second":73.2,"cache_n":0}}"#).unwrap();
         assert!(c.content.is_none());
         assert_eq!(
-            c.usage.unwrap().get(),
+            usage_text(&c),
             r#"{"completion_tokens":64,"prompt_tokens":29}"#
         );
+        assert_eq!(c.usage.unwrap().completion_tokens(), Some(64));
         let t = parse_timings(c.timings.unwrap()).unwrap();
         assert_eq!(t.prompt_ms, Some(51.5));
         assert_eq!(t.predicted_n, Some(64));
@@ -244,10 +229,11 @@ mod tests {
     }
 
     #[test]
-    fn null_usage_is_absent() {
+    fn null_usage_is_absent_and_done_ends() {
         let c = parse_chunk(br#"{"choices":[{"delta":{"content":"hi"}}],"usage":null}"#).unwrap();
         assert!(c.usage.is_none());
         assert_eq!(c.content.as_deref(), Some("hi"));
+        assert!(parse_chunk(b"[DONE]").unwrap().done);
     }
 
     #[test]
@@ -261,12 +247,14 @@ mod tests {
         assert_eq!(c.content.as_deref(), Some(""));
         let c = parse_chunk(br#"{"choices":[{"delta":{"content":"caf\u00e9 \"x\""}}]}"#).unwrap();
         assert_eq!(c.content.as_deref(), Some("café \"x\""));
+        let c = parse_chunk(br#"{"choices":[{"delta":{"refusal":"no"}}]}"#).unwrap();
+        assert!(c.refusal);
     }
 
     #[test]
     fn error_event_and_bad_json() {
         let c = parse_chunk(br#"{"error":{"message":"boom","code":500}}"#).unwrap();
-        assert!(c.error.is_some());
+        assert_eq!(c.error.as_deref(), Some("500: boom"));
         assert!(parse_chunk(b"{not json")
             .unwrap_err()
             .contains("invalid JSON"));
@@ -282,16 +270,13 @@ mod tests {
             temperature: Some(0.0),
             extra_body: vec![("top_k".into(), json!(1))],
         };
-        let body = request_body(
-            Endpoint::Chat,
-            "m",
-            &Prompt {
-                messages: &msgs,
-                max_tokens: 8,
-                overrides: &[("top_k".into(), json!(3)), ("priority".into(), json!(2))],
-            },
-            &opts,
-        );
+        let prompt = Prompt {
+            messages: &msgs,
+            max_tokens: 8,
+            overrides: &[("top_k".into(), json!(3)), ("priority".into(), json!(2))],
+        };
+        let mut target = super::super::tests::target(Endpoint::Chat, None, &[]);
+        let body = super::super::request_body(&target, &prompt, &opts);
         let v: Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(v["priority"], 2, "per-request overrides are applied");
         assert_eq!(v["top_k"], 3, "and win over --extra-body");
@@ -300,16 +285,8 @@ mod tests {
         assert_eq!(v["min_tokens"], 8);
         assert_eq!(v["cache_prompt"], false);
         assert_eq!(v["messages"][0]["content"], "hi");
-        let body = request_body(
-            Endpoint::Completions,
-            "m",
-            &Prompt {
-                messages: &msgs,
-                max_tokens: 8,
-                overrides: &[],
-            },
-            &opts,
-        );
+        target.endpoint = Endpoint::Completions;
+        let body = super::super::request_body(&target, &prompt, &opts);
         let v: Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(v["prompt"], "hi");
     }

@@ -1,0 +1,315 @@
+//! Run pages built from hand-made records: the C.1 text exactly, every section and chart
+//! present with data, fairness and compliance following the run's facts.
+
+use super::*;
+use crate::cli::args::{Cli, Command};
+use crate::metrics::generator::{judge, GeneratorFacts};
+use crate::metrics::{summarize, SummaryParams};
+use crate::record::{Chunk, FailureKind, Outcome, Phase, RequestRecord};
+use crate::report::{SystemInfo, TimingNotes, TokenizerInfo, ToolInfo, Verdict};
+use crate::telemetry::summary::ClientTotals;
+use crate::telemetry::TelemetryData;
+use clap::Parser;
+
+const MS: u64 = 1_000_000;
+
+/// A completed request sent at `sent` ms with one token per chunk at `tokens` ms.
+fn ok(id: u64, sent: u64, tokens: &[u64], class: Option<&str>) -> RequestRecord {
+    RequestRecord {
+        id,
+        phase: Phase::Measure,
+        class: class.map(String::from),
+        queued_at: sent * MS,
+        sent_at: Some(sent * MS),
+        first_byte_at: Some(tokens[0] * MS),
+        first_content: Some(0),
+        chunks: tokens
+            .iter()
+            .map(|&t| Chunk {
+                at: t * MS,
+                tokens: 1,
+                bytes: 3,
+            })
+            .collect(),
+        finished_at: tokens[tokens.len() - 1] * MS,
+        outcome: Outcome::Ok,
+        output_tokens: tokens.len() as u32,
+        max_tokens: tokens.len() as u32,
+        input_tokens: 100,
+        derived: Some(crate::record::Derived {
+            ttft_ms: Some((tokens[0] - sent) as f64),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn failed(id: u64, sent: u64, end: u64) -> RequestRecord {
+    RequestRecord {
+        id,
+        phase: Phase::Measure,
+        queued_at: sent * MS,
+        sent_at: Some(sent * MS),
+        finished_at: end * MS,
+        outcome: Outcome::failed(FailureKind::Timeout, "no answer within 0.5 s"),
+        max_tokens: 4,
+        input_tokens: 100,
+        ..Default::default()
+    }
+}
+
+/// A run report as `assemble` would make it, from `records` and `servebench run` flags.
+pub(crate) fn report_of(flags: &[&str], records: &[RequestRecord]) -> RunReport {
+    let mut argv = vec![
+        "servebench",
+        "run",
+        "--quiet",
+        "--no-fluidity",
+        "--model",
+        "m1",
+    ];
+    argv.extend(flags);
+    let Command::Run(args) = Cli::try_parse_from(&argv).unwrap().command else {
+        unreachable!()
+    };
+    let resolved = crate::cli::run::resolve(&args.run, "http://127.0.0.1:9/v1", false).unwrap();
+    let config = resolved.config;
+    let summary = summarize(
+        records,
+        &SummaryParams {
+            slo: config.slo.clone(),
+            ux: config.ux,
+            ..Default::default()
+        },
+    );
+    let measured: Vec<&RequestRecord> = records.iter().collect();
+    let end = records.iter().map(|r| r.finished_at).max().unwrap_or(0);
+    let empty = TelemetryData::default();
+    let telemetry = crate::telemetry::summary::summarize(
+        &empty,
+        summary.window.start,
+        summary.window.end,
+        summary.window.start,
+        0,
+        &ClientTotals {
+            output_tokens: summary.total_output_tokens,
+            completed: summary.requests.completed,
+            ended: summary.requests.total,
+            mean_ttft_ms: None,
+        },
+    );
+    let verdict: Verdict = crate::cli::run::verdict(&summary, &config, false);
+    RunReport {
+        schema_version: crate::report::SCHEMA_VERSION,
+        tool: ToolInfo::default(),
+        started_at: "2026-11-22T10:00:00.000Z".into(),
+        finished_at: "2026-11-22T10:00:01.000Z".into(),
+        started_at_us: 1,
+        finished_at_us: 2,
+        interrupted: false,
+        recovered: false,
+        command_line: argv.iter().map(|s| s.to_string()).collect(),
+        host: Default::default(),
+        system: SystemInfo {
+            sut_boundary: "engine".into(),
+            ..resolved.system
+        },
+        server: crate::record::run::ServerInfo {
+            engine: Some("vllm".into()),
+            version: Some("0.11.0".into()),
+            ..Default::default()
+        },
+        tokenizer: TokenizerInfo {
+            name: "cl100k_base".into(),
+            source: "tiktoken".into(),
+            vocab_size: 100_277,
+            counting_option: "B".into(),
+            special_tokens: "message texts only".into(),
+        },
+        warmup: Default::default(),
+        prefill_profile: None,
+        prefill_curve: None,
+        timing: TimingNotes::new(true),
+        timeseries: crate::telemetry::timeline::timeline(records, &empty, end),
+        generator: judge(&measured, &GeneratorFacts::default()),
+        verdict,
+        summary,
+        telemetry,
+        config,
+    }
+}
+
+/// Three completed requests (TTFT 100, 200, 300 ms; TPOT 10, 20, 30 ms) and one timeout.
+fn records() -> Vec<RequestRecord> {
+    vec![
+        ok(0, 0, &[100, 110, 120, 130], Some("chat")),
+        ok(1, 50, &[250, 270, 290, 310], Some("batch")),
+        ok(2, 100, &[400, 430, 460, 490], Some("chat")),
+        failed(3, 150, 650),
+    ]
+}
+
+#[test]
+fn the_minimum_report_follows_appendix_c1() {
+    let r = report_of(
+        &["--hardware", "H100 80GB x 2", "--note", "guardrails: none"],
+        &records(),
+    );
+    let text = identity::minimum_report(&r, &compliance::deviations(&r));
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "=== LLM Benchmark Report (Minimum) ===");
+    for expected in [
+        "- Model: m1",
+        "- Hardware: H100 80GB x 2",
+        "- Software: vllm 0.11.0",
+        "- SUT Boundary: Model Engine",
+        "- Request Count: 4 (3 completed, 1 failed)",
+        // Linear interpolation: P99 of 100, 200, 300 is 200 + 0.98 × 100.
+        "- TTFT P50: 200.0 ms",
+        "- TTFT P99: 298.0 ms",
+        "- TPOT P50: 20.0 ms",
+        "- TPOT P99: 29.8 ms",
+        "- Guardrail configuration: guardrails: none; 0 requests refused as content during the run",
+        "- guardrails: none",
+        "=== End Report ===",
+    ] {
+        assert!(lines.contains(&expected), "missing {expected:?} in\n{text}");
+    }
+    let thr = lines
+        .iter()
+        .find(|l| l.starts_with("- Throughput at P99 TTFT < 500ms: "))
+        .unwrap();
+    assert!(
+        thr.ends_with("tok/s (P99 TTFT 298.0 ms at this load)"),
+        "{thr}"
+    );
+    // Three samples are far below the 1000 P99 needs, and no warm-up ran: deviations.
+    assert!(text.contains(
+        "- Deviation: At least 1,000 samples for P99 (draft 5.1.2.1, 5.1.4.3): 3 TTFT samples"
+    ));
+    assert!(text.contains("- Deviation: Warm-up before measuring (draft 4.5)"));
+}
+
+#[test]
+fn the_page_has_every_section_and_every_chart_has_data() {
+    let recs = records();
+    let r = report_of(&["--workload", "fairness-mix"], &recs);
+    let data = RunData::of(&r, &recs);
+    let page = page(&r, &data);
+    let ids: Vec<&str> = page.sections.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "minimum",
+            "system",
+            "configuration",
+            "results",
+            "detailed",
+            "ttft",
+            "itl",
+            "over-time",
+            "experience",
+            "fairness",
+            "telemetry",
+            "generator",
+            "compliance",
+            "reproduction"
+        ]
+    );
+    let charts: Vec<(&str, usize)> = page.figures().map(|f| (f.id.as_str(), f.points)).collect();
+    let names: Vec<&str> = charts.iter().map(|c| c.0).collect();
+    assert_eq!(
+        names,
+        [
+            "ttft-cdf",
+            "ttft-hist",
+            "itl-hist",
+            "token-timeline",
+            "throughput-over-time",
+            "latency-over-time",
+            "concurrency-over-time",
+            "fairness-ttft",
+            "fairness-tpot"
+        ]
+    );
+    // Three TTFTs as three CDF steps; 3 × 4 tokens on the timeline; two classes × P50, P99.
+    assert_eq!(charts[0].1, 3);
+    assert_eq!(charts[3].1, 12);
+    assert_eq!(charts[7].1, 4);
+    assert!(charts.iter().all(|c| c.1 > 0), "{charts:?}");
+    let md = page.to_markdown();
+    for needle in [
+        "## Minimum report (draft Appendix C.1)",
+        "=== LLM Benchmark Report (Minimum) ===",
+        "**Time to first token (draft Table 1)**",
+        "| TTFT P99 | 298 ms |",
+        "**Latency (draft Table 4)**",
+        "**Throughput (draft Table 3)**",
+        "**Inter-token latency (draft Table 6)**",
+        "**Fairness (draft Tables 8 and 9)",
+        "## 6. Reproduction",
+        "servebench run --quiet --no-fluidity --model m1 --workload fairness-mix",
+        "**Figure: Time to first token: cumulative distribution** (chart `ttft-cdf` in report.html, 3 data points).",
+    ] {
+        assert!(md.contains(needle), "missing {needle:?} in\n{md}");
+    }
+    let html = page.to_html();
+    assert_eq!(html.matches("<svg ").count(), 9);
+    assert!(html.contains("<td class=\"num\">298 ms</td>"));
+}
+
+#[test]
+fn without_classes_fairness_says_why_and_draws_nothing() {
+    let recs: Vec<RequestRecord> = records()
+        .into_iter()
+        .map(|mut r| {
+            r.class = None;
+            r
+        })
+        .collect();
+    let r = report_of(&[], &recs);
+    let page = page(&r, &RunData::of(&r, &recs));
+    let fair = page.sections.iter().find(|s| s.id == "fairness").unwrap();
+    assert!(
+        matches!(&fair.blocks[..], [crate::report::page::Block::Paragraph(p)] if p.contains("no request classes"))
+    );
+    assert!(!page.figures().any(|f| f.id.starts_with("fairness")));
+}
+
+#[test]
+fn compliance_follows_the_run() {
+    let r = report_of(&[], &records());
+    let checks = compliance::checks(&r);
+    let get = |name: &str| {
+        checks
+            .iter()
+            .find(|c| c.requirement.starts_with(name))
+            .unwrap()
+    };
+    assert_eq!(get("At least 1,000 samples for P99").met, Some(false));
+    assert_eq!(get("Guardrail configuration").met, Some(false));
+    assert_eq!(get("Timer resolution").met, Some(true));
+    assert_eq!(get("Run completed").met, Some(true));
+    let mut interrupted = r.clone();
+    interrupted.interrupted = true;
+    assert_eq!(
+        compliance::checks(&interrupted)
+            .iter()
+            .find(|c| c.requirement.starts_with("Run completed"))
+            .unwrap()
+            .met,
+        Some(false)
+    );
+}
+
+#[test]
+fn the_workload_hash_changes_with_what_is_sent_only() {
+    let a = report_of(&["--seed", "1"], &records());
+    let b = report_of(&["--seed", "1", "--concurrency", "9"], &records());
+    let c = report_of(&["--seed", "2"], &records());
+    let h = reproduce::workload_hash(&a);
+    assert!(h.starts_with("sha256:") && h.len() == 7 + 16, "{h}");
+    // The load is not the workload; the seed is.
+    assert_eq!(h, reproduce::workload_hash(&b));
+    assert_ne!(h, reproduce::workload_hash(&c));
+}

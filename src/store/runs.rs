@@ -1,0 +1,246 @@
+//! Reading finished runs back from their folders for `compare`, `regress` and `export`:
+//! `run.json` as its typed [`RunReport`], `requests.jsonl` as wire records (absolute
+//! times, as written), and what a folder named on the command line holds.
+//!
+//! A folder is one of three things: a run folder (`run.json`), a test folder (`test.json`
+//! and one run folder per load level), or a plain folder of run folders (one system's
+//! repeated runs). For now a test folder counts as the list of its level runs, read from
+//! `test.json`'s `levels[].run` when it lists them, else from its subfolders that hold a
+//! `run.json`; a comparison that understands levels can later take [`Folder::Test`] apart.
+
+use crate::record::wire::WireRecord;
+use crate::report::RunReport;
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+
+/// What a folder named on the command line holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Folder {
+    /// A run folder.
+    Run(PathBuf),
+    /// A test procedure's folder and its level runs, in order.
+    Test { dir: PathBuf, runs: Vec<PathBuf> },
+    /// A plain folder and the run folders directly inside it, sorted by name.
+    Group { dir: PathBuf, runs: Vec<PathBuf> },
+}
+
+impl Folder {
+    /// The run folders it stands for.
+    pub fn runs(&self) -> Vec<PathBuf> {
+        match self {
+            Folder::Run(p) => vec![p.clone()],
+            Folder::Test { runs, .. } | Folder::Group { runs, .. } => runs.clone(),
+        }
+    }
+}
+
+/// Names of the subfolders of `dir` that hold a `run.json`, sorted.
+pub fn run_subfolders(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().join("run.json").is_file())
+        .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+        .collect();
+    names.sort();
+    names
+}
+
+/// The level runs of a test folder: `test.json`'s `levels[].run` (relative to the folder)
+/// when it lists them, else its subfolders holding a `run.json`.
+pub fn test_levels(dir: &Path) -> Result<Vec<PathBuf>> {
+    let path = dir.join("test.json");
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let doc: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+    let listed: Option<Vec<PathBuf>> = doc.get("levels").and_then(|l| l.as_array()).map(|levels| {
+        levels
+            .iter()
+            .filter_map(|l| l.get("run").and_then(|r| r.as_str()))
+            .map(|r| dir.join(r))
+            .filter(|p| p.join("run.json").is_file())
+            .collect()
+    });
+    Ok(listed.unwrap_or_else(|| {
+        run_subfolders(dir)
+            .into_iter()
+            .map(|n| dir.join(n))
+            .collect()
+    }))
+}
+
+/// What `dir` holds (see the module documentation).
+pub fn classify(dir: &Path) -> Result<Folder> {
+    if !dir.is_dir() {
+        bail!("{} is not a folder", dir.display());
+    }
+    if dir.join("test.json").is_file() {
+        let runs = test_levels(dir)?;
+        if runs.is_empty() {
+            bail!("the test folder {} holds no level runs yet", dir.display());
+        }
+        return Ok(Folder::Test {
+            dir: dir.to_path_buf(),
+            runs,
+        });
+    }
+    if dir.join("run.json").is_file() {
+        return Ok(Folder::Run(dir.to_path_buf()));
+    }
+    let runs: Vec<PathBuf> = run_subfolders(dir)
+        .into_iter()
+        .map(|n| dir.join(n))
+        .collect();
+    if runs.is_empty() {
+        bail!(
+            "{} holds no run.json, no test.json and no run folders: give a folder written by `servebench run` (its --out)",
+            dir.display()
+        );
+    }
+    Ok(Folder::Group {
+        dir: dir.to_path_buf(),
+        runs,
+    })
+}
+
+/// A finished run's `run.json` as its report. A run that never finished (its `run.json`
+/// still says `running`) is refused with the command that recovers it.
+pub fn read_report(dir: &Path) -> Result<RunReport> {
+    let path = dir.join("run.json");
+    let text = std::fs::read_to_string(&path).with_context(|| {
+        format!(
+            "{} has no run.json: is it a run folder (the --out of `servebench run`)?",
+            dir.display()
+        )
+    })?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+    if value.get("status").and_then(|s| s.as_str()) == Some("running") {
+        bail!(
+            "{} belongs to a run that never finished: `servebench report {}` rebuilds it from requests.jsonl first",
+            path.display(),
+            dir.display()
+        );
+    }
+    serde_json::from_value(value).with_context(|| {
+        format!(
+            "{} is not a run.json this version of servebench reads",
+            path.display()
+        )
+    })
+}
+
+/// Every line of a run's `requests.jsonl`, as written. A last line cut by a crash is
+/// skipped; any other bad line is an error naming it.
+pub fn read_wire_records(dir: &Path) -> Result<Vec<WireRecord>> {
+    let path = dir.join("requests.jsonl");
+    let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+    let lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
+    let mut out = Vec::with_capacity(lines.len());
+    for (i, line) in lines.iter().enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match serde_json::from_slice::<WireRecord>(line) {
+            Ok(w) => out.push(w),
+            Err(_) if i + 1 == lines.len() => break,
+            Err(e) => bail!("{}:{}: not a request record: {e}", path.display(), i + 1),
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/run-sim");
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("sb-runs-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn copy_run(to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for f in ["run.json", "requests.jsonl"] {
+            std::fs::copy(Path::new(FIXTURE).join(f), to.join(f)).unwrap();
+        }
+    }
+
+    #[test]
+    fn folders_are_runs_tests_or_groups() {
+        let root = scratch("classify");
+        copy_run(&root.join("group/b"));
+        copy_run(&root.join("group/a"));
+        std::fs::create_dir_all(root.join("group/empty")).unwrap();
+        assert_eq!(
+            classify(&root.join("group/a")).unwrap(),
+            Folder::Run(root.join("group/a"))
+        );
+        assert_eq!(
+            classify(&root.join("group")).unwrap().runs(),
+            vec![root.join("group/a"), root.join("group/b")]
+        );
+        // A test folder lists its levels in test.json order…
+        copy_run(&root.join("test/levels/c8"));
+        copy_run(&root.join("test/levels/c1"));
+        std::fs::write(
+            root.join("test/test.json"),
+            r#"{"test": "curve", "levels": [{"run": "levels/c8"}, {"run": "levels/c1"}]}"#,
+        )
+        .unwrap();
+        let t = classify(&root.join("test")).unwrap();
+        assert!(matches!(t, Folder::Test { .. }));
+        assert_eq!(
+            t.runs(),
+            vec![root.join("test/levels/c8"), root.join("test/levels/c1")]
+        );
+        // …or, without a list, is its subfolders with a run.json.
+        copy_run(&root.join("t2/x"));
+        std::fs::write(root.join("t2/test.json"), r#"{"test": "ttft"}"#).unwrap();
+        assert_eq!(
+            classify(&root.join("t2")).unwrap().runs(),
+            vec![root.join("t2/x")]
+        );
+        let err = classify(&root.join("group/empty")).unwrap_err().to_string();
+        assert!(err.contains("no run.json"), "{err}");
+        assert!(classify(&root.join("nope")).is_err());
+        std::fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn reports_and_records_read_back() {
+        let r = read_report(Path::new(FIXTURE)).unwrap();
+        assert_eq!(r.config.seed, 7);
+        let w = read_wire_records(Path::new(FIXTURE)).unwrap();
+        assert_eq!(w.len() as u64, r.summary.requests.total);
+        // A run that is still `running` is refused with the way out.
+        let root = scratch("running");
+        std::fs::write(root.join("run.json"), r#"{"status": "running"}"#).unwrap();
+        let err = read_report(&root).unwrap_err().to_string();
+        assert!(err.contains("servebench report"), "{err}");
+        // A cut last line is skipped; a bad line in the middle is an error.
+        let lines: Vec<&str> = include_str!("../../tests/fixtures/run-sim/requests.jsonl")
+            .lines()
+            .collect();
+        std::fs::write(
+            root.join("requests.jsonl"),
+            format!("{}\n{}\n{{\"id\": 9", lines[0], lines[1]),
+        )
+        .unwrap();
+        assert_eq!(read_wire_records(&root).unwrap().len(), 2);
+        std::fs::write(
+            root.join("requests.jsonl"),
+            format!("{}\nnot json\n{}\n", lines[0], lines[1]),
+        )
+        .unwrap();
+        let err = read_wire_records(&root).unwrap_err().to_string();
+        assert!(err.contains("requests.jsonl:2"), "{err}");
+        std::fs::remove_dir_all(root).unwrap();
+    }
+}
