@@ -665,6 +665,11 @@ pub struct RunConfig {
     pub command_line: Vec<String>,
     /// Draw no progress line.
     pub quiet: bool,
+    /// Scale-out: the share of a plan this process sends (`run --plan --shard`); `None` in
+    /// a plain run. Recorded in the shard's `shard.json`, not in `run.json`.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub shard: Option<crate::scaleout::shard::ShardRun>,
 }
 
 #[cfg(test)]

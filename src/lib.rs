@@ -17,6 +17,7 @@ pub mod procedure;
 pub mod record;
 pub mod report;
 pub mod runner;
+pub mod scaleout;
 pub mod schedule;
 pub mod sim;
 pub mod stats;

@@ -14,6 +14,7 @@ mod hostile;
 mod real_apis;
 mod real_server;
 mod reports;
+mod scaleout;
 mod sim_engine;
 mod telemetry;
 mod trustworthy;

@@ -13,6 +13,7 @@ pub mod profile;
 pub mod report;
 pub mod run;
 pub mod runs;
+pub mod scaleout;
 pub mod selfbench;
 pub mod sim;
 pub mod test;
@@ -41,7 +42,8 @@ pub mod exit {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run(args) => run::run(*args),
+        Command::Run(args) if args.scaleout.plan.is_some() => scaleout::run_planned(*args),
+        Command::Run(args) => run::run(args.run),
         Command::Sim(args) => sim::serve(args),
         Command::Selfbench(args) => selfbench::selfbench(args),
         Command::ProfilePrefill(args) => profile::profile(*args),
@@ -56,6 +58,9 @@ pub fn main() -> ExitCode {
         Command::Compare(args) => compare::compare(args),
         Command::Regress(args) => compare::regress(args),
         Command::Export(args) => export::export(args),
+        Command::Plan(args) => scaleout::plan(*args),
+        Command::Merge(args) => scaleout::merge(args),
+        Command::K8s(args) => scaleout::k8s(*args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

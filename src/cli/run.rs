@@ -443,6 +443,7 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
         out_dir: std::path::PathBuf::new(),
         command_line: redacted_command_line(),
         quiet: args.output.quiet,
+        shard: None,
     };
     // Last: the folder is created only once everything else is known to be valid.
     let mut config = config;

@@ -48,7 +48,7 @@ fn config_for(
     let Command::Run(args) = cli.command else {
         unreachable!()
     };
-    Ok(resolve(&args, url, false)?.config)
+    Ok(resolve(&args.run, url, false)?.config)
 }
 
 fn line(name: &str, d: Option<Distribution>, unit: &str) {

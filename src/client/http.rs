@@ -208,6 +208,9 @@ pub struct ResponseHead {
     pub content_type: Option<String>,
     /// The `Server` header (engines name themselves there).
     pub server: Option<String>,
+    /// The `Date` header (the server's clock, one-second resolution; scale-out's clock
+    /// check reads it).
+    pub date: Option<String>,
 }
 
 /// How the end of the body is found.
@@ -358,6 +361,7 @@ pub fn parse_head(bytes: &[u8]) -> Result<Option<(ResponseHead, usize)>, HttpErr
     let mut retry_after = None;
     let mut content_type = None;
     let mut server = None;
+    let mut date = None;
     for h in resp.headers.iter() {
         let value = std::str::from_utf8(h.value).unwrap_or("").trim();
         if h.name.eq_ignore_ascii_case("content-length") {
@@ -384,6 +388,8 @@ pub fn parse_head(bytes: &[u8]) -> Result<Option<(ResponseHead, usize)>, HttpErr
             content_type = Some(value.to_owned());
         } else if h.name.eq_ignore_ascii_case("server") {
             server = Some(value.to_owned());
+        } else if h.name.eq_ignore_ascii_case("date") {
+            date = Some(value.to_owned());
         }
     }
     let body = if chunked {
@@ -404,6 +410,7 @@ pub fn parse_head(bytes: &[u8]) -> Result<Option<(ResponseHead, usize)>, HttpErr
             retry_after,
             content_type,
             server,
+            date,
         },
         len,
     )))

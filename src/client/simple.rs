@@ -12,6 +12,8 @@ pub struct SimpleResponse {
     pub body: Vec<u8>,
     /// The `Server` header.
     pub server: Option<String>,
+    /// The `Date` header.
+    pub date: Option<String>,
 }
 
 /// Sends one request with an optional JSON body to `path` (absolute, e.g. `/v1/models`).
@@ -74,6 +76,7 @@ pub async fn call(
             status: head.status,
             body: out,
             server: head.server,
+            date: head.date,
         })
     })
     .await

@@ -6,6 +6,7 @@ use crate::client::apis::{request_body, Prompt};
 use crate::client::exchange::http_request;
 use crate::client::PreparedRequest;
 use crate::config::{RequestOptions, Target};
+use crate::scaleout::shard::Shard;
 use crate::tokenizer::SharedTokenizer;
 use crate::workload::datasets::Dataset;
 use crate::workload::{Generator, WorkloadSpec};
@@ -35,6 +36,11 @@ impl Feed {
 
 /// Starts generating requests; stops when the feed is dropped. A workload error ends the
 /// feed and is left in `Feed::error`.
+///
+/// With a `shard` (scale-out), the whole global sequence is still generated, so every
+/// shard draws the same requests, but only the shard's ordinals are sent on; trace
+/// arrival times are then made relative to the global first request, not the shard's.
+#[allow(clippy::too_many_arguments)]
 pub fn start(
     workload: &WorkloadSpec,
     dataset: Option<Arc<Dataset>>,
@@ -43,6 +49,7 @@ pub fn start(
     opts: &RequestOptions,
     tokenizer: SharedTokenizer,
     cpu: ThreadCpu,
+    shard: Option<Shard>,
 ) -> std::io::Result<Feed> {
     let (tx, rx) = mpsc::channel::<Vec<PreparedRequest>>(512);
     let workload = workload.clone();
@@ -59,11 +66,24 @@ pub fn start(
                 Ok(g) => g,
                 Err(e) => return fail(e.to_string()),
             };
+            let mut trace_base_ms: Option<f64> = None;
             loop {
-                let session = match gen.next_session(tokenizer.as_ref()) {
+                let mut session = match gen.next_session(tokenizer.as_ref()) {
                     Ok(s) => s,
                     Err(e) => return fail(e.to_string()),
                 };
+                if let Some(shard) = shard {
+                    let Some(first) = session.first() else {
+                        continue;
+                    };
+                    let base = *trace_base_ms.get_or_insert(first.arrival_ms.unwrap_or(0.0));
+                    if !shard.owns(first.index) {
+                        continue;
+                    }
+                    for spec in &mut session {
+                        spec.arrival_ms = spec.arrival_ms.map(|a| a - base);
+                    }
+                }
                 let prepared: Vec<PreparedRequest> = session
                     .into_iter()
                     .map(|spec| {

@@ -175,6 +175,7 @@ async fn run_async(
         config.grace,
         shared.in_flight.clone(),
     ));
+    let shard = config.shard.as_ref().map(|s| s.shard);
     let feed = feeder::start(
         &config.workload,
         config.dataset.clone(),
@@ -183,7 +184,33 @@ async fn run_async(
         &config.request,
         tokenizer.clone(),
         cpu.clone(),
+        shard,
     )?;
+    // Scale-out: each shard warms up its own connections at its share of the load (its
+    // streams; an N-th of the rate), from the warm-up stream, outside the plan's ordinals.
+    let warm_config;
+    let warm_cfg = match shard {
+        Some(s) => {
+            let mut c = config.clone();
+            c.load = match config.load {
+                LoadPattern::Open {
+                    rate_per_s,
+                    arrival,
+                } => LoadPattern::Open {
+                    rate_per_s: rate_per_s / f64::from(s.count),
+                    arrival,
+                },
+                // A trace replayed in every shard's warm-up: slowed to an N-th of its pace.
+                LoadPattern::Trace { speed } => LoadPattern::Trace {
+                    speed: speed / f64::from(s.count),
+                },
+                other => s.load_of(other),
+            };
+            warm_config = c;
+            &warm_config
+        }
+        None => config,
+    };
 
     // Warm-up (draft 4.5), from a stream of its own: the measured requests are then the
     // same sequence whatever the warm-up took (an auto warm-up's length varies), so two
@@ -193,7 +220,7 @@ async fn run_async(
     progress.phase(view);
     let warmup = if config.warmup == crate::config::Warmup::None {
         warmup::warm_up(
-            config, &feed, &shared, &controls, &counters, &cpu, &tokenizer,
+            warm_cfg, &feed, &shared, &controls, &counters, &cpu, &tokenizer,
         )
         .await
     } else {
@@ -205,9 +232,10 @@ async fn run_async(
             &config.request,
             tokenizer.clone(),
             cpu.clone(),
+            None,
         )?;
         let report = warmup::warm_up(
-            config, &warm_feed, &shared, &controls, &counters, &cpu, &tokenizer,
+            warm_cfg, &warm_feed, &shared, &controls, &counters, &cpu, &tokenizer,
         )
         .await;
         if let Some(e) = warm_feed
@@ -273,6 +301,39 @@ async fn run_async(
     view.max_requests = config.limits.requests;
     view.max_duration = config.limits.duration;
     progress.phase(view);
+    // Scale-out: the measured phase starts at the plan's common start, read on this
+    // machine's clock shifted by its measured offset; lateness is recorded.
+    let start_at = config.shard.as_ref().map(|s| {
+        let local_us = s.start_unix_us as i128 + i128::from(s.clock_offset_us);
+        let at = (local_us * 1000 - clock.anchor_unix_ns() as i128).max(0) as u64;
+        let late = clock.now().saturating_sub(at) / 1000;
+        s.late_us.store(late, Ordering::Release);
+        if late > 0 {
+            eprintln!(
+                "WARNING: shard {} reached the plan's start {:.1} s late (warm-up, scheduling or a clock offset); its first requests go out late and the lag is recorded",
+                s.shard,
+                late as f64 / 1e6
+            );
+        }
+        at
+    });
+    if let (Some(at), false) = (start_at, config.quiet) {
+        let wait = at.saturating_sub(clock.now());
+        if wait > 0 {
+            eprintln!(
+                "Waiting {:.1} s for the plan's common start",
+                wait as f64 / 1e9
+            );
+        }
+    }
+    if let Some(at) = start_at {
+        // Waited here, not in the phase, so the generator's CPU figures cover sending only;
+        // in short steps, so Ctrl-C (which stops sending) ends the wait too.
+        while clock.now() < at && !controls.stop_sending.load(Ordering::Acquire) {
+            let left = Duration::from_nanos(at - clock.now().min(at));
+            tokio::time::sleep(left.min(Duration::from_millis(100))).await;
+        }
+    }
     let cpu_before = cpu.cpu_seconds();
     let wall_before = Instant::now();
     // A sample at each edge of the measured phase, so counter differences span it exactly.
@@ -284,13 +345,24 @@ async fn run_async(
         run_phase(
             PhasePlan {
                 phase: Phase::Measure,
-                load: config.load,
-                max_requests: config.limits.requests,
+                load: shard.map_or(config.load, |s| s.load_of(config.load)),
+                max_requests: match shard {
+                    Some(s) => config.limits.requests.map(|r| s.share_of_count(r)),
+                    None => config.limits.requests,
+                },
                 max_duration: config.limits.duration,
                 done_when: None,
                 seed: config.seed.wrapping_add(1),
                 grace: config.grace,
-                max_concurrency: config.max_concurrency,
+                // Scale-out: each shard caps its share of the in-flight limit.
+                max_concurrency: match shard {
+                    Some(s) => config
+                        .max_concurrency
+                        .map(|c| s.share_of_count(u64::from(c)).max(1) as u32),
+                    None => config.max_concurrency,
+                },
+                start_at,
+                shard,
             },
             feed.clone(),
             shared.clone(),

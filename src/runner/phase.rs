@@ -71,6 +71,12 @@ pub struct PhasePlan {
     pub grace: Duration,
     /// Open loop: at most this many requests in flight; arrivals wait for a slot.
     pub max_concurrency: Option<u32>,
+    /// Scale-out: when the phase starts on the run clock (the plan's common start; the
+    /// phase waits for it, and when it has passed, the schedule still counts from it).
+    pub start_at: Option<Nanos>,
+    /// Scale-out: the feed carries only this shard's ordinals; open-loop request `k` is
+    /// sent at the global schedule's `k`-th time.
+    pub shard: Option<crate::scaleout::shard::Shard>,
 }
 
 /// Shared things every request needs.
@@ -295,7 +301,13 @@ pub async fn run_phase(
     cpu: ThreadCpu,
 ) -> PhaseEnd {
     let clock = shared.clock;
-    let phase_start = clock.now();
+    let phase_start = match plan.start_at {
+        Some(at) => {
+            tokio::time::sleep_until(clock.instant_at(at).into()).await;
+            at
+        }
+        None => clock.now(),
+    };
     let sent_at_start = shared.sent.load(Ordering::Acquire);
     let (phase_cancel_tx, phase_cancel) = watch::channel(false);
     let duration_ns = plan.max_duration.map(|d| d.as_nanos() as u64);
@@ -382,12 +394,14 @@ pub async fn run_phase(
                 .map(|n| Arc::new(Semaphore::new(n.max(1) as usize)));
             let done = sending_done.clone();
             let max_duration = plan.max_duration;
+            let sharded = plan.shard.is_some();
             std::thread::Builder::new()
                 .name("dispatcher".into())
                 .spawn(move || {
                     cpu.register_current();
                     dispatch(
                         timing,
+                        sharded,
                         phase_start,
                         max_duration,
                         feed,
@@ -440,6 +454,7 @@ pub async fn run_phase(
 #[allow(clippy::too_many_arguments)]
 fn dispatch(
     timing: Timing,
+    sharded: bool,
     phase_start: Nanos,
     max_duration: Option<Duration>,
     feed: Feed,
@@ -449,6 +464,12 @@ fn dispatch(
     slots: Option<Arc<Semaphore>>,
 ) {
     let mut timing = timing;
+    if let (true, Timing::Trace { base_ms, .. }) = (sharded, &mut timing) {
+        // The feeder made trace times relative to the global first request.
+        *base_ms = Some(0.0);
+    }
+    // Scale-out: arrivals of the global schedule consumed so far (ordinals 0..consumed).
+    let mut consumed: u64 = 0;
     let shared = &ctx.shared;
     loop {
         if (ctx.should_stop)() {
@@ -460,6 +481,16 @@ fn dispatch(
         let rest = session.split_off(1);
         let Some(req) = session.pop() else { continue };
         let offset = match &mut timing {
+            Timing::Plan(plan) if sharded => {
+                // This shard's request `id` goes at the global schedule's `id`-th time:
+                // skip the times of the other shards' ordinals.
+                let mut at = None;
+                while consumed <= req.id {
+                    at = plan.next();
+                    consumed += 1;
+                }
+                at.unwrap_or(u64::MAX)
+            }
             Timing::Plan(plan) => plan.next().unwrap_or(u64::MAX),
             Timing::Trace { speed, base_ms } => {
                 let at = req.arrival_ms.unwrap_or(0.0);

@@ -100,6 +100,7 @@ pub async fn wait_until_ready(
         status: 404,
         body: Vec::new(),
         server: models.server,
+        date: None,
     });
     let mut info = discover(target, listed).await;
     native_model(target, &base, &mut info).await;

@@ -73,6 +73,8 @@ pub async fn warm_up(
             seed: config.seed,
             grace: config.grace,
             max_concurrency: config.max_concurrency,
+            start_at: None,
+            shard: None,
         },
         feed.clone(),
         shared.clone(),

@@ -194,8 +194,9 @@ impl ResponseWriter<'_> {
         self.scratch.clear();
         self.scratch.extend_from_slice(
             format!(
-                "HTTP/1.1 {status} {}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n{extra_headers}\r\n",
+                "HTTP/1.1 {status} {}\r\nDate: {}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n{extra_headers}\r\n",
                 reason(status),
+                date_now(),
                 body.len()
             )
             .as_bytes(),
@@ -208,7 +209,7 @@ impl ResponseWriter<'_> {
     pub async fn start_stream(&mut self) -> io::Result<()> {
         match &mut self.sink {
             Sink::Http(s) => s
-                .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n")
+                .write_all(format!("HTTP/1.1 200 OK\r\nDate: {}\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n", date_now()).as_bytes())
                 .await,
             // The handshake (or the call) already answered.
             Sink::WebSocket(_) | Sink::Grpc(_) => Ok(()),
@@ -388,4 +389,13 @@ async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> io::Result<O
         }
         buf.extend_from_slice(&tmp[..n]);
     }
+}
+
+/// The `Date` header value now (HTTP servers send one; scale-out's clock check reads it).
+fn date_now() -> String {
+    let s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs();
+    crate::scaleout::clock::http_date(s)
 }

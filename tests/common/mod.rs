@@ -40,7 +40,7 @@ pub fn config(url: &str, args: &[&str], out: &std::path::Path) -> RunConfig {
     let Command::Run(run_args) = cli.command else {
         unreachable!()
     };
-    let run_args: RunArgs = *run_args;
+    let run_args: RunArgs = run_args.run;
     let mut resolved = resolve(&run_args, url, false)
         .expect("valid configuration")
         .config;

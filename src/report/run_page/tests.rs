@@ -72,7 +72,7 @@ pub(crate) fn report_of(flags: &[&str], records: &[RequestRecord]) -> RunReport 
     let Command::Run(args) = Cli::try_parse_from(&argv).unwrap().command else {
         unreachable!()
     };
-    let resolved = crate::cli::run::resolve(&args, "http://127.0.0.1:9/v1", false).unwrap();
+    let resolved = crate::cli::run::resolve(&args.run, "http://127.0.0.1:9/v1", false).unwrap();
     let config = resolved.config;
     let summary = summarize(
         records,
