@@ -278,7 +278,7 @@ fn reproduce(r: &ComparisonReport, command: &[String]) -> Section {
         "System", "Run", "Started", "Seed", "Model", "Engine", "Folder",
     ])
     .text()
-    .nowrap(&[1, 2, 3]);
+    .nowrap(&[0, 1, 2, 3, 4, 5]);
     for s in &r.systems {
         for (k, id) in s.runs.iter().enumerate() {
             runs.push([

@@ -29,9 +29,11 @@ fn values(v: &[f64], ci: Option<(f64, f64)>) -> SystemValues {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// A system's mean and its interval.
+type Group = (f64, (f64, f64));
+
 fn compared(
-    (base, cand): ((f64, (f64, f64)), (f64, (f64, f64))),
+    (base, cand): (Group, Group),
     difference: f64,
     difference_ci: (f64, f64),
     p_value: f64,
