@@ -628,3 +628,92 @@ fn the_comparison_page_renders_offline_in_chromium() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+#[ignore = "needs Chromium: scripts/install-browser.sh"]
+fn the_curve_tests_report_renders_offline_in_chromium() {
+    let binary = require_chromium();
+    // A short throughput–latency sweep (draft 5.3) on the simulator's small CPU engine,
+    // ten times faster than real time: an estimate level and four sweep levels.
+    let dir = temp_dir("browser-curve");
+    let sim = dir.join("sim.toml");
+    std::fs::write(&sim, "preset = \"cpu-tiny\"\ntime_scale = 10.0\n").unwrap();
+    let test_dir = dir.join("curve");
+    let out = servebench(&[
+        "test",
+        "curve",
+        "--quick",
+        "--levels",
+        "4",
+        "--level-duration",
+        "2s",
+        "--sim-config",
+        sim.to_str().unwrap(),
+        "--input-tokens",
+        "64",
+        "--output-tokens",
+        "32",
+        "--quiet",
+        "--out",
+        test_dir.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("reports were not written"), "{stderr}");
+    let path = test_dir.join("report.html");
+    let html = std::fs::read_to_string(&path).expect("the test wrote report.html");
+    static_checks(&html);
+    let md = std::fs::read_to_string(test_dir.join("report.md")).unwrap();
+    assert!(md.contains("Table 5: Throughput-latency"), "{md}");
+    assert!(md.contains("Compliance with draft 5.3"), "{md}");
+
+    let profile = temp_dir("browser-curve-profile");
+    let mut b = Browser::launch(&binary, &profile);
+    b.open_page();
+    let url = format!("file://{}", path.canonicalize().unwrap().display());
+    b.navigate(&url);
+    let charts = b.charts_in_dom();
+    for id in ["load-curve-ttft", "load-curve-throughput"] {
+        let (declared, found) = charts
+            .get(id)
+            .unwrap_or_else(|| panic!("chart {id} missing; charts: {charts:?}"));
+        // Four sweep levels: at least four points per chart.
+        assert!(*declared >= 4, "chart {id}: {declared} data points");
+        assert_eq!(
+            declared, found,
+            "chart {id}: data-points disagrees with the DOM"
+        );
+    }
+    // The knee (or the peak, where throughput never fell) is marked on the curve.
+    let marks = b.eval(
+        "Array.from(document.querySelectorAll('#load-curve-ttft g.mk')).map(m => m.getAttribute('class'))",
+    );
+    assert!(
+        !marks.as_array().unwrap().is_empty(),
+        "no knee, saturation or peak marked: {marks}"
+    );
+    let (w, h) = b.page_size();
+    let png = b.screenshot((0.0, 0.0, w, h));
+    assert!(png.starts_with(b"\x89PNG"));
+    std::fs::write(artifacts().join("curve-test-html.png"), &png).unwrap();
+    b.call(
+        "Emulation.setScriptExecutionDisabled",
+        json!({"value": true}),
+    );
+    b.navigate(&url);
+    assert_eq!(
+        b.charts_in_dom(),
+        charts,
+        "charts differ without JavaScript"
+    );
+    let requests = b.requests();
+    assert!(
+        requests.iter().all(|u| u == &url),
+        "the page made requests: {requests:?}"
+    );
+    let errors = b.errors();
+    assert!(errors.is_empty(), "console errors: {errors:#?}");
+    b.close();
+    let _ = std::fs::remove_dir_all(&profile);
+    let _ = std::fs::remove_dir_all(&dir);
+}

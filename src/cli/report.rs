@@ -9,9 +9,12 @@ use super::exit;
 use crate::config::PrefillSetup;
 use crate::metrics::fluidity::ProfiledCurve;
 use crate::metrics::generator::GeneratorFacts;
+use crate::procedure::report::TestReport;
 use crate::record::run::WarmupReport;
 use crate::record::RequestRecord;
+use crate::report::page::Page;
 use crate::report::run_page::{self, RunData};
+use crate::report::test_page::{self, LevelReport, SuiteEntry};
 use crate::report::{terminal, RunReport, RunStart};
 use crate::store::read_requests;
 use crate::store::run_dir::earliest_us;
@@ -148,7 +151,168 @@ fn records_of(dir: &Path, report: &RunReport) -> Result<Vec<RequestRecord>> {
     read_requests(&jsonl, anchor)
 }
 
+/// The page of a test folder: its `test.json` and the `run.json` of each level (a level
+/// whose folder cannot be read is left out of the per-level summaries, not of the tables,
+/// which come from `test.json`).
+fn test_page(dir: &Path, r: &TestReport) -> Page {
+    let reports: Vec<(String, RunReport)> = r
+        .levels
+        .iter()
+        .filter_map(|l| {
+            load_or_recover(&dir.join(&l.run))
+                .ok()
+                .map(|(rep, _)| (l.run.clone(), rep))
+        })
+        .collect();
+    let levels: Vec<LevelReport> = reports
+        .iter()
+        .map(|(folder, report)| LevelReport { folder, report })
+        .collect();
+    test_page::page(r, &levels)
+}
+
+/// Reads a test folder's `test.json`.
+pub fn load_test(dir: &Path) -> Result<TestReport> {
+    let path = dir.join("test.json");
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{} is not a test.json this version of servebench reads",
+            path.display()
+        )
+    })
+}
+
+/// Writes `report.md` and `report.html` into a test folder; returns their paths.
+pub fn write_test_files(dir: &Path, r: &TestReport) -> Result<[PathBuf; 2]> {
+    write_page(dir, &test_page(dir, r))
+}
+
+/// The page of a suite folder: `suite.json` and each test's `test.json`.
+fn suite_page(dir: &Path) -> Result<Page> {
+    let path = dir.join("suite.json");
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let suite: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+    // Per test: its name, folder, test.json and why it was skipped.
+    type Entry = (String, Option<String>, Option<TestReport>, Option<String>);
+    let tests: Vec<Entry> = suite["tests"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            let test = e["test"].as_str().unwrap_or("").to_string();
+            let folder = e["folder"].as_str().map(str::to_owned);
+            let report = folder.as_ref().and_then(|f| load_test(&dir.join(f)).ok());
+            let skipped = e["skipped"].as_str().map(str::to_owned);
+            (test, folder, report, skipped)
+        })
+        .collect();
+    let entries: Vec<SuiteEntry> = tests
+        .iter()
+        .map(|(test, folder, report, skipped)| SuiteEntry {
+            test,
+            folder: folder.as_deref(),
+            report: report.as_ref(),
+            skipped: skipped.as_deref(),
+        })
+        .collect();
+    let target = format!(
+        "{} on {}",
+        suite["target"]["model"].as_str().unwrap_or("?"),
+        suite["target"]["url"].as_str().unwrap_or("?")
+    );
+    Ok(test_page::suite_page(
+        &target,
+        suite["started_at"].as_str().unwrap_or("?"),
+        &entries,
+    ))
+}
+
+/// Writes `report.md` and `report.html` into a suite folder; returns their paths.
+pub fn write_suite_files(dir: &Path) -> Result<[PathBuf; 2]> {
+    write_page(dir, &suite_page(dir)?)
+}
+
+fn write_page(dir: &Path, page: &Page) -> Result<[PathBuf; 2]> {
+    let md = dir.join("report.md");
+    let html = dir.join("report.html");
+    write_atomic(&md, &page.to_markdown())?;
+    write_atomic(&html, &page.to_html())?;
+    Ok([md, html])
+}
+
+/// `servebench report DIR` for a test or suite folder: the terminal tables, and the page.
+fn report_test_or_suite(args: &ReportArgs, test: Option<TestReport>) -> Result<u8> {
+    if args.output.is_some() && !matches!(args.format, ReportFormat::Md | ReportFormat::Html) {
+        bail!("--output goes with --format md or --format html (one file)");
+    }
+    let page = match &test {
+        Some(r) => {
+            if matches!(args.format, ReportFormat::Terminal | ReportFormat::All) {
+                print!("{}", crate::procedure::tables::render(r));
+            }
+            test_page(&args.dir, r)
+        }
+        None => {
+            if matches!(args.format, ReportFormat::Terminal | ReportFormat::All) {
+                eprintln!(
+                    "{} is a suite folder: each test's tables are in its own report (servebench report {}/TEST).",
+                    args.dir.display(),
+                    args.dir.display()
+                );
+            }
+            suite_page(&args.dir)?
+        }
+    };
+    match args.format {
+        ReportFormat::Terminal => Ok(exit::OK),
+        ReportFormat::All => {
+            for p in write_page(&args.dir, &page)? {
+                eprintln!("Wrote {}", p.display());
+            }
+            Ok(exit::OK)
+        }
+        ReportFormat::Md | ReportFormat::Html => {
+            let (text, name) = if args.format == ReportFormat::Md {
+                (page.to_markdown(), "report.md")
+            } else {
+                (page.to_html(), "report.html")
+            };
+            emit(args, &text, name)
+        }
+    }
+}
+
+/// Writes one rendered page to `--output` (`-`: stdout) or into the folder.
+fn emit(args: &ReportArgs, text: &str, name: &str) -> Result<u8> {
+    match args.output.as_deref() {
+        Some(p) if p == Path::new("-") => print!("{text}"),
+        Some(p) => {
+            write_atomic(p, text)?;
+            eprintln!("Wrote {}", p.display());
+        }
+        None => {
+            let p = args.dir.join(name);
+            write_atomic(&p, text).with_context(|| {
+                format!("{} is not writable: use --output PATH", args.dir.display())
+            })?;
+            eprintln!("Wrote {}", p.display());
+        }
+    }
+    Ok(exit::OK)
+}
+
 pub fn report(args: ReportArgs) -> Result<u8> {
+    if args.dir.join("test.json").is_file() {
+        let test = load_test(&args.dir)?;
+        return report_test_or_suite(&args, Some(test));
+    }
+    if args.dir.join("suite.json").is_file() {
+        return report_test_or_suite(&args, None);
+    }
     let (mut report, recovered) = load_or_recover(&args.dir)?;
     if recovered {
         eprintln!(
@@ -190,19 +354,5 @@ pub fn report(args: ReportArgs) -> Result<u8> {
     } else {
         (page.to_html(), "report.html")
     };
-    match args.output.as_deref() {
-        Some(p) if p == Path::new("-") => print!("{text}"),
-        Some(p) => {
-            write_atomic(p, &text)?;
-            eprintln!("Wrote {}", p.display());
-        }
-        None => {
-            let p = args.dir.join(name);
-            write_atomic(&p, &text).with_context(|| {
-                format!("{} is not writable: use --output PATH", args.dir.display())
-            })?;
-            eprintln!("Wrote {}", p.display());
-        }
-    }
-    Ok(exit::OK)
+    emit(&args, &text, name)
 }

@@ -640,6 +640,14 @@ fn one_test(
     std::fs::write(&tmp, serde_json::to_vec_pretty(&report)?)
         .with_context(|| format!("writing {}", tmp.display()))?;
     std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))?;
+    // The pages are a view of test.json and the level folders: failing to write them
+    // never loses the test (`servebench report DIR --format all` writes them again).
+    if let Err(err) = super::report::write_test_files(&runner.dir, &report) {
+        eprintln!(
+            "warning: the test's reports were not written: {err:#}. `servebench report {} --format all` writes them again.",
+            runner.dir.display()
+        );
+    }
     Ok(report)
 }
 
@@ -657,7 +665,7 @@ pub fn test(args: TestArgs) -> Result<u8> {
     let report = one_test(args.test, &mut runner, &options, &system)?;
     print!("{}", procedure::tables::render(&report));
     println!(
-        "\nTest folder: {} (test.json; one run folder per level)",
+        "\nTest folder: {} (report.html, report.md, test.json; a run folder per level)",
         runner.dir.display()
     );
     index_test(&args.run, &runner.dir);
@@ -778,6 +786,12 @@ pub fn suite(args: SuiteArgs) -> Result<u8> {
         serde_json::to_vec_pretty(&summary)?,
     )
     .context("writing suite.json")?;
+    if let Err(err) = super::report::write_suite_files(&suite_dir) {
+        eprintln!(
+            "warning: the suite's reports were not written: {err:#}. `servebench report {} --format all` writes them again.",
+            suite_dir.display()
+        );
+    }
     println!("\nSuite");
     for e in summary["tests"].as_array().into_iter().flatten() {
         match e.get("skipped") {
@@ -795,7 +809,7 @@ pub fn suite(args: SuiteArgs) -> Result<u8> {
         }
     }
     println!(
-        "\nSuite folder: {} (suite.json; a folder per test)",
+        "\nSuite folder: {} (report.html, report.md, suite.json; a folder per test)",
         suite_dir.display()
     );
     Ok(worst)

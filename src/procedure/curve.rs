@@ -170,10 +170,9 @@ pub fn point(l: &super::LevelOutcome, share: f64) -> CurvePoint {
     }
 }
 
-/// Fills the knee, saturation, optimal and peak from the points.
-pub fn read_curve(r: &mut CurveResult) {
-    let levels: Vec<Level> = r
-        .points
+/// The points as the statistics (and the curve chart) read them: TTFT is the latency.
+pub fn stats_levels(points: &[CurvePoint]) -> Vec<Level> {
+    points
         .iter()
         .map(|p| Level {
             offered_rate_per_s: p.offered_rate_per_s,
@@ -184,7 +183,12 @@ pub fn read_curve(r: &mut CurveResult) {
             p50_latency_ms: p.ttft_p50_ms.unwrap_or(f64::NAN),
             slo_attained: p.slo_met,
         })
-        .collect();
+        .collect()
+}
+
+/// Fills the knee, saturation, optimal and peak from the points.
+pub fn read_curve(r: &mut CurveResult) {
+    let levels = stats_levels(&r.points);
     r.knee_rate_per_s = curve::sustained_knee(&levels).map(|l| l.offered_rate_per_s);
     r.saturation_rate_per_s = curve::saturation(&levels).map(|l| l.offered_rate_per_s);
     let op = curve::optimal_operating_point(&levels);

@@ -16,26 +16,49 @@ use super::report::{TestReport, TestStatus};
 use super::throughput::{thousands, ThroughputResult};
 use super::ttft::TtftResult;
 use super::TestName;
+use crate::report::page::Table;
+use crate::report::tables::to_terminal;
 use crate::report::terminal::{fmt_ms, wrap, WIDTH};
-use comfy_table::presets::UTF8_FULL_CONDENSED;
-use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
 use serde::de::DeserializeOwned;
 use std::fmt::Write;
 
 fn table(header: &[&str]) -> Table {
-    let mut t = Table::new();
-    t.load_style(UTF8_FULL_CONDENSED);
-    t.set_content_arrangement(ContentArrangement::Dynamic);
-    t.set_width(WIDTH as u16);
-    t.set_header(header.iter().map(Cell::new));
-    t
+    Table::new(header)
 }
 
-fn right(t: &mut Table) {
-    for i in 1..t.column_count() {
-        if let Some(c) = t.column_mut(i) {
-            c.set_cell_alignment(CellAlignment::Right);
+/// One piece of a test's report: a table (as data) or a sentence.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Part {
+    Table(Table),
+    Text(String),
+}
+
+/// A test's report in order, drawn by the terminal ([`render`]) and by the report page
+/// (`report::test_page`) from the same data.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Parts(pub Vec<Part>);
+
+impl Parts {
+    fn table(&mut self, t: Table) {
+        self.0.push(Part::Table(t));
+    }
+
+    fn text(&mut self, s: impl Into<String>) {
+        self.0.push(Part::Text(s.into()));
+    }
+
+    /// The terminal's drawing: tables within 100 columns, sentences wrapped.
+    pub fn to_terminal(&self) -> String {
+        let mut out = String::new();
+        for p in &self.0 {
+            match p {
+                Part::Table(t) => out.push_str(&to_terminal(t)),
+                Part::Text(s) => {
+                    let _ = writeln!(out, "{}", wrap(s, WIDTH, 2));
+                }
+            }
         }
+        out
     }
 }
 
@@ -55,7 +78,7 @@ fn result<T: DeserializeOwned>(r: &TestReport) -> Option<T> {
     serde_json::from_value(r.result.clone()).ok()
 }
 
-/// The whole test report.
+/// The whole test report for the terminal.
 pub fn render(r: &TestReport) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "\n{} (draft {} {})", r.test.slug(), r.section, r.title);
@@ -74,7 +97,18 @@ pub fn render(r: &TestReport) -> String {
             )
         );
     }
+    out.push_str(&results(r).to_terminal());
+    out.push_str(&level_parts(r).to_terminal());
+    let mut c = Parts::default();
+    compliance(r, &mut c);
     out.push('\n');
+    out.push_str(&c.to_terminal());
+    out
+}
+
+/// The test's own tables (the draft's Tables 1–14 that apply) and its derived points.
+pub fn results(r: &TestReport) -> Parts {
+    let mut out = Parts::default();
     match r.test {
         TestName::Ttft => ttft(r, &mut out),
         TestName::Throughput => throughput(r, &mut out),
@@ -87,17 +121,22 @@ pub fn render(r: &TestReport) -> String {
         TestName::LongContext => long_context(r, &mut out),
         TestName::Guardrails => guardrails(r, &mut out),
     }
-    levels(r, &mut out);
-    compliance(r, &mut out);
     out
 }
 
-fn levels(r: &TestReport, out: &mut String) {
+/// Every level in one table, then the saturation signals that fired.
+pub fn level_parts(r: &TestReport) -> Parts {
+    let mut out = Parts::default();
+    levels(r, &mut out);
+    out
+}
+
+fn levels(r: &TestReport, out: &mut Parts) {
     let mut t = table(&[
         "#", "Level", "Role", "Verdict", "tok/s", "req/s", "P99 TTFT", "Queue",
     ]);
     for l in &r.levels {
-        t.add_row(vec![
+        t.push(vec![
             (l.index + 1).to_string(),
             l.label.clone(),
             serde_json::to_value(l.role)
@@ -111,62 +150,44 @@ fn levels(r: &TestReport, out: &mut String) {
             l.signals.queue_indicator().to_string(),
         ]);
     }
-    right(&mut t);
-    let _ = writeln!(out, "Levels (each a run folder under levels/)\n{t}\n");
+    out.table(t.titled("Levels (each a run folder under levels/)"));
     for l in r.levels.iter().filter(|l| l.signals.any()) {
-        let _ = writeln!(
-            out,
-            "{}",
-            wrap(
-                &format!(
-                    "level {}: saturation signal: {}",
-                    l.index + 1,
-                    l.signals.fired.join("; ")
-                ),
-                WIDTH,
-                2
-            )
-        );
+        out.text(format!(
+            "level {}: saturation signal: {}",
+            l.index + 1,
+            l.signals.fired.join("; ")
+        ));
     }
 }
 
-fn compliance(r: &TestReport, out: &mut String) {
+fn compliance(r: &TestReport, out: &mut Parts) {
     let c = &r.compliance;
-    let _ = writeln!(
-        out,
-        "\nCompliance with draft {}: {} ({} of {} requirements met)",
+    out.text(format!(
+        "Compliance with draft {}: {} ({} of {} requirements met)",
         r.section,
         c.verdict.words(),
         c.requirements.iter().filter(|x| x.met).count(),
         c.requirements.len()
-    );
+    ));
     for req in c.unmet() {
         let word = match req.strength {
             Strength::Must => "MUST",
             Strength::Should => "SHOULD",
         };
-        let _ = writeln!(
-            out,
-            "{}",
-            wrap(
-                &format!(
-                    "  not met: {word} ({}) {}: {}",
-                    req.section, req.text, req.detail
-                ),
-                WIDTH,
-                4
-            )
-        );
+        out.text(format!(
+            "not met: {word} ({}) {}: {}",
+            req.section, req.text, req.detail
+        ));
     }
 }
 
-fn ttft(r: &TestReport, out: &mut String) {
+fn ttft(r: &TestReport, out: &mut Parts) {
     let Some(x) = result::<TtftResult>(r) else {
         return;
     };
     if let Some(d) = x.ttft_ms {
         let mut t = table(&["Metric", "Value"]);
-        t.add_row(vec!["Requests".to_string(), d.n.to_string()]);
+        t.push(vec!["Requests".to_string(), d.n.to_string()]);
         for (name, v) in [
             ("TTFT P50", d.p50),
             ("TTFT P90", d.p90),
@@ -177,15 +198,14 @@ fn ttft(r: &TestReport, out: &mut String) {
             ("TTFT Min", d.min),
             ("TTFT Max", d.max),
         ] {
-            t.add_row(vec![name.to_string(), fmt_ms(v)]);
+            t.push(vec![name.to_string(), fmt_ms(v)]);
         }
-        right(&mut t);
-        let _ = writeln!(out, "Table 1: TTFT results\n{t}\n");
+        out.table(t.titled("Table 1: TTFT results"));
     }
     if !x.by_input_tokens.is_empty() {
         let mut t = table(&["Input Tokens", "n", "P50", "P95", "P99"]);
         for b in &x.by_input_tokens {
-            t.add_row(vec![
+            t.push(vec![
                 b.label.clone(),
                 b.n.to_string(),
                 fmt_ms(b.p50_ms),
@@ -193,21 +213,17 @@ fn ttft(r: &TestReport, out: &mut String) {
                 fmt_ms(b.p99_ms),
             ]);
         }
-        right(&mut t);
-        let _ = writeln!(out, "Table 2: TTFT by input length\n{t}\n");
+        out.table(t.titled("Table 2: TTFT by input length"));
     }
     if let Some(p) = x.prefill_ms {
-        let _ = writeln!(
-            out,
-            "Prefill (server prompt time): P50 {}, P99 {}; queueing and transport (TTFT − prefill): P50 {}\n",
+        out.text(format!("Prefill (server prompt time): P50 {}, P99 {}; queueing and transport (TTFT − prefill): P50 {}",
             fmt_ms(p.p50),
             fmt_ms(p.p99),
-            ms(x.queue_and_transport_ms.map(|d| d.p50))
-        );
+            ms(x.queue_and_transport_ms.map(|d| d.p50))));
     }
 }
 
-fn throughput(r: &TestReport, out: &mut String) {
+fn throughput(r: &TestReport, out: &mut Parts) {
     let Some(x) = result::<ThroughputResult>(r) else {
         return;
     };
@@ -236,10 +252,9 @@ fn throughput(r: &TestReport, out: &mut String) {
         ),
     ];
     for (k, v) in rows {
-        t.add_row(vec![k.to_string(), v.unwrap_or_else(|| "-".into())]);
+        t.push(vec![k.to_string(), v.unwrap_or_else(|| "-".into())]);
     }
-    right(&mut t);
-    let _ = writeln!(out, "Table 3: Throughput summary\n{t}\n");
+    out.table(t.titled("Table 3: Throughput summary"));
     if let Some(l) = x.sustainable_level.and_then(|i| r.levels.get(i)) {
         let s = &l.summary;
         let mut t = table(&["Metric", "P50", "P95", "P99"]);
@@ -248,28 +263,22 @@ fn throughput(r: &TestReport, out: &mut String) {
             ("TPOT", s.tpot_ms),
             ("End-to-End", s.e2e_ms),
         ] {
-            t.add_row(vec![
+            t.push(vec![
                 name.to_string(),
                 ms(d.map(|d| d.p50)),
                 ms(d.map(|d| d.p95)),
                 ms(d.map(|d| d.p99)),
             ]);
         }
-        right(&mut t);
-        let _ = writeln!(
-            out,
-            "Table 4: Latency at maximum throughput ({})\n{t}\n",
+        out.table(t.titled(&format!(
+            "Table 4: Latency at maximum throughput ({})",
             l.label
-        );
+        )));
     }
-    let _ = writeln!(
-        out,
-        "{}\n",
-        wrap(&format!("Search: {}", x.search), WIDTH, 2)
-    );
+    out.text(format!("Search: {}", x.search));
 }
 
-fn curve(r: &TestReport, out: &mut String) {
+fn curve(r: &TestReport, out: &mut Parts) {
     let Some(x) = result::<CurveResult>(r) else {
         return;
     };
@@ -284,7 +293,7 @@ fn curve(r: &TestReport, out: &mut String) {
         "Queue",
     ]);
     for p in &x.points {
-        t.add_row(vec![
+        t.push(vec![
             rate(p.offered_rate_per_s),
             format!("{:.0}", p.achieved_tokens_per_s),
             ms(p.ttft_p50_ms),
@@ -295,34 +304,30 @@ fn curve(r: &TestReport, out: &mut String) {
             p.queue.clone(),
         ]);
     }
-    right(&mut t);
-    let _ = writeln!(out, "Table 5: Throughput-latency\n{t}");
+    out.table(t.titled("Table 5: Throughput-latency"));
     let at = |v: Option<f64>, none: &str| {
         v.map(|v| format!("{} req/s", rate(v)))
             .unwrap_or_else(|| none.into())
     };
-    let _ = writeln!(
-        out,
+    out.text(format!(
         "Knee point: {} (TTFT P99 exceeds 2× the minimum)",
         at(x.knee_rate_per_s, "none")
-    );
-    let _ = writeln!(
-        out,
+    ));
+    out.text(format!(
         "Saturation point: {} (achieved throughput falls beyond its interval)",
         at(x.saturation_rate_per_s, "none")
-    );
-    let _ = writeln!(
-        out,
-        "Optimal operating point: {} ({})\n",
+    ));
+    out.text(format!(
+        "Optimal operating point: {} ({})",
         at(x.optimal_rate_per_s, "none"),
         match x.optimal_basis.as_deref() {
             Some("slo") => "highest throughput meeting the SLO",
             _ => "no SLO given: highest throughput below the knee",
         }
-    );
+    ));
 }
 
-fn itl(r: &TestReport, out: &mut String) {
+fn itl(r: &TestReport, out: &mut Parts) {
     let Some(x) = result::<ItlResult>(r) else {
         return;
     };
@@ -349,11 +354,11 @@ fn itl(r: &TestReport, out: &mut String) {
             .iter()
             .map(|l| l.itl_ms.map_or(0, |d| d.n).to_string()),
     );
-    t.add_row(row);
+    t.push(row);
     for (name, f) in dist_rows {
         let mut row = vec![name.to_string()];
         row.extend(x.levels.iter().map(|l| ms(l.itl_ms.map(|d| f(&d)))));
-        t.add_row(row);
+        t.push(row);
     }
     let mut row = vec!["P99/P50 Ratio".to_string()];
     row.extend(x.levels.iter().map(|l| {
@@ -361,7 +366,7 @@ fn itl(r: &TestReport, out: &mut String) {
             .map(|v| format!("{v:.2}"))
             .unwrap_or_else(|| "-".into())
     }));
-    t.add_row(row);
+    t.push(row);
     for (name, pick) in [
         ("Jitter P50", 0usize),
         ("Jitter P99", 1),
@@ -375,25 +380,16 @@ fn itl(r: &TestReport, out: &mut String) {
             2 => ms(l.max_pause_ms.map(|d| d.p50)),
             _ => ms(l.max_pause_ms.map(|d| d.p99)),
         }));
-        t.add_row(row);
+        t.push(row);
     }
-    right(&mut t);
-    let _ = writeln!(out, "Table 6: ITL by load (share of capacity)\n{t}");
+    out.table(t.titled("Table 6: ITL by load (share of capacity)"));
     for l in &x.levels {
-        let _ = writeln!(
-            out,
-            "{}",
-            wrap(&format!("{:.0} %: {}", l.share * 100.0, l.shape), WIDTH, 2)
-        );
+        out.text(format!("{:.0} %: {}", l.share * 100.0, l.shape));
     }
-    let _ = writeln!(
-        out,
-        "{}\n",
-        wrap(&format!("Measurement: {}", x.measurement_method), WIDTH, 2)
-    );
+    out.text(format!("Measurement: {}", x.measurement_method));
 }
 
-fn capacity(r: &TestReport, out: &mut String) {
+fn capacity(r: &TestReport, out: &mut Parts) {
     let Some(x) = result::<CapacityResult>(r) else {
         return;
     };
@@ -406,7 +402,7 @@ fn capacity(r: &TestReport, out: &mut String) {
         "Status",
     ]);
     for row in &x.rows {
-        t.add_row(vec![
+        t.push(vec![
             row.concurrency.to_string(),
             pct(row.completion),
             ms(row.ttft_p99_ms),
@@ -415,31 +411,24 @@ fn capacity(r: &TestReport, out: &mut String) {
             row.status.clone(),
         ]);
     }
-    right(&mut t);
-    let _ = writeln!(out, "Table 7: Capacity search\n{t}");
-    let _ = writeln!(
-        out,
+    out.table(t.titled("Table 7: Capacity search"));
+    out.text(format!(
         "Maximum concurrent requests meeting criteria: {}",
         x.max_concurrency
             .map(|c| c.to_string())
             .unwrap_or_else(|| "none".into())
-    );
+    ));
     if let (Some(t), Some(k)) = (x.achieved_output_tokens_per_s, x.tokens_in_flight) {
-        let _ = writeln!(
-            out,
+        out.text(format!(
             "At the maximum: {} tok/s, about {} tokens in flight",
             thousands(t),
             thousands(k)
-        );
+        ));
     }
-    let _ = writeln!(
-        out,
-        "{}\n",
-        wrap(&format!("Criteria: {}", x.criteria), WIDTH, 2)
-    );
+    out.text(format!("Criteria: {}", x.criteria));
 }
 
-fn fairness(r: &TestReport, out: &mut String) {
+fn fairness(r: &TestReport, out: &mut Parts) {
     let Some(x) = result::<FairnessResult>(r) else {
         return;
     };
@@ -447,7 +436,7 @@ fn fairness(r: &TestReport, out: &mut String) {
         "Class", "Count", "TTFT P50", "TTFT P99", "TPOT P50", "TPOT P99",
     ]);
     for (name, c) in &x.classes {
-        t.add_row(vec![
+        t.push(vec![
             name.clone(),
             c.count.to_string(),
             ms(c.ttft_p50_ms),
@@ -456,32 +445,30 @@ fn fairness(r: &TestReport, out: &mut String) {
             ms(c.tpot_p99_ms),
         ]);
     }
-    right(&mut t);
-    let _ = writeln!(out, "Table 8: Per-class results (mixed run)\n{t}\n");
+    out.table(t.titled("Table 8: Per-class results (mixed run)"));
     let mut t = table(&["Metric", "Value"]);
     if let Some(j) = x.jain_index {
-        t.add_row(vec!["Jain's Fairness Index".to_string(), format!("{j:.3}")]);
+        t.push(vec!["Jain's Fairness Index".to_string(), format!("{j:.3}")]);
     }
     for (name, c) in &x.classes {
-        t.add_row(vec![format!("{name} starvation"), pct(c.starvation_rate)]);
+        t.push(vec![format!("{name} starvation"), pct(c.starvation_rate)]);
         if let Some(i) = c.latency_inflation_p50 {
-            t.add_row(vec![
+            t.push(vec![
                 format!("{name} TTFT inflation P50"),
                 format!("{i:.2}×"),
             ]);
         }
         if let Some(i) = c.latency_inflation_p99 {
-            t.add_row(vec![
+            t.push(vec![
                 format!("{name} TTFT inflation P99"),
                 format!("{i:.2}×"),
             ]);
         }
     }
-    right(&mut t);
-    let _ = writeln!(out, "Table 9: Fairness metrics\n{t}\n");
+    out.table(t.titled("Table 9: Fairness metrics"));
 }
 
-fn prefix_cache(r: &TestReport, out: &mut String) {
+fn prefix_cache(r: &TestReport, out: &mut Parts) {
     let Some(x) = result::<PrefixCacheResult>(r) else {
         return;
     };
@@ -494,7 +481,7 @@ fn prefix_cache(r: &TestReport, out: &mut String) {
         "Cached",
     ]);
     for row in &x.rows {
-        t.add_row(vec![
+        t.push(vec![
             row.configuration.clone(),
             ms(row.ttft_p50_ms),
             ms(row.ttft_p95_ms),
@@ -506,18 +493,16 @@ fn prefix_cache(r: &TestReport, out: &mut String) {
                 .unwrap_or_else(|| "-".into()),
         ]);
     }
-    right(&mut t);
-    let _ = writeln!(out, "Table 10: Cache effectiveness ({})\n{t}", x.mode);
+    out.table(t.titled(&format!("Table 10: Cache effectiveness ({})", x.mode)));
     if let Some(v) = x.ttft_reduction {
-        let _ = writeln!(out, "TTFT reduction (P50, warm): {:.1} %", v * 100.0);
+        out.text(format!("TTFT reduction (P50, warm): {:.1} %", v * 100.0));
     }
     if let Some(v) = x.throughput_improvement {
-        let _ = writeln!(out, "Throughput improvement: {:+.1} %", v * 100.0);
+        out.text(format!("Throughput improvement: {:+.1} %", v * 100.0));
     }
-    out.push('\n');
 }
 
-fn memory(r: &TestReport, out: &mut String) {
+fn memory(r: &TestReport, out: &mut Parts) {
     let Some(x) = result::<MemoryResult>(r) else {
         return;
     };
@@ -530,7 +515,7 @@ fn memory(r: &TestReport, out: &mut String) {
         "TTFT P99",
     ]);
     for row in &x.levels {
-        t.add_row(vec![
+        t.push(vec![
             format!("{:.0}%", row.share * 100.0),
             row.concurrency.to_string(),
             pct(row.completion),
@@ -541,16 +526,11 @@ fn memory(r: &TestReport, out: &mut String) {
             ms(row.ttft_p99_ms),
         ]);
     }
-    right(&mut t);
-    let _ = writeln!(out, "Table 11: Memory pressure degradation\n{t}");
-    let _ = writeln!(
-        out,
-        "{}\n",
-        wrap(&format!("Preemptions: {}", x.preemption_source), WIDTH, 2)
-    );
+    out.table(t.titled("Table 11: Memory pressure degradation"));
+    out.text(format!("Preemptions: {}", x.preemption_source));
 }
 
-fn long_context(r: &TestReport, out: &mut String) {
+fn long_context(r: &TestReport, out: &mut Parts) {
     let Some(x) = result::<LongContextResult>(r) else {
         return;
     };
@@ -562,7 +542,7 @@ fn long_context(r: &TestReport, out: &mut String) {
         "Requests",
     ]);
     for row in &x.rows {
-        t.add_row(vec![
+        t.push(vec![
             row.context_tokens.to_string(),
             ms(row.ttft_mean_ms),
             ms(row.ttft_p95_ms),
@@ -572,11 +552,9 @@ fn long_context(r: &TestReport, out: &mut String) {
             row.requests.to_string(),
         ]);
     }
-    right(&mut t);
-    let _ = writeln!(out, "Table 12: Long context scaling\n{t}");
+    out.table(t.titled("Table 12: Long context scaling"));
     if let Some(best) = &x.best_fit {
-        let _ = writeln!(
-            out,
+        out.text(format!(
             "Best fit: {} (R² = {:.4}), exponent k = {}, {}",
             best.replace('_', " "),
             x.r2.unwrap_or(f64::NAN),
@@ -586,16 +564,12 @@ fn long_context(r: &TestReport, out: &mut String) {
             x.us_per_input_token
                 .map(|u| format!("~{u:.0} µs per input token"))
                 .unwrap_or_default()
-        );
+        ));
     }
-    let _ = writeln!(
-        out,
-        "{}\n",
-        wrap(&format!("Longest length: {}", x.context_limit), WIDTH, 2)
-    );
+    out.text(format!("Longest length: {}", x.context_limit));
 }
 
-fn guardrails(r: &TestReport, out: &mut String) {
+fn guardrails(r: &TestReport, out: &mut Parts) {
     let Some(x) = result::<GuardrailResult>(r) else {
         return;
     };
@@ -608,7 +582,7 @@ fn guardrails(r: &TestReport, out: &mut String) {
         "E2E P99",
     ]);
     for row in &x.rows {
-        t.add_row(vec![
+        t.push(vec![
             row.configuration.clone(),
             format!("{:.0} %", row.share * 100.0),
             ms(row.ttft_p50_ms),
@@ -617,11 +591,10 @@ fn guardrails(r: &TestReport, out: &mut String) {
             ms(row.e2e_p99_ms),
         ]);
     }
-    right(&mut t);
-    let _ = writeln!(out, "Table 13: Guardrail overhead\n{t}\n");
+    out.table(t.titled("Table 13: Guardrail overhead"));
     let mut t = table(&["Configuration", "Max Throughput", "Reduction"]);
     for c in &x.capacity {
-        t.add_row(vec![
+        t.push(vec![
             c.configuration.clone(),
             format!("{} tok/s", thousands(c.max_output_tokens_per_s)),
             c.reduction
@@ -629,6 +602,5 @@ fn guardrails(r: &TestReport, out: &mut String) {
                 .unwrap_or_else(|| "-".into()),
         ]);
     }
-    right(&mut t);
-    let _ = writeln!(out, "Table 14: Throughput impact\n{t}\n");
+    out.table(t.titled("Table 14: Throughput impact"));
 }

@@ -14,6 +14,7 @@ pub mod run_page;
 pub mod schema;
 pub mod tables;
 pub mod terminal;
+pub mod test_page;
 
 use crate::config::RunConfig;
 use crate::metrics::fluidity::ProfiledCurve;

@@ -99,10 +99,27 @@ fn contract(v: &serde_json::Value, dir: &Path) {
     }
     let verdict = v["compliance"]["verdict"].as_str().unwrap();
     assert_eq!(verdict, "not compliant", "--quick is never compliant");
+    // The test's report, written as it ended (docs/reports.md).
+    let md = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
+    let slug = v["test"].as_str().unwrap();
+    assert!(
+        md.starts_with(&format!("# servebench test {slug}:")),
+        "{md}"
+    );
+    for heading in [
+        "## Answer",
+        "## Results",
+        "## Levels",
+        "## Compliance with draft",
+    ] {
+        assert!(md.contains(heading), "report.md lacks {heading}");
+    }
+    assert!(dir.join("report.html").exists());
 }
 
 /// The 5.2 search on the prefill-first `cpu-tiny` engine, 20× faster: the sustainable rate
-/// is within 10 % of the analytic capacity for the prompt and output lengths served.
+/// is between 85 % and 110 % of the analytic capacity for the prompt and output lengths
+/// served.
 #[test]
 fn throughput_search_finds_the_analytic_capacity() {
     let (dir, sim) = sim_toml(
@@ -141,8 +158,13 @@ fn throughput_search_finds_the_analytic_capacity() {
         .capacity(prompt.round() as u32, 128)
         .unwrap()
         .requests_per_s;
+    // A sustainable rate sits at or just under the capacity: the bisection stops within its
+    // 5 % tolerance below the first failing rate, and near utilisation 1 a 4 s level's queue
+    // and completion balance can already fire, more so on a loaded machine where the
+    // simulator itself runs slower. Above the capacity (beyond noise) would be wrong, and so
+    // would far below it.
     assert!(
-        (found - cap).abs() / cap <= 0.10,
+        found <= cap * 1.10 && found >= cap * 0.85,
         "found {found:.2} req/s, analytic {cap:.2} req/s ({prompt:.0}-token prompts)"
     );
     assert!(r["max_output_tokens_per_s"].as_f64().unwrap() > 0.0);
@@ -369,6 +391,22 @@ fn long_context_is_superlinear() {
         "{r}"
     );
     assert!(r["us_per_input_token"].as_f64().unwrap() > 0.0);
+    // The page charts the fit, and `servebench report` rebuilds the same page.
+    let folder = dir.join("test");
+    let html = std::fs::read_to_string(folder.join("report.html")).unwrap();
+    assert!(html.contains("data-chart=\"long-context-fit\""));
+    let again = servebench(&[
+        "report",
+        folder.to_str().unwrap(),
+        "--format",
+        "md",
+        "-o",
+        "-",
+    ]);
+    assert_eq!(
+        String::from_utf8_lossy(&again.stdout),
+        std::fs::read_to_string(folder.join("report.md")).unwrap()
+    );
 }
 
 /// 5.10 against the built-in guardrail simulators: the input filter adds its 40 ms to

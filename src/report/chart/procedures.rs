@@ -3,12 +3,12 @@
 //! scaling fit (5.9).
 //!
 //! They take the very types the statistics compute (`stats::curve::Level`,
-//! `stats::fit::Fit`) and mark points by the same definitions (`stats::curve::knee`,
+//! `stats::fit::Fit`) and mark points by the same definitions (`stats::curve::sustained_knee`,
 //! `saturation`, `peak`), so a chart can never disagree with its table.
 
 use super::axis::{linear_ticks, Scale, Unit};
 use super::charts::{Chart, CurvePoint, Marker, MarkerKind, Series};
-use crate::stats::curve::{knee, peak, saturation, Level};
+use crate::stats::curve::{peak, saturation, sustained_knee, Level};
 use crate::stats::fit::{Fit, Model};
 
 /// The two panels of a throughput–latency curve, on the same offered-load axis: latency
@@ -27,7 +27,7 @@ pub struct LoadCurveCharts {
 /// clearly decreases, the peak), each placed at its level's offered load.
 fn load_markers(levels: &[Level]) -> Vec<Marker> {
     let mut marks = Vec::new();
-    if let Some(k) = knee(levels) {
+    if let Some(k) = sustained_knee(levels) {
         marks.push(
             Marker::vertical(
                 k.offered_rate_per_s,
@@ -61,8 +61,9 @@ fn load_markers(levels: &[Level]) -> Vec<Marker> {
 
 /// The throughput–latency curve of a sweep (draft 5.3): `latency_metric` names the
 /// latency the levels hold (e.g. "TTFT"), `slo_p99_ms` draws the SLO bound on P99.
-/// Knee: P99 above twice the sweep's lowest P99; saturation: achieved throughput falls
-/// below the previous level's with separated confidence intervals (`stats::curve`).
+/// Knee: from this load on, every P99 is above twice the sweep's lowest P99 (the
+/// procedure's reading, `stats::curve::sustained_knee`); saturation: achieved throughput
+/// falls below the previous level's with separated confidence intervals (`stats::curve`).
 pub fn load_curve(
     levels: &[Level],
     latency_metric: &str,
@@ -115,7 +116,7 @@ pub fn load_curve(
         );
     }
     latency = latency.describe(
-        "Knee: the first load whose P99 exceeds twice the lowest P99 of the sweep (draft 5.3.4).",
+        "Knee: the load from which every P99 exceeds twice the lowest P99 of the sweep (draft 5.3.4).",
     );
 
     let points: Vec<CurvePoint> = sorted
