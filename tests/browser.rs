@@ -401,8 +401,31 @@ fn the_html_report_renders_offline_in_chromium() {
         "fairness-tpot",
     ];
 
+    check_in_browser(
+        &binary,
+        &path,
+        &expected,
+        ("#ttft-cdf .pt", "TTFT"),
+        "report",
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Opens the page at `path` in Chromium and checks it: every chart in `expected` (and no
+/// other without data) is in the DOM with the data points it declares, laid out at a real
+/// size, hovering `hover.0` shows a read-out containing `hover.1`, the charts are the same
+/// without JavaScript, nothing was requested and the console stayed clean. Saves
+/// `target/artifacts/{name}-html.png` (the whole page), `{name}.html` and each chart under
+/// `{name}-figures/`.
+fn check_in_browser(
+    binary: &Path,
+    path: &Path,
+    expected: &[&str],
+    hover: (&str, &str),
+    name: &str,
+) {
     let profile = temp_dir("browser-profile");
-    let mut b = Browser::launch(&binary, &profile);
+    let mut b = Browser::launch(binary, &profile);
     b.open_page();
     let url = format!("file://{}", path.canonicalize().unwrap().display());
     b.navigate(&url);
@@ -411,7 +434,7 @@ fn the_html_report_renders_offline_in_chromium() {
     let charts = b.charts_in_dom();
     for id in expected {
         let (declared, found) = charts
-            .get(id)
+            .get(*id)
             .unwrap_or_else(|| panic!("chart {id} missing; charts: {charts:?}"));
         assert!(*declared > 0, "chart {id} has no data points");
         assert_eq!(
@@ -434,13 +457,14 @@ fn the_html_report_renders_offline_in_chromium() {
         );
     }
     // The hover read-out works: hovering a point shows its values.
-    let tip = b.eval(
-        "(() => { const p = document.querySelector('#ttft-cdf .pt'); \
-         p.dispatchEvent(new MouseEvent('mouseover', {bubbles: true})); \
-         const t = document.querySelector('.sb-tip'); return t.hidden ? '' : t.textContent; })()",
-    );
+    let tip = b.eval(&format!(
+        "(() => {{ const p = document.querySelector('{}'); \
+         p.dispatchEvent(new MouseEvent('mouseover', {{bubbles: true}})); \
+         const t = document.querySelector('.sb-tip'); return t.hidden ? '' : t.textContent; }})()",
+        hover.0
+    ));
     assert!(
-        tip.as_str().unwrap().contains("TTFT"),
+        tip.as_str().unwrap().contains(hover.1),
         "hover read-out: {tip}"
     );
 
@@ -449,10 +473,10 @@ fn the_html_report_renders_offline_in_chromium() {
     let (w, h) = b.page_size();
     let png = b.screenshot((0.0, 0.0, w, h));
     assert!(png.starts_with(b"\x89PNG"));
-    let shot = artifacts().join("report-html.png");
+    let shot = artifacts().join(format!("{name}-html.png"));
     std::fs::write(&shot, &png).unwrap();
-    std::fs::copy(&path, artifacts().join("report.html")).unwrap();
-    let figures = artifacts().join("report-figures");
+    std::fs::copy(path, artifacts().join(format!("{name}.html"))).unwrap();
+    let figures = artifacts().join(format!("{name}-figures"));
     let _ = std::fs::remove_dir_all(&figures);
     std::fs::create_dir_all(&figures).unwrap();
     let boxes = b.eval(
@@ -469,7 +493,7 @@ fn the_html_report_renders_offline_in_chromium() {
         .unwrap();
     }
     println!(
-        "screenshot of the HTML report: {} (each chart: {})",
+        "screenshot of {name}.html: {} (each chart: {})",
         shot.display(),
         figures.display()
     );
@@ -494,6 +518,114 @@ fn the_html_report_renders_offline_in_chromium() {
     assert!(errors.is_empty(), "console errors: {errors:#?}");
     b.close();
     let _ = std::fs::remove_dir_all(&profile);
+}
+
+/// One short simulator run for the comparison page: few requests, no extras.
+fn sim_run(config: &Path, seed: u64, out: &Path) {
+    let o = servebench(&[
+        "run",
+        "--sim-config",
+        config.to_str().unwrap(),
+        "--seed",
+        &seed.to_string(),
+        "--concurrency",
+        "4",
+        "--requests",
+        "16",
+        "--warmup",
+        "none",
+        "--no-fluidity",
+        "--input-tokens",
+        "64",
+        "--output-tokens",
+        "16",
+        "--no-server-metrics",
+        "--no-gpu-metrics",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "run {} seed {seed}: {}",
+        config.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+#[ignore = "needs Chromium: scripts/install-browser.sh"]
+fn the_comparison_page_renders_offline_in_chromium() {
+    let binary = require_chromium();
+    // Two simulator presets, three seeds each (enough for intervals and verdicts),
+    // interleaved; each system is a folder of its run folders.
+    let dir = temp_dir("browser-compare");
+    let (fast, slow) = (dir.join("fast.toml"), dir.join("slow.toml"));
+    std::fs::write(&fast, "preset = \"h100-llama3-8b\"\ntime_scale = 4.0\n").unwrap();
+    std::fs::write(
+        &slow,
+        "preset = \"a100-llama3-70b-tp4\"\ntime_scale = 4.0\n",
+    )
+    .unwrap();
+    for seed in 1..=3 {
+        sim_run(
+            &fast,
+            seed,
+            &dir.join("h100-8b").join(format!("seed-{seed}")),
+        );
+        sim_run(
+            &slow,
+            seed,
+            &dir.join("a100-70b").join(format!("seed-{seed}")),
+        );
+    }
+    let (md, path) = (dir.join("compare.md"), dir.join("compare.html"));
+    let out = servebench(&[
+        "compare",
+        dir.join("h100-8b").to_str().unwrap(),
+        dir.join("a100-70b").to_str().unwrap(),
+        "--md",
+        md.to_str().unwrap(),
+        "--html",
+        path.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    // The terminal tables still print; the files are written besides.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("Key metrics: mean over runs"), "{stdout}");
+    let markdown = std::fs::read_to_string(&md).expect("compare wrote the Markdown page");
+    assert!(
+        markdown.contains("## Fair-comparison checklist"),
+        "{markdown}"
+    );
+    assert!(
+        markdown.contains("in compare.html, 8 data points"),
+        "{markdown}"
+    );
+    let html = std::fs::read_to_string(&path).expect("compare wrote the HTML page");
+    static_checks(&html);
+
+    // A chart per key metric the runs have (no SLO: no goodput), three runs and a mean
+    // per system each.
+    let expected = [
+        "compare-output-tokens-per-s",
+        "compare-requests-per-s",
+        "compare-ttft-p50-ms",
+        "compare-ttft-p99-ms",
+        "compare-tpot-p50-ms",
+        "compare-tpot-p99-ms",
+        "compare-e2e-p99-ms",
+        "compare-success-rate",
+    ];
+    check_in_browser(
+        &binary,
+        &path,
+        &expected,
+        ("#compare-ttft-p50-ms .pt", "run 1 (seed 1)"),
+        "compare",
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -268,6 +268,13 @@ pub struct CompareArgs {
     /// The comparison as JSON (the `ComparisonReport`) instead of tables.
     #[arg(long)]
     pub json: bool,
+    /// Also write the comparison page as Markdown to FILE (tables; charts referenced).
+    #[arg(long, value_name = "FILE")]
+    pub md: Option<PathBuf>,
+    /// Also write the comparison page as one self-contained HTML file (tables, a chart per
+    /// key metric with every run, offline).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     #[command(flatten)]
     pub store: StoreArgs,
 }

@@ -1,13 +1,17 @@
 //! `servebench compare` and `servebench regress`: arguments → groups of runs (`runs`) →
-//! the pure comparison (`crate::compare`) → tables, JSON, and for `regress` the exit
-//! status a CI pipeline gates on.
+//! the pure comparison (`crate::compare`) → tables, JSON, the comparison page (`--md`,
+//! `--html`), and for `regress` the exit status a CI pipeline gates on.
 
 use super::args::{CompareArgs, RegressArgs};
 use super::exit;
+use super::report::write_atomic;
 use super::runs::{load, resolve, Group, LazyHistory};
 use crate::compare::metrics::Normalisation;
-use crate::compare::{compare as build, regress, render, Options, SystemInput};
-use anyhow::{bail, Result};
+use crate::compare::{
+    compare as build, page, regress, render, ComparisonReport, Options, SystemInput,
+};
+use anyhow::{bail, Context, Result};
+use std::path::Path;
 
 /// The value for system `i` of a per-system list given once for all or once per system.
 fn per_system(values: &[f64], i: usize, systems: usize, flag: &str) -> Result<Option<f64>> {
@@ -60,7 +64,35 @@ pub fn compare(args: CompareArgs) -> Result<u8> {
     } else {
         print!("{}", render::render(&report));
     }
+    write_pages(&report, args.md.as_deref(), args.html.as_deref())?;
     Ok(exit::OK)
+}
+
+/// Writes the comparison page to the `--md` and `--html` files (stderr says where).
+fn write_pages(report: &ComparisonReport, md: Option<&Path>, html: Option<&Path>) -> Result<()> {
+    if md.is_none() && html.is_none() {
+        return Ok(());
+    }
+    let command: Vec<String> = std::env::args().collect();
+    let mut page = page::page(report, &command);
+    // The Markdown's figure references name the HTML file written beside it.
+    if let Some(name) = html.and_then(|h| h.file_name()) {
+        page = page.html_file(&name.to_string_lossy());
+    } else {
+        page = page.html_file("the HTML page (compare --html)");
+    }
+    for (path, text) in [(md, page.to_markdown()), (html, page.to_html())] {
+        if let Some(path) = path {
+            write_atomic(path, &text).with_context(|| {
+                format!(
+                    "could not write the comparison page to {}: give a writable path",
+                    path.display()
+                )
+            })?;
+            eprintln!("Wrote {}", path.display());
+        }
+    }
+    Ok(())
 }
 
 pub fn regress(args: RegressArgs) -> Result<u8> {

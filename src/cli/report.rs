@@ -113,7 +113,7 @@ fn run_page(report: &RunReport, records: &[RequestRecord]) -> crate::report::pag
 
 /// Writes `text` to `path` through a temporary file beside it, so a reader never sees half
 /// a report.
-fn write_atomic(path: &Path, text: &str) -> Result<()> {
+pub(crate) fn write_atomic(path: &Path, text: &str) -> Result<()> {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = PathBuf::from(tmp);

@@ -16,6 +16,7 @@
 pub mod checklist;
 pub mod fingerprint;
 pub mod metrics;
+pub mod page;
 pub mod regress;
 pub mod render;
 

@@ -4,7 +4,7 @@
 
 use super::checklist::CheckStatus;
 use super::metrics::Metric;
-use super::{signed, signed_bare, ComparisonReport, MetricRow};
+use super::{signed, signed_bare, ComparisonReport, MetricRow, SystemValues};
 use crate::report::terminal::WIDTH;
 use crate::stats::compare::{Outcome, Verdict};
 use comfy_table::presets::UTF8_FULL_CONDENSED;
@@ -44,20 +44,7 @@ pub fn value(metric: Metric, v: f64) -> String {
 /// The whole comparison.
 pub fn render(r: &ComparisonReport) -> String {
     let mut out = String::new();
-    let names: Vec<String> = r
-        .systems
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            format!(
-                "{}{} ({} run{})",
-                s.name,
-                if i == 0 { ", baseline" } else { "" },
-                s.runs.len(),
-                if s.runs.len() == 1 { "" } else { "s" }
-            )
-        })
-        .collect();
+    let names = system_names(r);
     let _ = writeln!(
         out,
         "Comparison of {} systems: {}",
@@ -85,6 +72,55 @@ pub fn render(r: &ComparisonReport) -> String {
     out
 }
 
+/// Each system's name with its run count, the baseline marked: `a, baseline (5 runs)`.
+pub fn system_names(r: &ComparisonReport) -> Vec<String> {
+    r.systems
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            format!(
+                "{}{} ({} run{})",
+                s.name,
+                if i == 0 { ", baseline" } else { "" },
+                s.runs.len(),
+                if s.runs.len() == 1 { "" } else { "s" }
+            )
+        })
+        .collect()
+}
+
+/// One system's cell of the key-metrics table: the mean over runs with its interval
+/// (`100.0 [98.0, 102.0]`), or with too few runs the runs' values (`100.0, 102.0`).
+pub fn system_cell(row: &MetricRow, s: &SystemValues) -> String {
+    match (s.mean, s.ci) {
+        (Some(m), Some((lo, hi))) => format!(
+            "{} [{}, {}]",
+            value(row.metric, m),
+            value(row.metric, lo),
+            value(row.metric, hi)
+        ),
+        (Some(_), None) => s
+            .values
+            .iter()
+            .map(|v| v.map_or("–".into(), |v| value(row.metric, v)))
+            .collect::<Vec<_>>()
+            .join(", "),
+        (None, _) => "–".into(),
+    }
+}
+
+/// The key-metrics table's caption: what its cells hold.
+pub fn key_metrics_caption(r: &ComparisonReport) -> String {
+    if r.enough_runs {
+        format!(
+            "Key metrics: mean over runs [{:.0} % bootstrap interval]",
+            r.confidence * 100.0
+        )
+    } else {
+        "Key metrics: the value of each run".to_owned()
+    }
+}
+
 /// Key metrics: per system, the mean over runs with its interval, or the runs' values.
 fn side_by_side(r: &ComparisonReport) -> String {
     let mut header = vec!["Metric".to_owned(), "Unit".to_owned()];
@@ -92,39 +128,29 @@ fn side_by_side(r: &ComparisonReport) -> String {
     let mut t = table(header);
     for row in &r.metrics {
         let mut cells = vec![row.label.clone(), row.unit.clone()];
-        cells.extend(row.systems.iter().map(|s| {
-            match (s.mean, s.ci) {
-                (Some(m), Some((lo, hi))) => format!(
-                    "{} [{}, {}]",
-                    value(row.metric, m),
-                    value(row.metric, lo),
-                    value(row.metric, hi)
-                ),
-                (Some(_), None) => s
-                    .values
-                    .iter()
-                    .map(|v| v.map_or("–".into(), |v| value(row.metric, v)))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                (None, _) => "–".into(),
-            }
-        }));
+        cells.extend(row.systems.iter().map(|s| system_cell(row, s)));
         t.add_row(cells);
     }
     right_from(&mut t, 2);
-    let caption = if r.enough_runs {
-        format!(
-            "Key metrics: mean over runs [{:.0} % bootstrap interval]",
-            r.confidence * 100.0
-        )
-    } else {
-        "Key metrics: the value of each run".to_owned()
-    };
-    format!("{caption}\n{t}\n")
+    format!("{}\n{t}\n", key_metrics_caption(r))
 }
 
-/// One system against the baseline, metric by metric.
-fn against_baseline(r: &ComparisonReport, i: usize) -> String {
+/// How system `i` reads against the baseline: with statistics, or (too few runs) as
+/// differences of the means only.
+pub struct AgainstBaseline {
+    /// The table's caption.
+    pub caption: String,
+    /// Column headings.
+    pub header: Vec<String>,
+    /// One row per metric.
+    pub rows: Vec<Vec<String>>,
+    /// Whether any row is a claim (has statistics).
+    pub claims: bool,
+}
+
+/// System `i` against the baseline, metric by metric: the decisions of the terminal
+/// table, shared with the comparison page.
+pub fn against_baseline_rows(r: &ComparisonReport, i: usize) -> AgainstBaseline {
     let (base, other) = (&r.systems[0].name, &r.systems[i].name);
     let versus: Vec<(&MetricRow, &super::Versus)> = r
         .metrics
@@ -136,28 +162,37 @@ fn against_baseline(r: &ComparisonReport, i: usize) -> String {
         .any(|(_, v)| matches!(v.outcome, Outcome::Compared(_)));
     if !claims {
         // Too few runs: the differences of the means, and no statistics.
-        let mut t = table(["Metric", "Change", "Relative"].map(String::from).to_vec());
-        for (row, v) in &versus {
-            let base_mean = row.systems[0].mean;
-            t.add_row(vec![
-                row.label.clone(),
-                v.difference_of_means
-                    .map(|d| signed(row.metric, d))
-                    .unwrap_or_else(|| "–".into()),
-                match (v.difference_of_means, base_mean) {
-                    (Some(d), Some(b)) if b != 0.0 => format!("{:+.1} %", d / b.abs() * 100.0),
-                    _ => "–".into(),
-                },
-            ]);
-        }
-        right_from(&mut t, 1);
-        return format!(
-            "{other} against {base}: differences of the means, no claim (< {} runs per system)\n{t}\n",
-            r.min_runs
-        );
+        let rows = versus
+            .iter()
+            .map(|(row, v)| {
+                let base_mean = row.systems[0].mean;
+                vec![
+                    row.label.clone(),
+                    v.difference_of_means
+                        .map(|d| signed(row.metric, d))
+                        .unwrap_or_else(|| "–".into()),
+                    match (v.difference_of_means, base_mean) {
+                        (Some(d), Some(b)) if b != 0.0 => {
+                            format!("{:+.1} %", d / b.abs() * 100.0)
+                        }
+                        _ => "–".into(),
+                    },
+                ]
+            })
+            .collect();
+        return AgainstBaseline {
+            caption: format!(
+                "{other} against {base}: differences of the means, no claim (< {} runs per system)",
+                r.min_runs
+            ),
+            header: ["Metric", "Change", "Relative"].map(String::from).to_vec(),
+            rows,
+            claims,
+        };
     }
-    let mut t = table(
-        [
+    AgainstBaseline {
+        caption: format!("{other} against {base}"),
+        header: [
             "Metric",
             "Change",
             "95 % CI of change",
@@ -168,15 +203,35 @@ fn against_baseline(r: &ComparisonReport, i: usize) -> String {
         ]
         .map(String::from)
         .to_vec(),
-    );
-    for (row, v) in &versus {
-        t.add_row(change_cells(row, v));
+        rows: versus.iter().map(|(row, v)| change_cells(row, v)).collect(),
+        claims,
+    }
+}
+
+/// One system against the baseline, metric by metric.
+fn against_baseline(r: &ComparisonReport, i: usize) -> String {
+    let a = against_baseline_rows(r, i);
+    let mut t = table(a.header);
+    for row in a.rows {
+        t.add_row(row);
     }
     right_from(&mut t, 1);
-    if let Some(c) = t.column_mut(6) {
-        c.set_cell_alignment(CellAlignment::Left);
+    if a.claims {
+        if let Some(c) = t.column_mut(6) {
+            c.set_cell_alignment(CellAlignment::Left);
+        }
     }
-    format!("{other} against {base}\n{t}\n")
+    format!("{}\n{t}\n", a.caption)
+}
+
+/// A verdict in words.
+pub fn verdict_word(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Better => "better",
+        Verdict::Worse => "worse",
+        Verdict::NoDifference => "no difference",
+        Verdict::Inconclusive => "inconclusive",
+    }
 }
 
 fn change_cells(row: &MetricRow, v: &super::Versus) -> Vec<String> {
@@ -200,13 +255,7 @@ fn change_cells(row: &MetricRow, v: &super::Versus) -> Vec<String> {
             c.hedges_g
                 .map(|g| format!("{g:+.2}"))
                 .unwrap_or_else(|| "–".into()),
-            match c.verdict {
-                Verdict::Better => "better",
-                Verdict::Worse => "worse",
-                Verdict::NoDifference => "no difference",
-                Verdict::Inconclusive => "inconclusive",
-            }
-            .into(),
+            verdict_word(c.verdict).into(),
         ],
         Outcome::NotEnoughRuns { required, .. } => vec![
             row.label.clone(),
@@ -231,6 +280,32 @@ fn change_cells(row: &MetricRow, v: &super::Versus) -> Vec<String> {
     }
 }
 
+/// A checklist item's status as the terminal marks it.
+pub fn check_mark(status: CheckStatus) -> &'static str {
+    match status {
+        CheckStatus::Pass => "ok",
+        CheckStatus::Fail => "FAIL",
+        CheckStatus::NotApplicable => "n/a",
+        CheckStatus::Manual => "check",
+    }
+}
+
+/// Checklist items that FAIL.
+pub fn failed_checks(r: &ComparisonReport) -> usize {
+    r.checklist
+        .iter()
+        .filter(|c| c.status == CheckStatus::Fail)
+        .count()
+}
+
+/// The checklist's caption: whether anything in the records makes the comparison unfair.
+pub fn checklist_caption(r: &ComparisonReport) -> String {
+    match failed_checks(r) {
+        0 => "Fair-comparison checklist (draft 6.1, 6.3, 6.4): nothing in the records makes the comparison unfair".to_owned(),
+        failed => format!("Fair-comparison checklist (draft 6.1, 6.3, 6.4): {failed} item(s) FAIL — read the comparison with that in mind"),
+    }
+}
+
 fn checklist(r: &ComparisonReport) -> String {
     let mut t = table(
         ["", "Requirement (draft section)", "Found"]
@@ -238,29 +313,13 @@ fn checklist(r: &ComparisonReport) -> String {
             .to_vec(),
     );
     for c in &r.checklist {
-        let mark = match c.status {
-            CheckStatus::Pass => "ok",
-            CheckStatus::Fail => "FAIL",
-            CheckStatus::NotApplicable => "n/a",
-            CheckStatus::Manual => "check",
-        };
         t.add_row(vec![
-            mark.to_owned(),
+            check_mark(c.status).to_owned(),
             format!("{} ({})", c.requirement, c.section),
             c.detail.clone(),
         ]);
     }
-    let failed = r
-        .checklist
-        .iter()
-        .filter(|c| c.status == CheckStatus::Fail)
-        .count();
-    let caption = if failed == 0 {
-        "Fair-comparison checklist (draft 6.1, 6.3, 6.4): nothing in the records makes the comparison unfair".to_owned()
-    } else {
-        format!("Fair-comparison checklist (draft 6.1, 6.3, 6.4): {failed} item(s) FAIL — read the comparison with that in mind")
-    };
-    format!("{caption}\n{t}\n")
+    format!("{}\n{t}\n", checklist_caption(r))
 }
 
 fn differences(r: &ComparisonReport) -> String {

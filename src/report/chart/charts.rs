@@ -57,6 +57,13 @@ pub struct Series {
     pub(super) pause_ms: f64,
     pub(super) band: Vec<(f64, f64, f64)>,
     pub(super) band_label: String,
+    /// Error bars `(x, low, high)`, drawn as vertical lines with caps (an interval at one x).
+    pub(super) whiskers: Vec<(f64, f64, f64)>,
+    pub(super) whisker_label: String,
+    /// Per point, what its tooltip names instead of the series and x (e.g. "a, run 2").
+    pub(super) labels: Vec<String>,
+    /// Dot radius of a scatter series (default 3.5).
+    pub(super) radius: f64,
     pub(super) show_points: bool,
     /// Where a step series starts before its first point (0 for a CDF).
     pub(super) step_from: Option<f64>,
@@ -78,6 +85,10 @@ impl Series {
             pause_ms: f64::INFINITY,
             band: Vec::new(),
             band_label: String::new(),
+            whiskers: Vec::new(),
+            whisker_label: String::new(),
+            labels: Vec::new(),
+            radius: 3.5,
             show_points: true,
             step_from: None,
             tip: Tip::YAtX,
@@ -149,6 +160,21 @@ impl Series {
     pub fn with_band(mut self, label: &str, band: Vec<(f64, f64, f64)>) -> Self {
         self.band = band;
         self.band_label = label.to_string();
+        self
+    }
+
+    /// Adds error bars: `(x, low, high)` triples, each drawn as a vertical line with caps
+    /// from `low` to `high` at `x` (e.g. the confidence interval of a mean).
+    pub fn with_whiskers(mut self, label: &str, whiskers: Vec<(f64, f64, f64)>) -> Self {
+        self.whiskers = whiskers;
+        self.whisker_label = label.to_string();
+        self
+    }
+
+    /// Names each point for its tooltip (`labels[i]` for `points[i]`): "a, run 2: 512
+    /// ms" instead of "series 512 ms at x". Missing labels fall back to the default.
+    pub fn with_labels(mut self, labels: Vec<String>) -> Self {
+        self.labels = labels;
         self
     }
 

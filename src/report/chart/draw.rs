@@ -85,6 +85,7 @@ pub(super) enum Swatch {
     Dot,
     Bar,
     Band,
+    Whisker,
     Tok,
     Pause,
 }
@@ -103,6 +104,9 @@ pub(super) fn legend_items(c: &Chart, preps: &[Prep]) -> Vec<(String, Swatch, us
         items.push((p.s.name.clone(), swatch, p.color));
         if !p.band.is_empty() {
             items.push((p.s.band_label.clone(), Swatch::Band, p.color));
+        }
+        if !p.whiskers.is_empty() {
+            items.push((p.s.whisker_label.clone(), Swatch::Whisker, p.color));
         }
         if p.s.kind == Kind::Segments && p.s.pause_ms.is_finite() {
             let label = format!("pause > {}", c.x.unit.format(p.s.pause_ms));
@@ -149,6 +153,7 @@ pub(super) fn draw_legend(
             Swatch::Line => svg.el("line").attr("class", "sw-line"),
             Swatch::Pause => svg.el("line").attr("class", "sw-pause"),
             Swatch::Tok => svg.el("line").attr("class", "sw-row"),
+            Swatch::Whisker => svg.el("path").attr("class", "sw-ci"),
             Swatch::Dot => svg.el("circle").attr("class", "sw-dot").num("cx", x + 9.0),
             Swatch::Bar => svg.el("rect").attr("class", "sw-bar").num("x", x + 2.0),
             Swatch::Band => svg.el("rect").attr("class", "sw-band").num("x", x + 2.0),
@@ -161,6 +166,18 @@ pub(super) fn draw_legend(
                 .num("y2", cy)
                 .leaf(),
             Swatch::Dot => el.num("cy", cy).num("r", 4.0).leaf(),
+            Swatch::Whisker => {
+                let mut d = PathData::new();
+                for (x1, y1, x2, y2) in [
+                    (x + 9.0, cy - 6.0, x + 9.0, cy + 6.0),
+                    (x + 5.0, cy - 6.0, x + 13.0, cy - 6.0),
+                    (x + 5.0, cy + 6.0, x + 13.0, cy + 6.0),
+                ] {
+                    d.move_to(x1, y1);
+                    d.line_to(x2, y2);
+                }
+                el.attr("d", d.as_str()).leaf()
+            }
             Swatch::Bar | Swatch::Band => el
                 .num("y", cy - 5.0)
                 .num("width", 14.0)
@@ -263,9 +280,18 @@ pub(super) fn draw_series(svg: &mut Svg, c: &Chart, p: &Prep, plot: &Plot, drawn
             .attr("d", d.as_str())
             .leaf();
     }
+    draw_whiskers(svg, c, p, plot);
     if s.show_points && matches!(s.kind, Kind::Line | Kind::Step | Kind::Scatter) {
-        let r = if s.kind == Kind::Scatter { 3.5 } else { 3.0 };
-        for &(x, y) in &p.pts {
+        let r = if s.kind == Kind::Scatter {
+            s.radius
+        } else {
+            3.0
+        };
+        for (i, &(x, y)) in p.pts.iter().enumerate() {
+            let title = match p.labels.get(i).filter(|l| !l.is_empty()) {
+                Some(label) => format!("{label}: {}", c.y.unit.format(y)),
+                None => tip(c, s, x, y),
+            };
             *drawn += svg
                 .el("circle")
                 .attr("class", "pt")
@@ -274,12 +300,45 @@ pub(super) fn draw_series(svg: &mut Svg, c: &Chart, p: &Prep, plot: &Plot, drawn
                 .num("r", r)
                 .data("x", x)
                 .data("y", y)
-                .titled(&tip(c, s, x, y)) as usize;
+                .titled(&title) as usize;
         }
     }
     draw_bars(svg, c, p, plot, drawn);
     draw_rows(svg, c, p, plot, drawn);
     svg.close();
+}
+
+/// Error bars: per `(x, low, high)` a `path.ci`, a vertical line with short caps, whose
+/// tooltip names the interval (and the category, on a categorical axis).
+fn draw_whiskers(svg: &mut Svg, c: &Chart, p: &Prep, plot: &Plot) {
+    let cap = 6.0;
+    for &(x, lo, hi) in &p.whiskers {
+        let px = plot.px(x);
+        let (y0, y1) = (plot.py(lo), plot.py(hi));
+        let mut d = PathData::new();
+        d.move_to(px, y0);
+        d.line_to(px, y1);
+        for y in [y0, y1] {
+            d.move_to(px - cap, y);
+            d.line_to(px + cap, y);
+        }
+        let category = c
+            .categories
+            .get(x.round().max(0.0) as usize)
+            .map(|n| format!("{n}, "))
+            .unwrap_or_default();
+        svg.el("path")
+            .attr("class", "ci")
+            .attr("d", d.as_str())
+            .data("y", lo)
+            .data("y2", hi)
+            .titled(&format!(
+                "{category}{}: {} to {}",
+                p.s.whisker_label,
+                c.y.unit.format(lo),
+                c.y.unit.format(hi)
+            ));
+    }
 }
 
 /// Histogram bins or category bars, each a `rect.bar`; category bars get a value label

@@ -63,6 +63,10 @@ pub(super) struct Prep<'a> {
     pub(super) s: &'a Series,
     pub(super) color: usize,
     pub(super) pts: Vec<(f64, f64)>,
+    /// Tooltip names of `pts` (empty: the default tooltips).
+    pub(super) labels: Vec<String>,
+    /// Error bars `(x, low, high)` to draw.
+    pub(super) whiskers: Vec<(f64, f64, f64)>,
     pub(super) bins: Vec<(usize, Bin)>,
     pub(super) rows: Vec<Row>,
     pub(super) band: Vec<(f64, f64, f64)>,
@@ -79,13 +83,29 @@ impl Prep<'_> {
 pub(super) fn prepare<'a>(c: &Chart, color: usize, s: &'a Series, st: &mut Stats) -> Prep<'a> {
     let (xs, ys) = (c.x.scale, c.y.scale);
     st.nonfinite += s.skipped;
-    let valid_pts: Vec<(f64, f64)> = s
+    // Each point keeps its label (if any) through filtering and decimation.
+    let labelled: Vec<((f64, f64), String)> = s
         .points
         .iter()
         .copied()
-        .filter(|&(x, y)| st.check(&[(x, xs), (y, ys)]))
+        .enumerate()
+        .filter(|&(_, (x, y))| st.check(&[(x, xs), (y, ys)]))
+        .map(|(i, p)| (p, s.labels.get(i).cloned().unwrap_or_default()))
         .collect();
-    let pts = if valid_pts.len() > c.max_points {
+    let valid_pts: Vec<(f64, f64)> = labelled.iter().map(|(p, _)| *p).collect();
+    let (pts, labels) = if !s.labels.is_empty() {
+        // Labelled points are few and named one by one: thinned evenly if ever too many.
+        let kept = decimate_even(&labelled, c.max_points);
+        if kept.len() < labelled.len() {
+            st.notes.push(format!(
+                "{}: {} points drawn as {} (evenly spaced; first and last kept).",
+                s.name,
+                count(labelled.len()),
+                count(kept.len())
+            ));
+        }
+        kept.into_iter().unzip()
+    } else if valid_pts.len() > c.max_points {
         let (d, how) = match s.kind {
             Kind::Line => (
                 decimate_minmax(&valid_pts, c.max_points),
@@ -109,10 +129,16 @@ pub(super) fn prepare<'a>(c: &Chart, color: usize, s: &'a Series, st: &mut Stats
                 count(d.len())
             )
         });
-        d
+        (d, Vec::new())
     } else {
-        valid_pts
+        (valid_pts, Vec::new())
     };
+    let whiskers: Vec<(f64, f64, f64)> = s
+        .whiskers
+        .iter()
+        .copied()
+        .filter(|&(x, lo, hi)| st.check(&[(x, xs), (lo, ys), (hi, ys)]))
+        .collect();
     let band: Vec<(f64, f64, f64)> = s
         .band
         .iter()
@@ -131,6 +157,8 @@ pub(super) fn prepare<'a>(c: &Chart, color: usize, s: &'a Series, st: &mut Stats
         s,
         color,
         pts,
+        labels,
+        whiskers,
         bins,
         rows: prepare_rows(c, s, st),
         band,
@@ -229,7 +257,7 @@ pub(super) fn extents(c: &Chart, preps: &[Prep]) -> (Ext, Ext) {
             x.add(a);
             y.add(b);
         }
-        for &(a, lo, hi) in &p.band {
+        for &(a, lo, hi) in p.band.iter().chain(&p.whiskers) {
             x.add(a);
             y.add(lo);
             y.add(hi);

@@ -38,6 +38,7 @@ fn style(id: &str) -> String {
 {s} .frame{{fill:none;stroke:#ccc}}\
 {s} .line,{s} .sw-line{{fill:none;stroke:currentColor;stroke-width:2;stroke-linejoin:round}}\
 {s} .band,{s} .sw-band{{fill:currentColor;fill-opacity:.18;stroke:none}}\
+{s} .ci,{s} .sw-ci{{fill:none;stroke:currentColor;stroke-width:2}}\
 {s} .pt,{s} .sw-dot{{fill:currentColor;stroke:#fff;stroke-width:1}}\
 {s} .dense .pt{{fill-opacity:0;stroke:none}}\
 {s} .pt:hover{{fill-opacity:1;stroke:#222;stroke-width:1.5}}\

@@ -1,5 +1,6 @@
 //! A [`Page`] as Markdown: GitHub-flavoured tables, fenced preformatted text, and each
-//! chart as a one-line reference to the same figure in `report.html` (Markdown cannot
+//! chart as a one-line reference to the same figure in `report.html` (or the page's
+//! [`Page::html_file`]; Markdown cannot
 //! hold the drawing, and an image file beside it would make the report two files).
 //!
 //! Text is escaped only where Markdown would misread it (`*`, `` ` ``, `<`, `[`, `|` in
@@ -66,7 +67,11 @@ pub fn render(page: &Page) -> String {
         let hashes = "#".repeat(s.level as usize + 1);
         let _ = writeln!(out, "{hashes} {}\n", escape(&s.heading, false));
         for b in &s.blocks {
-            block(&mut out, b);
+            block(
+                &mut out,
+                b,
+                page.html_file.as_deref().unwrap_or("report.html"),
+            );
             out.push('\n');
         }
     }
@@ -77,7 +82,7 @@ pub fn render(page: &Page) -> String {
     out
 }
 
-fn block(out: &mut String, b: &Block) {
+fn block(out: &mut String, b: &Block, html_file: &str) {
     match b {
         Block::Paragraph(p) => {
             let _ = writeln!(out, "{}", escape(p, false));
@@ -98,7 +103,7 @@ fn block(out: &mut String, b: &Block) {
             }
         }
         Block::Table(t) => table(out, t),
-        Block::Figure(f) => figure(out, f),
+        Block::Figure(f) => figure(out, f, html_file),
         Block::Pre(text) => {
             // A fence longer than any run of backticks inside keeps the text verbatim.
             let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
@@ -144,12 +149,13 @@ fn table(out: &mut String, t: &Table) {
     }
 }
 
-fn figure(out: &mut String, f: &Figure) {
+fn figure(out: &mut String, f: &Figure, html_file: &str) {
     let _ = writeln!(
         out,
-        "**Figure: {}** (chart `{}` in report.html, {} data points). {}",
+        "**Figure: {}** (chart `{}` in {}, {} data points). {}",
         escape(&f.title, false),
         f.id,
+        escape(html_file, false),
         f.points,
         escape(&f.caption, false)
     );

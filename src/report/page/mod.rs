@@ -34,6 +34,8 @@ pub struct Page {
     /// Short lines under the title (what, when, verdict).
     pub lead: Vec<String>,
     pub sections: Vec<Section>,
+    /// The HTML file the Markdown's figure references point to (default `report.html`).
+    pub html_file: Option<String>,
 }
 
 impl Page {
@@ -47,6 +49,12 @@ impl Page {
     /// Adds a line under the title.
     pub fn lead(mut self, line: &str) -> Self {
         self.lead.push(line.to_string());
+        self
+    }
+
+    /// Names the HTML file that holds the charts, for the Markdown's figure references.
+    pub fn html_file(mut self, name: &str) -> Self {
+        self.html_file = Some(name.to_string());
         self
     }
 
