@@ -323,10 +323,15 @@ pub fn signals(
     {
         // A server-side queue that grows while the client holds concurrency fixed is still
         // a queue that grows; in closed loop it settles instead, so this fires in open loop.
-        out.server_queue_growth = q.growing && open_loop;
+        // The gauge's once-a-second samples are correlated, so a significant slope alone
+        // would call every wobble growth: like the client's in-flight test, the rise over
+        // the window must also be material for a queue of that size.
+        let window_s = q.samples.saturating_sub(1) as f64;
+        let rise = q.slope_per_s * window_s;
+        out.server_queue_growth = q.growing && open_loop && rise > material_growth(q.waiting_mean);
         if out.server_queue_growth {
             out.fired.push(format!(
-                "server waiting queue grew {:.2}/s (p = {:.1e})",
+                "server waiting queue grew {:.2}/s, {rise:.1} requests over {window_s:.0} s (p = {:.1e})",
                 q.slope_per_s, q.p_value
             ));
         }

@@ -28,6 +28,28 @@ pub struct Criteria {
     pub saturation: bool,
     /// The share of measured requests that must succeed (5.5: 99 %).
     pub min_success: Option<f64>,
+    /// Fail a level on any out-of-memory failure (5.5.2: "no out-of-memory errors"), even
+    /// when the completion share is met.
+    pub no_out_of_memory: bool,
+}
+
+/// Measured requests that failed because the server ran out of memory, as its error says
+/// (CUDA's "out of memory", PyTorch's `OutOfMemoryError`, an engine's "OOM").
+pub fn out_of_memory_failures(records: &[crate::record::RequestRecord]) -> usize {
+    records
+        .iter()
+        .filter(|r| r.phase == crate::record::Phase::Measure)
+        .filter(|r| match &r.outcome {
+            crate::record::Outcome::Failed { detail, .. } => {
+                let d = detail.to_ascii_lowercase();
+                d.contains("out of memory")
+                    || d.contains("outofmemory")
+                    || d.split(|c: char| !c.is_ascii_alphanumeric())
+                        .any(|w| w == "oom")
+            }
+            _ => false,
+        })
+        .count()
 }
 
 /// Levels run so far and the rules to judge the next.
@@ -143,6 +165,13 @@ impl<'a> Session<'a> {
                     ));
                 }
             }
+            if criteria.no_out_of_memory {
+                let oom = out_of_memory_failures(&run.records);
+                if oom > 0 {
+                    fail = true;
+                    reasons.push(format!("{oom} requests failed out of memory"));
+                }
+            }
             if run.report.summary.requests.completed == 0 {
                 fail = true;
                 reasons.push("no request completed".into());
@@ -223,4 +252,42 @@ pub fn summary_line(o: &LevelOutcome) -> String {
             .map(|d| format!("{:.0} ms", d.p99))
             .unwrap_or_else(|| "-".into())
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::out_of_memory_failures;
+    use crate::record::{FailureKind, Outcome, Phase, RequestRecord};
+
+    fn failed(detail: &str, phase: Phase) -> RequestRecord {
+        RequestRecord {
+            phase,
+            outcome: Outcome::Failed {
+                kind: FailureKind::HttpStatus,
+                detail: detail.into(),
+            },
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn out_of_memory_failures_are_recognised_by_their_error() {
+        let records = [
+            failed(
+                "HTTP 500: CUDA out of memory. Tried to allocate 2.00 GiB",
+                Phase::Measure,
+            ),
+            failed("torch.OutOfMemoryError: ...", Phase::Measure),
+            failed("engine: OOM while scheduling", Phase::Measure),
+            // Not out of memory: a room name, a timeout, and an OOM during warm-up.
+            failed("HTTP 404: no model named zoom", Phase::Measure),
+            failed("no complete response within 60 s", Phase::Measure),
+            failed("CUDA out of memory", Phase::Warmup),
+            RequestRecord {
+                phase: Phase::Measure,
+                ..Default::default()
+            },
+        ];
+        assert_eq!(out_of_memory_failures(&records), 3);
+    }
 }

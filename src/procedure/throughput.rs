@@ -77,6 +77,7 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
     let criteria = Criteria {
         saturation: true,
         min_success: None,
+        no_out_of_memory: false,
     };
     let stop: Option<Stop>;
     let setup = s

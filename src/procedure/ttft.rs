@@ -36,7 +36,8 @@ pub struct TtftResult {
 /// Runs the test.
 pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
     let mut s = Session::new(bench, o.slo.clone());
-    let requests = o.requests.unwrap_or(o.count(1000, 50));
+    // 10,000: what the draft asks behind P99.9 (5.1.2.1); `--requests` takes fewer.
+    let requests = o.requests.unwrap_or(o.count(10_000, 50));
     let mut result = TtftResult {
         first_token: "the first streamed event with non-whitespace content (role-only, empty and whitespace-only deltas, SSE framing and usage-only events excluded); reasoning deltas are timed separately as time to first reasoning token".into(),
         ..Default::default()
@@ -116,7 +117,10 @@ fn compliance(
         r.samples >= 1000,
         format!("{} TTFT samples of {requests} requests", r.samples),
     );
-    c.should(
+    // 5.1.2.1 says MUST for both counts, and 5.1.4.1 that all percentiles MUST be
+    // reported: together they ask for 10,000 samples. Below that P99.9 is still shown
+    // (marked indicative), and the test is not compliant.
+    c.must(
         "5.1.2.1",
         "at least 10,000 requests for P99.9 (reported regardless; below that, indicative)",
         r.samples >= 10_000,

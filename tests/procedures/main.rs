@@ -588,18 +588,20 @@ fn llama_cpp_answers_the_quick_procedures() {
             "64",
             "--output-tokens",
             "16",
+            // A target a few dozen requests can decide (a 4 s level), so that no level
+            // needs extending: this is a smoke test of the search, not a measurement.
             "--slo",
-            "ttft_ms<=3000",
+            "ttft_ms<=1500",
             "--slo-target",
-            "0.9",
+            "0.5",
             "--start-concurrency",
-            "2",
+            "4",
             "--concurrency-limit",
-            "16",
+            "8",
         ],
     );
     let c = v["result"]["max_concurrency"].as_u64().expect("a capacity");
-    assert!((1..=16).contains(&c), "{}", v["result"]);
+    assert!((1..=8).contains(&c), "{}", v["result"]);
 
     let v = run(
         "long-context",
