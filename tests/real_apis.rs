@@ -88,8 +88,12 @@ pub fn apis_agree_with_chat(url: &str) {
         let rate = decode_rate(&out.records);
         match chat_rate {
             None => chat_rate = Some(rate),
+            // The same server, seconds apart, but the tests binary runs other tests on the
+            // same two cores: a route's decode rate can halve between two measurements. The
+            // bound still catches a route that mismeasures by a factor (chunks counted as
+            // tokens, wrong time units, the prompt counted as output).
             Some(chat) => assert!(
-                (0.6..=1.67).contains(&(rate / chat)),
+                (0.33..=3.0).contains(&(rate / chat)),
                 "{endpoint}: decode rate {rate:.1} tok/s against chat's {chat:.1}"
             ),
         }

@@ -119,10 +119,19 @@ pub fn check(spec: &SloSpec, records: &[RequestRecord], summary: &RunSummary) ->
             } => {
                 let values = values_of(metric, &measured, &metrics);
                 let met = values.iter().filter(|&&v| v <= max).count() as u64;
+                // A request that failed never gave its user a first token or an answer in
+                // time: for TTFT and end-to-end bounds it counts as a miss, so that an
+                // overloaded level cannot pass by timing out its slowest requests.
+                let failed = match metric {
+                    RunMetric::TtftMs | RunMetric::E2eMs => {
+                        measured.iter().filter(|r| !r.outcome.is_ok()).count() as u64
+                    }
+                    _ => 0,
+                };
                 terms.push(binomial(
                     term.to_string(),
                     met,
-                    values.len() as u64,
+                    values.len() as u64 + failed,
                     p / 100.0,
                 ));
             }

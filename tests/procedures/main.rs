@@ -563,7 +563,11 @@ fn llama_cpp_answers_the_quick_procedures() {
     let p50 = v["result"]["ttft_ms"]["p50"].as_f64().expect("TTFT P50");
     assert!(p50 > 1.0 && p50 < 10_000.0, "TTFT P50 {p50} ms");
 
-    let v = run("throughput", &short);
+    // A 20 % bracket: two bisection steps fewer than the default 5 % (CI time).
+    let v = run(
+        "throughput",
+        &[&short[..], &["--tolerance", "20%"]].concat(),
+    );
     let r = &v["result"];
     let tok = r["max_output_tokens_per_s"]
         .as_f64()
@@ -574,9 +578,9 @@ fn llama_cpp_answers_the_quick_procedures() {
         .expect("a sustainable rate");
     assert!(rate > 0.05 && rate < 100.0, "{r}");
 
-    let v = run("curve", &[&short[..], &["--levels", "4"]].concat());
+    let v = run("curve", &[&short[..], &["--levels", "3"]].concat());
     let points = v["result"]["points"].as_array().unwrap();
-    assert!(points.len() >= 4, "{}", v["result"]);
+    assert!(points.len() >= 3, "{}", v["result"]);
     assert!(points
         .iter()
         .all(|p| p["achieved_tokens_per_s"].as_f64().unwrap() > 0.0));
@@ -611,7 +615,7 @@ fn llama_cpp_answers_the_quick_procedures() {
             "--lengths",
             "128,256,512,1024",
             "--requests-per-length",
-            "4",
+            "3",
         ],
     );
     let r = &v["result"];
