@@ -90,9 +90,18 @@ start() {
   mkdir -p "$run_dir"
   if running; then cat "$url_file"; return; fi
   local port; port=$(free_port)
-  "$server_bin" -m "$model" --host 127.0.0.1 --port "$port" --metrics \
-    -c "${REAL_SERVER_CTX:-8192}" --parallel "${REAL_SERVER_PARALLEL:-4}" -t "${REAL_SERVER_THREADS:-2}" \
-    >"$log_file" 2>&1 &
+  # The server outlives this script: close every inherited descriptor above stderr first, so
+  # it never holds a caller's lock or pipe open (a `flock LOCK cargo test` would otherwise stay
+  # locked until the server is stopped).
+  (
+    for fd in /proc/self/fd/*; do
+      fd=${fd##*/}
+      if [[ $fd -gt 2 ]]; then eval "exec $fd>&-" 2>/dev/null || true; fi
+    done
+    exec "$server_bin" -m "$model" --host 127.0.0.1 --port "$port" --metrics \
+      -c "${REAL_SERVER_CTX:-8192}" --parallel "${REAL_SERVER_PARALLEL:-4}" -t "${REAL_SERVER_THREADS:-2}" \
+      >"$log_file" 2>&1
+  ) &
   local pid=$!
   echo "$pid" >"$pid_file"
   local deadline=$((SECONDS + ${REAL_SERVER_HEALTH_TIMEOUT_S:-120}))

@@ -247,6 +247,19 @@ fn shards_replay_the_single_plan_and_merge_exactly() {
             // Server metrics: only shard 0 scraped them.
             let s1 = run_json(&dirs[1]);
             assert!(s1["config"]["telemetry"]["metrics_url"].is_null());
+            // Shard 0's per-second server columns are on the merged timeline.
+            let scraped = |v: &serde_json::Value| {
+                v["timeseries"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|r| !r["server_running"].is_null())
+                    .count()
+            };
+            let own = scraped(&run_json(&dirs[0]));
+            let spliced = scraped(&run_json(&merged));
+            assert!(own > 0, "shard 0 scraped the simulator's /metrics");
+            assert!(spliced > 0 && spliced <= own, "{spliced} of {own} seconds");
 
             // A missing shard, a duplicated one, folders of two plans: refused, named.
             let s0 = dirs[0].to_str().unwrap();

@@ -442,6 +442,20 @@ pub fn merge(args: MergeArgs) -> Result<u8> {
     })?;
     // Server and GPU metrics over the measurement: shard 0 scraped them for the whole load.
     report.telemetry = first.telemetry.clone();
+    // Its per-second server and GPU columns, on the merged timeline: shard 0's second 0 is
+    // its start on the reference clock (to the nearest second).
+    let shard0 = &merged.shards[0];
+    let shift_us = shard0.report.started_at_us as i64
+        - shard0.info.clock.applied_us()
+        - merged.base_unix_us as i64;
+    crate::telemetry::timeline::splice_server_and_gpu(
+        &mut report.timeseries,
+        &first.timeseries,
+        (shift_us as f64 / 1e6).round() as i64,
+    );
+    let csv = out.join("timeseries.csv");
+    std::fs::write(&csv, crate::telemetry::timeline::to_csv(&report.timeseries))
+        .with_context(|| format!("writing {}", csv.display()))?;
     write_run_json(&out, &crate::report::json::run_json(&report))?;
     // report.md and report.html, as a run writes them (a failure warns, never loses the run).
     let written = super::report::as_written(&merged.records, &clock);

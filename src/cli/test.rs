@@ -495,6 +495,11 @@ fn setup(
     }
     let mut options = options;
     options.targets = extra.iter().map(|(n, _)| n.clone()).collect();
+    if guardrail_sims && options.safety_systems.is_none() {
+        options.safety_systems = Some(
+            "the built-in simulator's stand-in filters (input +40 ms before queueing, output +20 ms per token)".into(),
+        );
+    }
     Ok(Ok(Setup {
         runner: LevelRunner {
             dir,
@@ -559,6 +564,7 @@ fn options(
             .collect(),
         cache_switch: matches!(engine, Some("llama.cpp") | Some("servebench-sim")),
         arrival: format!("{:?}", args.load.arrival).to_lowercase(),
+        safety_systems: p.safety_systems.clone(),
     })
 }
 

@@ -8,7 +8,6 @@
 //! disagree; nothing here computes a statistic. Pure: a report and the command line in,
 //! a [`Page`] out.
 
-use super::checklist::CheckStatus;
 use super::metrics::Metric;
 use super::render;
 use super::ComparisonReport;
@@ -203,12 +202,7 @@ fn checklist(r: &ComparisonReport) -> Section {
         .text()
         .nowrap(&[1, 2]);
     for c in &r.checklist {
-        let met = match c.status {
-            CheckStatus::Pass => "met",
-            CheckStatus::Fail => "NOT MET",
-            CheckStatus::NotApplicable => "n/a",
-            CheckStatus::Manual => "check by hand",
-        };
+        let met = render::check_mark(c.status);
         t.push([
             c.requirement.clone(),
             c.section.clone(),

@@ -2,7 +2,7 @@
 //! charts with every run as a data point.
 
 use super::*;
-use crate::compare::checklist::{Check, Difference};
+use crate::compare::checklist::{Check, CheckStatus, Difference};
 use crate::compare::metrics::Normalisation;
 use crate::compare::{MetricRow, RunId, SystemSummary, SystemValues, Versus};
 use crate::report::ToolInfo;
@@ -346,7 +346,7 @@ Each small dot is one run; the large dot beside them is the system's mean and th
 \n\
 ## Fair-comparison checklist\n\
 \n\
-> **FAIL:** Fair-comparison checklist (draft 6.1, 6.3, 6.4): 1 item(s) FAIL — read the comparison with that in mind\n\
+> **FAIL:** Fair-comparison checklist (draft 6.1, 6.3, 6.4): 1 item(s) NOT MET — read the comparison with that in mind\n\
 \n\
 | Requirement | Draft | Met? | Evidence from the records |\n\
 |---|---|---|---|\n\

@@ -280,17 +280,17 @@ fn change_cells(row: &MetricRow, v: &super::Versus) -> Vec<String> {
     }
 }
 
-/// A checklist item's status as the terminal marks it.
+/// A checklist item's status in words, the same in the terminal and on the page.
 pub fn check_mark(status: CheckStatus) -> &'static str {
     match status {
-        CheckStatus::Pass => "ok",
-        CheckStatus::Fail => "FAIL",
+        CheckStatus::Pass => "met",
+        CheckStatus::Fail => "NOT MET",
         CheckStatus::NotApplicable => "n/a",
-        CheckStatus::Manual => "check",
+        CheckStatus::Manual => "check by hand",
     }
 }
 
-/// Checklist items that FAIL.
+/// Checklist items NOT MET.
 pub fn failed_checks(r: &ComparisonReport) -> usize {
     r.checklist
         .iter()
@@ -302,7 +302,7 @@ pub fn failed_checks(r: &ComparisonReport) -> usize {
 pub fn checklist_caption(r: &ComparisonReport) -> String {
     match failed_checks(r) {
         0 => "Fair-comparison checklist (draft 6.1, 6.3, 6.4): nothing in the records makes the comparison unfair".to_owned(),
-        failed => format!("Fair-comparison checklist (draft 6.1, 6.3, 6.4): {failed} item(s) FAIL — read the comparison with that in mind"),
+        failed => format!("Fair-comparison checklist (draft 6.1, 6.3, 6.4): {failed} item(s) NOT MET — read the comparison with that in mind"),
     }
 }
 

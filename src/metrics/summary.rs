@@ -65,6 +65,11 @@ pub struct SteadyState {
     pub excluded_s: f64,
     pub output_tokens_per_s: f64,
     pub requests_per_s: f64,
+    /// Prompt tokens per second whose prefill finished in the steady part (the request's
+    /// first streamed token at or after the cut): the input rate over the same span as the
+    /// output rate beside it.
+    #[serde(default)]
+    pub input_tokens_per_s: f64,
 }
 
 /// Open loop: did the server keep up with the arrivals (draft 5.2.3.1)?
@@ -265,7 +270,7 @@ fn dist<I: IntoIterator<Item = f64>>(values: I) -> Option<Distribution> {
 }
 
 /// Input tokens of a request: the server's count when it gave one.
-fn input_tokens(r: &RequestRecord) -> u64 {
+pub fn input_tokens(r: &RequestRecord) -> u64 {
     r.usage_prompt_tokens().unwrap_or(r.input_tokens as u64)
 }
 
@@ -374,11 +379,25 @@ pub fn summarize(records: &[RequestRecord], params: &SummaryParams) -> RunSummar
         .map(|c| c.tokens as u64)
         .sum();
     let steady_done = ok.iter().filter(|r| r.finished_at >= cut).count();
+    let steady_input: u64 = measured
+        .iter()
+        .filter(|r| {
+            // Prefill is done when the first token (answer or reasoning) streams.
+            let first = r
+                .chunks
+                .first()
+                .into_iter()
+                .chain(r.reasoning_chunks.first());
+            first.map(|c| c.at).min().is_some_and(|t| t >= cut)
+        })
+        .map(|r| input_tokens(r))
+        .sum();
     let steady_per_s = |x: f64| if steady_s > 0.0 { x / steady_s } else { 0.0 };
     let steady_state = SteadyState {
         excluded_s: cut.saturating_sub(start) as f64 / 1e9,
         output_tokens_per_s: steady_per_s(steady_tokens as f64),
         requests_per_s: steady_per_s(steady_done as f64),
+        input_tokens_per_s: steady_per_s(steady_input as f64),
     };
 
     let itl_values: Vec<f64> = metrics
@@ -736,6 +755,22 @@ mod tests {
         summarize(records, &SummaryParams::default())
     }
 
+    /// The steady input rate counts a prompt when its prefill ends after the cut: the one
+    /// whose first token came before it is left out, like its tokens are from the output.
+    #[test]
+    fn steady_input_rate_counts_prefills_after_the_cut() {
+        // Window 0–2,000 ms, cut at 200 ms. First tokens at 150 (before), 600 and 1,500 ms.
+        let a = ok(0, 0, &[150, 400]);
+        let b = ok(1, 300, &[600, 900]);
+        let c = ok(2, 1_000, &[1_500, 2_000]);
+        let s = summarize_plain(&[a, b, c]);
+        assert_eq!(s.window.duration_s, 2.0);
+        assert_eq!(s.steady_state.excluded_s, 0.2);
+        assert!((s.steady_state.input_tokens_per_s - 200.0 / 1.8).abs() < 1e-9);
+        // Output over the same span: every token at or after 200 ms, 5 of them.
+        assert!((s.steady_state.output_tokens_per_s - 5.0 / 1.8).abs() < 1e-9);
+    }
+
     #[test]
     fn hand_computed_run() {
         // Two requests over a 1 s window; one failure; one warm-up request ignored.
@@ -772,6 +807,8 @@ mod tests {
         assert_eq!(s.itl_method.option, ItlOption::B);
         // Steady state keeps what arrived from 100 ms on (a token at 100 ms included): 11 over 0.9 s.
         assert!((s.steady_state.output_tokens_per_s - 11.0 / 0.9).abs() < 1e-9);
+        // Prompts whose first token came at 100, 400 and 700 ms: 300 tokens over 0.9 s.
+        assert!((s.steady_state.input_tokens_per_s - 300.0 / 0.9).abs() < 1e-9);
         assert!(s.warnings.iter().any(|w| matches!(
             w,
             Warning::FewSamples {

@@ -177,7 +177,7 @@ pub fn stats_levels(points: &[CurvePoint]) -> Vec<Level> {
         .map(|p| Level {
             offered_rate_per_s: p.offered_rate_per_s,
             achieved_tokens_per_s: p.achieved_tokens_per_s,
-            // Without an interval (too few completions) a level cannot show a fall.
+            // Without an interval (too few completions) only a collapse shows a fall.
             achieved_ci: p.achieved_ci.unwrap_or((f64::NAN, f64::NAN)),
             p99_latency_ms: p.ttft_p99_ms.unwrap_or(f64::NAN),
             p50_latency_ms: p.ttft_p50_ms.unwrap_or(f64::NAN),

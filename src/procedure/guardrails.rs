@@ -55,6 +55,39 @@ pub struct GuardrailResult {
     pub input_filter_overhead_ms: Option<f64>,
     /// E2E P50 (full) − E2E P50 (baseline) at the 50 % level, ms.
     pub total_overhead_ms: Option<f64>,
+    /// Draft 4.8.1: what each configuration filters and how many requests it refused.
+    #[serde(default)]
+    pub disclosure: Vec<GuardrailDisclosure>,
+    /// Draft 4.8.1: the safety systems by name (`--safety-systems`), when known.
+    #[serde(default)]
+    pub safety_systems: Option<String>,
+}
+
+/// What the report must disclose about one configuration (draft 4.8.1; 4.8.2 asks that a
+/// configuration with safety systems disabled be noted as such).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GuardrailDisclosure {
+    pub configuration: String,
+    /// Input content filtering enabled; `None` when the configuration's name does not say
+    /// (names starting with `baseline`, `input`, `output` or `full` do).
+    pub input_filter: Option<bool>,
+    /// Output content filtering enabled; `None` as for `input_filter`.
+    pub output_filter: Option<bool>,
+    /// Requests the configuration refused (content filter or refusal) over all its levels.
+    pub refused_requests: u64,
+}
+
+/// The filters a configuration's name stands for: (input, output).
+pub fn filters_of(name: &str) -> Option<(bool, bool)> {
+    [
+        ("baseline", (false, false)),
+        ("input", (true, false)),
+        ("output", (false, true)),
+        ("full", (true, true)),
+    ]
+    .iter()
+    .find(|(prefix, _)| name.starts_with(prefix))
+    .map(|(_, f)| *f)
 }
 
 /// The draft's load levels.
@@ -172,6 +205,31 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
     result.total_overhead_ms = base
         .zip(full)
         .and_then(|(b, f)| Some(f.e2e_p50_ms? - b.e2e_p50_ms?));
+    result.safety_systems = o.safety_systems.clone();
+    result.disclosure = order
+        .iter()
+        .map(|name| {
+            let filters = filters_of(name);
+            GuardrailDisclosure {
+                configuration: name.clone(),
+                input_filter: filters.map(|f| f.0),
+                output_filter: filters.map(|f| f.1),
+                refused_requests: s
+                    .levels
+                    .iter()
+                    .filter(|l| l.target.as_deref() == Some(name.as_str()))
+                    .map(|l| {
+                        l.summary
+                            .requests
+                            .failed_by_kind
+                            .get("refused")
+                            .copied()
+                            .unwrap_or(0)
+                    })
+                    .sum(),
+            }
+        })
+        .collect();
     let answer = if result.capacity.len() >= 2 {
         let worst = result
             .capacity
@@ -278,6 +336,53 @@ fn compliance(
             o.workload.name
         ),
     );
+    let unstated: Vec<&str> = r
+        .disclosure
+        .iter()
+        .filter(|d| d.input_filter.is_none() || d.output_filter.is_none())
+        .map(|d| d.configuration.as_str())
+        .collect();
+    c.must(
+        "4.8.1, 4.8.2",
+        "input and output filtering disclosed for every configuration (disabled ones noted)",
+        unstated.is_empty() && !r.disclosure.is_empty(),
+        if unstated.is_empty() {
+            "from the configuration names (baseline, input, output, full)".to_owned()
+        } else {
+            format!(
+                "not stated for {}: name configurations baseline, input, output or full",
+                unstated.join(", ")
+            )
+        },
+    );
+    let refused: u64 = r.disclosure.iter().map(|d| d.refused_requests).sum();
+    c.must(
+        "4.8.1",
+        "requests refused during testing disclosed",
+        true,
+        format!("{refused} refused (content filter or refusal) over every level"),
+    );
+    c.should(
+        "4.8.1",
+        "names of the safety systems, when known",
+        r.safety_systems.is_some(),
+        r.safety_systems
+            .clone()
+            .unwrap_or_else(|| "not given (--safety-systems NAME)".into()),
+    );
+    let filtered = |on: bool| {
+        r.disclosure.iter().any(|d| {
+            d.input_filter
+                .zip(d.output_filter)
+                .is_some_and(|(i, o)| (i || o) == on)
+        })
+    };
+    c.should(
+        "4.8.2",
+        "compared with safety enabled and disabled",
+        filtered(true) && filtered(false),
+        "a configuration without filters beside one with them".to_owned(),
+    );
     c.must(
         "5.10.3",
         "every configuration measured at every level",
@@ -289,4 +394,18 @@ fn compliance(
         ),
     );
     c.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::filters_of;
+
+    #[test]
+    fn configuration_names_state_their_filters() {
+        assert_eq!(filters_of("baseline"), Some((false, false)));
+        assert_eq!(filters_of("input-llamaguard"), Some((true, false)));
+        assert_eq!(filters_of("output"), Some((false, true)));
+        assert_eq!(filters_of("full"), Some((true, true)));
+        assert_eq!(filters_of("guarded"), None);
+    }
 }

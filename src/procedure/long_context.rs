@@ -124,11 +124,20 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
         spec.duration = None;
         spec.requests = Some(requests);
         spec.workload = Some(at_length(len, output));
-        match s.measure(spec) {
-            Ok(l) => {
+        // The prompt length behind each TTFT: the mean over the completed requests (those
+        // TTFT is measured on), from the server's usage when it reports one.
+        let completed_input_mean = |records: &[crate::record::RequestRecord]| {
+            let lengths: Vec<u64> = records
+                .iter()
+                .filter(|r| r.phase == crate::record::Phase::Measure && r.outcome.is_ok())
+                .map(crate::metrics::summary::input_tokens)
+                .collect();
+            (!lengths.is_empty()).then(|| lengths.iter().sum::<u64>() as f64 / lengths.len() as f64)
+        };
+        match s.measure_with(spec, completed_input_mean) {
+            Ok((l, input_mean)) => {
                 let sm = &l.summary;
                 let done = sm.requests.completed;
-                let input_mean = (done > 0).then(|| sm.total_input_tokens as f64 / done as f64);
                 let ttft_mean = sm.ttft_ms.map(|d| d.mean);
                 result.rows.push(LengthRow {
                     level: l.index,
@@ -189,9 +198,17 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
             "best fit {} (R² = {:.4}), TTFT ∝ length^{k:.2}{}; {} lengths from {} to {} tokens",
             best.replace('_', " "),
             result.r2.unwrap_or(f64::NAN),
+            // A per-token cost is a fair summary only when the cost is linear; otherwise the
+            // linear slope hides a marginal cost that grows with length, so say which it is.
             result
                 .us_per_input_token
-                .map(|u| format!(", ~{u:.0} µs per input token"))
+                .map(|u| if best == "linear" {
+                    format!(", ~{u:.0} µs per input token")
+                } else {
+                    format!(
+                        ", marginal cost grows with length (a straight line would average {u:.0} µs per input token)"
+                    )
+                })
                 .unwrap_or_default(),
             result.rows.len(),
             result.rows.first().map_or(0, |r| r.context_tokens),

@@ -195,6 +195,8 @@ pub struct Options {
     pub cache_switch: bool,
     /// Open-loop arrival process (`poisson`, `constant`, `gamma`).
     pub arrival: String,
+    /// 5.10: the safety systems of the filtered configurations, by name (draft 4.8.1).
+    pub safety_systems: Option<String>,
 }
 
 impl Options {

@@ -104,7 +104,18 @@ impl<'a> Session<'a> {
     /// Runs a level and records it without judging (verdict `measured`); the signals are
     /// still evaluated for the queue indicator of the tables.
     pub fn measure(&mut self, spec: LevelSpec) -> Result<&LevelOutcome, Stop> {
+        self.measure_with(spec, |_| ()).map(|(o, ())| o)
+    }
+
+    /// [`Session::measure`], also handing the level's records to `f` (for figures the
+    /// summary does not hold, such as the mean prompt length of the completed requests).
+    pub fn measure_with<T>(
+        &mut self,
+        spec: LevelSpec,
+        f: impl FnOnce(&[crate::record::RequestRecord]) -> T,
+    ) -> Result<(&LevelOutcome, T), Stop> {
         let (spec, run) = self.run(spec)?;
+        let extra = f(&run.records);
         let sig = self.signals_of(&spec, &run);
         let slo = self
             .slo
@@ -121,7 +132,7 @@ impl<'a> Session<'a> {
             reason,
         );
         self.push(o);
-        Ok(self.levels.last().expect("just pushed"))
+        Ok((self.levels.last().expect("just pushed"), extra))
     }
 
     /// Runs the concurrency-1 reference level and keeps its P50 end-to-end latency.

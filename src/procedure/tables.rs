@@ -292,10 +292,21 @@ fn curve(r: &TestReport, out: &mut Parts) {
         "Success",
         "Queue",
     ]);
+    let mut indicative = false;
     for p in &x.points {
+        // The interval the saturation point is read with; without one (too few requests
+        // in the steady window, as at the low levels of a short sweep) the value is only
+        // indicative, and the table says so.
+        let achieved = match p.achieved_ci {
+            Some((lo, hi)) => format!("{:.0} ±{:.0}", p.achieved_tokens_per_s, (hi - lo) / 2.0),
+            None => {
+                indicative = true;
+                format!("{:.0} *", p.achieved_tokens_per_s)
+            }
+        };
         t.push(vec![
             rate(p.offered_rate_per_s),
-            format!("{:.0}", p.achieved_tokens_per_s),
+            achieved,
             ms(p.ttft_p50_ms),
             ms(p.ttft_p99_ms),
             ms(p.tpot_p50_ms),
@@ -304,7 +315,14 @@ fn curve(r: &TestReport, out: &mut Parts) {
             p.queue.clone(),
         ]);
     }
-    out.table(t.titled("Table 5: Throughput-latency"));
+    let mut t = t.titled("Table 5: Throughput-latency");
+    if indicative {
+        t = t.note("* too few requests in the level's steady window for an interval: indicative only (lengthen --level-duration)");
+    }
+    if x.points.iter().any(|p| p.achieved_ci.is_some()) {
+        t = t.note("± half the 95 % interval of the steady window's throughput");
+    }
+    out.table(t);
     let at = |v: Option<f64>, none: &str| {
         v.map(|v| format!("{} req/s", rate(v)))
             .unwrap_or_else(|| none.into())
@@ -562,7 +580,11 @@ fn long_context(r: &TestReport, out: &mut Parts) {
                 .map(|k| format!("{k:.2}"))
                 .unwrap_or_else(|| "-".into()),
             x.us_per_input_token
-                .map(|u| format!("~{u:.0} µs per input token"))
+                .map(|u| if best == "linear" {
+                    format!("~{u:.0} µs per input token")
+                } else {
+                    format!("linear slope {u:.0} µs per input token (the marginal cost grows with length)")
+                })
                 .unwrap_or_default()
         ));
     }
@@ -603,4 +625,28 @@ fn guardrails(r: &TestReport, out: &mut Parts) {
         ]);
     }
     out.table(t.titled("Table 14: Throughput impact"));
+    // Draft 4.8.1: what each configuration filters, the safety systems, and refusals.
+    let mut t = table(&["Configuration", "Input filter", "Output filter", "Refused"]);
+    let yes_no = |v: Option<bool>| match v {
+        Some(true) => "enabled".to_owned(),
+        Some(false) => "disabled".to_owned(),
+        None => "not stated".to_owned(),
+    };
+    for d in &x.disclosure {
+        t.push(vec![
+            d.configuration.clone(),
+            yes_no(d.input_filter),
+            yes_no(d.output_filter),
+            thousands(d.refused_requests as f64),
+        ]);
+    }
+    if !x.disclosure.is_empty() {
+        out.table(t.titled("Guardrail disclosure (draft 4.8.1)"));
+        out.text(format!(
+            "Safety systems: {}",
+            x.safety_systems
+                .as_deref()
+                .unwrap_or("not named (--safety-systems)")
+        ));
+    }
 }

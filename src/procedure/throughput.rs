@@ -150,7 +150,7 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
         result.sustainable_level = Some(level.index);
         result.max_output_tokens_per_s = Some(st.output_tokens_per_s);
         result.max_requests_per_s = Some(st.requests_per_s);
-        result.max_input_tokens_per_s = Some(level.summary.input_tokens_per_s);
+        result.max_input_tokens_per_s = Some(st.input_tokens_per_s);
         result.tokens_per_gpu_s = o
             .gpus
             .filter(|&g| g > 0)

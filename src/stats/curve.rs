@@ -17,6 +17,9 @@ pub const COMPLETION_FRACTION: f64 = 0.9;
 /// A P99 above this multiple of the low-load P50 signals saturation
 /// (5.2.3.1).
 pub const LATENCY_BLOWUP_FACTOR: f64 = 10.0;
+/// A level without a throughput interval shows a decrease only below this
+/// share of the previous level's lower bound (see [`saturation`]).
+pub const COLLAPSE_SHARE: f64 = 0.5;
 
 /// One load level of a throughput–latency sweep.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -105,15 +108,31 @@ pub fn sustained_knee(levels: &[Level]) -> Option<&Level> {
 /// "(throughput peaks)" although its throughput never decreases; that is
 /// the last, highest-throughput level, which [`peak`] returns. This
 /// function follows the definition, not the example, and gives None there.
+///
+/// A level without an interval (too few completions in its steady span to
+/// form one, as happens when throughput collapses) is compared by its point
+/// value: it counts as a decrease only when that value is below
+/// [`COLLAPSE_SHARE`] of the previous level's lower bound, a fall no noise
+/// explains. Levels without an interval are never the "previous level".
 pub fn saturation(levels: &[Level]) -> Option<&Level> {
-    let sorted: Vec<&Level> = ascending(levels)
-        .into_iter()
-        .filter(|l| l.achieved_ci.0.is_finite() && l.achieved_ci.1.is_finite())
-        .collect();
-    sorted
-        .windows(2)
-        .find(|pair| pair[1].achieved_ci.1 < pair[0].achieved_ci.0)
-        .map(|pair| pair[1])
+    let has_ci = |l: &Level| l.achieved_ci.0.is_finite() && l.achieved_ci.1.is_finite();
+    let mut previous: Option<&Level> = None;
+    for l in ascending(levels) {
+        if let Some(p) = previous {
+            let fell = if has_ci(l) {
+                l.achieved_ci.1 < p.achieved_ci.0
+            } else {
+                l.achieved_tokens_per_s < COLLAPSE_SHARE * p.achieved_ci.0
+            };
+            if fell {
+                return Some(l);
+            }
+        }
+        if has_ci(l) {
+            previous = Some(l);
+        }
+    }
+    None
 }
 
 /// The level with the highest mean achieved throughput (lowest offered
@@ -367,6 +386,35 @@ mod tests {
             level(2.0, 980.0, 10.0, 100.0, 50.0, None),
         ];
         assert!(saturation(&touch).is_none());
+    }
+
+    #[test]
+    fn a_collapsed_level_without_an_interval_is_a_decrease() {
+        let no_ci = |rate: f64, tput: f64| Level {
+            achieved_ci: (f64::NAN, f64::NAN),
+            ..level(rate, tput, 0.0, 100.0, 50.0, None)
+        };
+        // 1000 ±10, 1100 ±10 (lower bound 1090), then 400 without an interval:
+        // 400 < 0.5 × 1090 = 545, a collapse.
+        let t = vec![
+            level(1.0, 1000.0, 10.0, 100.0, 50.0, None),
+            level(2.0, 1100.0, 10.0, 100.0, 50.0, None),
+            no_ci(3.0, 400.0),
+        ];
+        assert_eq!(saturation(&t).unwrap().offered_rate_per_s, 3.0);
+        // 600 without an interval is above 545: not clear, and it does not become the
+        // previous level, so 1,050 ±10 after it compares with 1,100 ±10 (1,060 < 1,090).
+        let t = vec![
+            level(1.0, 1000.0, 10.0, 100.0, 50.0, None),
+            level(2.0, 1100.0, 10.0, 100.0, 50.0, None),
+            no_ci(3.0, 600.0),
+            level(4.0, 1050.0, 10.0, 100.0, 50.0, None),
+        ];
+        assert_eq!(saturation(&t).unwrap().offered_rate_per_s, 4.0);
+        // A first level without an interval has nothing to fall from.
+        assert!(
+            saturation(&[no_ci(1.0, 10.0), level(2.0, 1000.0, 10.0, 1.0, 1.0, None)]).is_none()
+        );
     }
 
     #[test]

@@ -209,6 +209,31 @@ pub fn to_csv(rows: &[TimelineRow]) -> String {
     out
 }
 
+/// Copies the server and GPU columns of `source`, another run's timeline whose second 0 is
+/// `shift_s` seconds into `rows`' timeline, into `rows` second by second (a merged
+/// scale-out run takes them from shard 0, the one shard that scraped). Client and host
+/// columns stay as they are; seconds outside `rows` are dropped.
+pub fn splice_server_and_gpu(rows: &mut [TimelineRow], source: &[TimelineRow], shift_s: i64) {
+    for src in source {
+        let Ok(t) = u64::try_from(src.t_s as i64 + shift_s) else {
+            continue;
+        };
+        let Ok(i) = rows.binary_search_by_key(&t, |r| r.t_s) else {
+            continue;
+        };
+        let r = &mut rows[i];
+        r.server_running = src.server_running;
+        r.server_waiting = src.server_waiting;
+        r.server_kv_cache_usage = src.server_kv_cache_usage;
+        r.server_generation_tokens_per_s = src.server_generation_tokens_per_s;
+        r.server_preemptions = src.server_preemptions;
+        r.gpu_util_pct = src.gpu_util_pct;
+        r.gpu_power_w = src.gpu_power_w;
+        r.gpu_mem_used_mib = src.gpu_mem_used_mib;
+        r.gpu_temp_c = src.gpu_temp_c;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -291,5 +316,39 @@ mod tests {
             .nth(2)
             .unwrap()
             .starts_with("1,measure,1,1,0,1,1,,,3.0000,,50.0000,"));
+    }
+
+    #[test]
+    fn splicing_shifts_the_source_seconds() {
+        let row = |t: u64| TimelineRow {
+            t_s: t,
+            sends: 10 + t,
+            host_cpu_cores: Some(0.5),
+            ..Default::default()
+        };
+        let mut rows: Vec<TimelineRow> = (0..4).map(row).collect();
+        // Shard 0 started 2 s after the merged origin: its second 0 is the merged second 2,
+        // its second 2 falls past the merged end and is dropped.
+        let source: Vec<TimelineRow> = (0..3)
+            .map(|t| TimelineRow {
+                t_s: t,
+                server_waiting: Some(t as f64),
+                gpu_power_w: Some(100.0 + t as f64),
+                host_cpu_cores: Some(9.0),
+                ..Default::default()
+            })
+            .collect();
+        splice_server_and_gpu(&mut rows, &source, 2);
+        let waiting: Vec<Option<f64>> = rows.iter().map(|r| r.server_waiting).collect();
+        assert_eq!(waiting, [None, None, Some(0.0), Some(1.0)]);
+        assert_eq!(rows[3].gpu_power_w, Some(101.0));
+        // Client and host columns are the merged run's own.
+        assert_eq!(rows[3].sends, 13);
+        assert_eq!(rows[3].host_cpu_cores, Some(0.5));
+        // A negative shift drops the source's first seconds.
+        let mut rows: Vec<TimelineRow> = (0..2).map(row).collect();
+        splice_server_and_gpu(&mut rows, &source, -1);
+        let waiting: Vec<Option<f64>> = rows.iter().map(|r| r.server_waiting).collect();
+        assert_eq!(waiting, [Some(1.0), Some(2.0)]);
     }
 }

@@ -445,6 +445,37 @@ fn guardrail_overheads_are_the_simulated_ones() {
         (45.0..100.0).contains(&total),
         "full guardrails add {total} ms end to end"
     );
+    // Draft 4.8.1: each configuration's filters, its refusals and the safety systems named.
+    let disclosure: Vec<(String, bool, bool, u64)> = r["disclosure"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["configuration"].as_str().unwrap().to_owned(),
+                d["input_filter"].as_bool().unwrap(),
+                d["output_filter"].as_bool().unwrap(),
+                d["refused_requests"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        disclosure,
+        [
+            ("baseline".to_owned(), false, false, 0),
+            ("input".to_owned(), true, false, 0),
+            ("output".to_owned(), false, true, 0),
+            ("full".to_owned(), true, true, 0),
+        ]
+    );
+    assert!(r["safety_systems"].as_str().unwrap().contains("simulator"));
+    let disclosed = v["compliance"]["requirements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["section"] == "4.8.1, 4.8.2")
+        .unwrap();
+    assert_eq!(disclosed["met"], true);
 }
 
 /// A budget too small for the plan stops the test between levels, keeps what it learned

@@ -65,7 +65,11 @@ pub enum Command {
     /// `bench serve` result JSON, AIPerf's profile exports.
     Export(ExportArgs),
     /// Freeze a load for several generators: the run options, seed, workload, schedule,
-    /// limits and a common start, cut into --shards shares (docs/scale-out.md).
+    /// limits and a common start, cut into --shards shares (docs/scale-out.md). --url is
+    /// required: every shard sends to the server the plan names.
+    #[command(
+        after_help = "--url is required here (a plan never starts the built-in simulator). Every run option above is frozen into the plan; each shard runs it with `servebench run --plan PLAN.json --shard i/N --out DIR`."
+    )]
     Plan(Box<PlanArgs>),
     /// Merge the run folders of a plan's shards into one run folder: every ordinal exactly
     /// once, clock offsets corrected, summarised like a single run.
@@ -784,17 +788,22 @@ pub struct PlanArgs {
     pub run: RunArgs,
     /// Number of shards (generators) the load is cut into; shard i sends the ordinals
     /// k mod N = i (closed loop: streams s mod N = i).
-    #[arg(long)]
+    #[arg(long, help_heading = "Plan")]
     pub shards: u32,
     /// Where to write the plan (JSON).
-    #[arg(short = 'o', long = "output", value_name = "PLAN.json")]
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "PLAN.json",
+        help_heading = "Plan"
+    )]
     pub output: PathBuf,
     /// The common start of the measured phase, this long after the plan is made: room for
     /// scheduling, image pulls, readiness and each shard's warm-up.
-    #[arg(long, default_value = "2m", value_parser = parse_duration)]
+    #[arg(long, default_value = "2m", value_parser = parse_duration, help_heading = "Plan")]
     pub start_in: Duration,
     /// The common start as Unix seconds (instead of --start-in).
-    #[arg(long, conflicts_with = "start_in")]
+    #[arg(long, conflicts_with = "start_in", help_heading = "Plan")]
     pub start_at: Option<f64>,
 }
 
