@@ -362,13 +362,15 @@ fn compliance(
         true,
         format!("{refused} refused (content filter or refusal) over every level"),
     );
-    c.should(
+    // "Names of safety systems if known": the tester states them, or states they are
+    // unknown; silence is what the draft rules out.
+    c.must(
         "4.8.1",
-        "names of the safety systems, when known",
+        "names of the safety systems, or that they are not known",
         r.safety_systems.is_some(),
-        r.safety_systems
-            .clone()
-            .unwrap_or_else(|| "not given (--safety-systems NAME)".into()),
+        r.safety_systems.clone().unwrap_or_else(|| {
+            "not stated: --safety-systems 'Llama Guard 3' (or 'unknown')".into()
+        }),
     );
     let filtered = |on: bool| {
         r.disclosure.iter().any(|d| {

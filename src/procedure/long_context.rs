@@ -202,13 +202,7 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
             // linear slope hides a marginal cost that grows with length, so say which it is.
             result
                 .us_per_input_token
-                .map(|u| if best == "linear" {
-                    format!(", ~{u:.0} µs per input token")
-                } else {
-                    format!(
-                        ", marginal cost grows with length (a straight line would average {u:.0} µs per input token)"
-                    )
-                })
+                .map(|u| per_token_cost(&result, u))
                 .unwrap_or_default(),
             result.rows.len(),
             result.rows.first().map_or(0, |r| r.context_tokens),
@@ -234,6 +228,44 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
             "output_tokens": output,
         }),
         stopped: stop.map(|e| e.to_string()),
+    }
+}
+
+/// How the cost of one more input token changes with length under the best-fitting model:
+/// a power law with k above 1 or a quadratic with a positive square term grows, below
+/// shrinks; `None` for a linear best fit (a constant cost per token).
+pub fn marginal_cost_trend(r: &LongContextResult) -> Option<&'static str> {
+    let best = r.best_fit.as_deref()?;
+    let model = r.fits.iter().find(|m| match m {
+        Model::Linear { .. } => best == "linear",
+        Model::Quadratic { .. } => best == "quadratic",
+        Model::PowerLaw { .. } => best == "power_law",
+    })?;
+    // Within 5 % of linear, a power law's marginal cost is constant for all practical lengths.
+    let trend = |curvature: f64, flat: f64| {
+        if curvature > flat {
+            "grows"
+        } else if curvature < -flat {
+            "shrinks"
+        } else {
+            "stays about constant"
+        }
+    };
+    match *model {
+        Model::Linear { .. } => None,
+        Model::PowerLaw { k, .. } => Some(trend(k - 1.0, 0.05)),
+        Model::Quadratic { c, .. } => Some(trend(c, 0.0)),
+    }
+}
+
+/// The per-token cost in words: the linear slope as the cost per input token when the best
+/// fit is linear; otherwise how the marginal cost changes, with the slope as an average.
+pub fn per_token_cost(r: &LongContextResult, us_per_token: f64) -> String {
+    match marginal_cost_trend(r) {
+        None => format!(", ~{us_per_token:.0} µs per input token"),
+        Some(trend) => format!(
+            ", the marginal cost per input token {trend} with length (a straight line would average {us_per_token:.0} µs per token)"
+        ),
     }
 }
 
@@ -292,6 +324,48 @@ fn compliance(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_marginal_cost_follows_the_best_models_curvature() {
+        use super::{marginal_cost_trend, per_token_cost, LongContextResult};
+        use crate::stats::fit::Model;
+        let with = |best: &str, fits: Vec<Model>| LongContextResult {
+            best_fit: Some(best.into()),
+            fits,
+            ..Default::default()
+        };
+        let linear = Model::Linear { a: 10.0, b: 0.068 };
+        // 100, 200, 400 ms at 1K, 4K, 16K tokens: a power law with k = 0.5, cheaper per
+        // token as prompts grow.
+        let sublinear = with(
+            "power_law",
+            vec![linear, Model::PowerLaw { a: 3.16, k: 0.5 }],
+        );
+        assert_eq!(marginal_cost_trend(&sublinear), Some("shrinks"));
+        let superlinear = with("power_law", vec![Model::PowerLaw { a: 0.01, k: 1.3 }]);
+        assert_eq!(marginal_cost_trend(&superlinear), Some("grows"));
+        let nearly = with("power_law", vec![Model::PowerLaw { a: 0.07, k: 0.97 }]);
+        assert_eq!(marginal_cost_trend(&nearly), Some("stays about constant"));
+        let quad = with(
+            "quadratic",
+            vec![
+                linear,
+                Model::Quadratic {
+                    a: 1.0,
+                    b: 0.05,
+                    c: 1e-6,
+                },
+            ],
+        );
+        assert_eq!(marginal_cost_trend(&quad), Some("grows"));
+        let lin = with("linear", vec![linear]);
+        assert_eq!(marginal_cost_trend(&lin), None);
+        assert_eq!(per_token_cost(&lin, 68.2), ", ~68 µs per input token");
+        assert_eq!(
+            per_token_cost(&sublinear, 20.0),
+            ", the marginal cost per input token shrinks with length (a straight line would average 20 µs per token)"
+        );
+    }
 
     #[test]
     fn default_lengths_double_up_to_the_limit() {

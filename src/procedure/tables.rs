@@ -580,11 +580,9 @@ fn long_context(r: &TestReport, out: &mut Parts) {
                 .map(|k| format!("{k:.2}"))
                 .unwrap_or_else(|| "-".into()),
             x.us_per_input_token
-                .map(|u| if best == "linear" {
-                    format!("~{u:.0} µs per input token")
-                } else {
-                    format!("linear slope {u:.0} µs per input token (the marginal cost grows with length)")
-                })
+                .map(|u| super::long_context::per_token_cost(&x, u)
+                    .trim_start_matches(", ")
+                    .to_owned())
                 .unwrap_or_default()
         ));
     }

@@ -93,7 +93,8 @@ pub struct ProcedureArgs {
     #[arg(long = "target", value_name = "NAME=URL")]
     pub targets: Vec<String>,
     /// Guardrails (5.10): the safety systems of the filtered configurations, e.g.
-    /// 'Llama Guard 3 (input and output)'; the report names them (draft 4.8.1).
+    /// 'Llama Guard 3 (input and output)', or 'unknown'; the report must name them
+    /// (draft 4.8.1).
     #[arg(long, value_name = "TEXT")]
     pub safety_systems: Option<String>,
     /// Prefix cache (5.7): compose earlier runs instead of running, off=RUN_DIR and
