@@ -50,13 +50,27 @@ fn output_delay_trick_lowers_tail_tbt_but_not_user_idle_time() {
             &temp_dir(name),
         ));
         let e = summarize(&out.records, &opts).experience;
-        (s.itl_ms.unwrap().p99, e.user_idle_ms.unwrap().mean)
+        // The tail of the gaps as the share above 13 ms: unsmoothed 10 ± 9 ms gaps put about
+        // a third there, gaps held to 12 ms almost none. (A P99 compares the ~10th-longest
+        // of ~950 gaps, which a few stalls of a loaded machine move either way.)
+        let gaps: Vec<f64> = out
+            .records
+            .iter()
+            .filter(|r| r.phase == servebench::record::Phase::Measure)
+            .flat_map(|r| {
+                r.chunks
+                    .windows(2)
+                    .map(|w| w[1].at.saturating_sub(w[0].at) as f64 / 1e6)
+            })
+            .collect();
+        let long = gaps.iter().filter(|&&g| g > 13.0).count() as f64 / gaps.len() as f64;
+        (long, s.itl_ms.unwrap().p99, e.user_idle_ms.unwrap().mean)
     };
-    let (raw_tbt, raw_idle) = measure(0.0, "trick-raw");
-    let (smooth_tbt, smooth_idle) = measure(12.0, "trick-smooth");
+    let (raw_long, raw_p99, raw_idle) = measure(0.0, "trick-raw");
+    let (smooth_long, smooth_p99, smooth_idle) = measure(12.0, "trick-smooth");
     assert!(
-        smooth_tbt < raw_tbt,
-        "the trick lowers tail TBT: {raw_tbt} -> {smooth_tbt} ms"
+        smooth_long < raw_long / 2.0,
+        "the trick lowers tail TBT: gaps over 13 ms {raw_long:.3} -> {smooth_long:.3} (P99 {raw_p99} -> {smooth_p99} ms)"
     );
     assert!(
         smooth_idle >= raw_idle,

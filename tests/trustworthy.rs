@@ -8,12 +8,13 @@ use servebench::record::{FailureKind, Phase};
 use servebench::sim::{SimConfig, SimServer};
 use std::time::{Duration, Instant};
 
-/// Busy-waits (with a deadline) until `f` holds.
+/// Polls (with a deadline) until `f` holds.
 fn wait_until(what: &str, deadline: Duration, mut f: impl FnMut() -> bool) {
     let start = Instant::now();
     while !f() {
         assert!(start.elapsed() < deadline, "timed out waiting for {what}");
-        std::thread::yield_now();
+        // Poll, leaving the cores to the servers under test.
+        std::thread::sleep(std::time::Duration::from_millis(1));
     }
 }
 
@@ -183,9 +184,13 @@ fn fluidity_judges_two_loads_against_the_same_isolated_deadline() {
             .predict_ms(256.0)
     };
     let (dp_low, dp_high) = (dp(&low_out), dp(&high_out));
+    // Queueing moves the saturated run's TTFT by far more than it moves D_p: a deadline
+    // fitted from each run's own TTFTs would move with it. (Each profile is a handful of
+    // isolated requests, so the two D_p differ by timing noise, not by the load.)
+    let queueing_ms = high.ttft_ms.unwrap().p50 - low.ttft_ms.unwrap().p50;
     assert!(
-        (dp_low / dp_high - 1.0).abs() < 0.15,
-        "same server, same isolated D_p: {dp_low} vs {dp_high}"
+        queueing_ms > 0.0 && (dp_low - dp_high).abs() < 0.25 * queueing_ms,
+        "same server, same isolated D_p: {dp_low} vs {dp_high}, queueing {queueing_ms} ms"
     );
     // Profile records are kept, apart from the measured ones.
     assert!(high_out.records.iter().any(|r| r.phase == Phase::Profile));
@@ -248,7 +253,8 @@ fn reasoning_tokens_count_as_output() {
         assert_eq!(r.chunks.len(), 8, "8 answer chunks");
         assert_eq!(r.reasoning_chunks.len(), 12);
         // TTFT is the first answer token; reasoning came first.
-        assert!(r.first_reasoning_at().unwrap() < r.first_token_at().unwrap());
+        // (Equal when a late simulator sent both in one read: one kernel stamp.)
+        assert!(r.first_reasoning_at().unwrap() <= r.first_token_at().unwrap());
         // TPOT spans the answer only: (last answer − first answer) over its 7 gaps, not over
         // the 19 gaps of every generated token. Exact from the record's own stamps (no
         // assertion on how fast the simulator paced them).

@@ -71,7 +71,7 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
         ),
         _ => format!("no concurrency met the criteria ({})", result.search),
     };
-    let compliance = compliance(&s, o, &result, min_s, per_slot);
+    let compliance = compliance(&s, o, &result, per_slot);
     Finding {
         answered: result.max_concurrency.is_some(),
         levels: s.levels,
@@ -235,7 +235,6 @@ fn compliance(
     s: &Session,
     o: &Options,
     r: &CapacityResult,
-    min_s: f64,
     per_slot: f64,
 ) -> super::compliance::Compliance {
     let mut c = Checklist::default();

@@ -163,9 +163,19 @@ fn throughput_search_finds_the_analytic_capacity() {
     // and completion balance can already fire, more so on a loaded machine where the
     // simulator itself runs slower. Above the capacity (beyond noise) would be wrong, and so
     // would far below it.
+    // A loaded machine slows the simulated engine (it never speeds it up), so the floor is
+    // taken from what the engine really completed at the failing level when that is lower.
+    let failing_rate = r["failing_rate_per_s"].as_f64().unwrap();
+    let achieved_when_failing = v["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["verdict"] == "fail" && l["load"]["rate_per_s"].as_f64() == Some(failing_rate))
+        .and_then(|l| l["summary"]["steady_state"]["requests_per_s"].as_f64())
+        .unwrap_or(cap);
     assert!(
-        found <= cap * 1.10 && found >= cap * 0.85,
-        "found {found:.2} req/s, analytic {cap:.2} req/s ({prompt:.0}-token prompts)"
+        found <= cap * 1.10 && found >= cap.min(achieved_when_failing) * 0.85,
+        "found {found:.2} req/s, analytic {cap:.2} req/s ({prompt:.0}-token prompts), {achieved_when_failing:.2} completed per second at the failing rate"
     );
     assert!(r["max_output_tokens_per_s"].as_f64().unwrap() > 0.0);
     assert!(r["max_requests_per_s"].as_f64().unwrap() > 0.0);
@@ -366,7 +376,9 @@ fn oversubscription_shows_preemptions() {
 /// 5.9: prefill attention makes TTFT grow faster than the prompt.
 #[test]
 fn long_context_is_superlinear() {
-    let (dir, sim) = sim_toml("proc-long", "preset = \"cpu-tiny\"\ntime_scale = 20.0\n");
+    // 10× rather than 20×: the shortest prompt's TTFT (~34 ms) then dwarfs the few ms a
+    // loaded machine adds, which would flatten the fitted exponent.
+    let (dir, sim) = sim_toml("proc-long", "preset = \"cpu-tiny\"\ntime_scale = 10.0\n");
     let v = test(
         &dir,
         &[
