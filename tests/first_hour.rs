@@ -409,10 +409,11 @@ fn an_overloaded_server_is_named_and_the_generator_is_not_blamed() {
         w,
         servebench::metrics::warnings::Warning::ServerSaturated { .. }
     )));
-    // The generator's own lateness is a rounding error next to the server's queueing (the
-    // machine may be busy with other tests, so no absolute bound is asserted).
+    // The generator's typical lateness is a rounding error next to the server's queueing
+    // (the machine may be busy with other tests, so no absolute bound is asserted, and the
+    // median rather than the P99, which one descheduled dispatch can set).
     let g = generator(&out);
-    let lag = g.dispatch_lag_ms.unwrap().p99;
+    let lag = g.dispatch_lag_ms.unwrap().p50;
     let queued = s.ttft_from_schedule_ms.unwrap().p50;
     assert!(
         lag * 10.0 < queued,

@@ -72,15 +72,15 @@ fn the_waiting_queue_grows_past_capacity() {
         0,
     )
     .unwrap();
-    let (out, s) = run(&config(
+    let mut cfg = config(
         &sim.base_url(),
         &[
             "--rate",
             "60",
             "--arrival",
             "constant",
-            // The collector samples at 1 Hz and the trend needs p < 0.01: 7 s gives 5 or 6
-            // samples in the steady window (4 s gave 3 or 4, too few to be sure either way).
+            // The trend needs p < 0.01: at the 1 Hz default 7 s gave only 5 or 6 samples in
+            // the steady window, so the collector samples every 250 ms here (~22 samples).
             "--duration",
             "7s",
             "--grace",
@@ -93,7 +93,9 @@ fn the_waiting_queue_grows_past_capacity() {
             "64",
         ],
         &temp_dir("telemetry-queue"),
-    ));
+    );
+    cfg.telemetry.interval_s = 0.25;
+    let (out, s) = run(&cfg);
     let t = summarize(
         &out.telemetry,
         s.window.start,
