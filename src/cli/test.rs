@@ -409,6 +409,11 @@ fn setup(
     for label in &args.output.labels {
         crate::store::history::check_label(label).context("--label")?;
     }
+    if args.load.max_concurrency.is_some() {
+        // The levels are the procedure's loads: open-loop levels are unbounded, as the draft's
+        // open loop is (4.2), and closed-loop levels set their own concurrency.
+        eprintln!("warning: --max-concurrency is not used by tests: each level's load is the procedure's (open-loop levels have no in-flight cap)");
+    }
     let targets = named(&p.targets, "--target")?;
     let from = named(&p.from, "--from")?;
     for (_, dir) in &from {

@@ -263,10 +263,13 @@ fn charts(r: &TestReport) -> Vec<(Chart, String)> {
                     .iter()
                     .filter_map(|l| Some((l.share * 100.0, l.ttft_p99_ms?)))
                     .collect();
-                let chart = Chart::new("memory-pressure", "P99 TTFT against KV oversubscription")
-                    .x_axis("load as a share of the KV capacity", Unit::Percent)
-                    .y_axis("TTFT P99", Unit::Ms)
-                    .series(Series::line("TTFT P99", points));
+                let chart = Chart::new(
+                    "memory-pressure",
+                    "P99 TTFT against oversubscription of the concurrent capacity",
+                )
+                .x_axis("concurrency, % of the 5.5 capacity", Unit::Percent)
+                .y_axis("TTFT P99", Unit::Ms)
+                .series(Series::line("TTFT P99", points));
                 out.push((
                     chart,
                     "Past 100 % the cache cannot hold every sequence: preemptions and \

@@ -17,6 +17,15 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// How `run`'s options read inside a test (the help of `test` and `suite`).
+const TEST_RUN_OPTIONS: &str =
+    "Run options inside a test: the target, workload, request body, SLO, telemetry and output \
+options apply to every level. --duration is each level's length (as --level-duration), not \
+the whole test's: --budget bounds the whole test. --requests is the count of the \
+single-level tests (ttft: default 10,000, the draft's count behind P99.9; prefix-cache: \
+per configuration). --rate/--concurrency set the load of ttft and prefix-cache; the \
+searches and sweeps choose their own loads. --max-concurrency is not used.";
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Benchmark a streaming endpoint: OpenAI chat, completions or responses, Anthropic
@@ -40,9 +49,11 @@ pub enum Command {
     /// Run one of the draft's benchmarking tests (section 5) as a procedure: load levels,
     /// each a run folder, read for the test's answer; writes test.json and the draft's
     /// tables (docs/procedures.md).
+    #[command(after_help = TEST_RUN_OPTIONS)]
     Test(Box<TestArgs>),
     /// Run every test that applies to one target, one folder each, and a suite.json
     /// with every answer (the draft's full report, Appendix C.2).
+    #[command(after_help = TEST_RUN_OPTIONS)]
     Suite(Box<SuiteArgs>),
     /// List indexed runs, newest first, with their key figures (docs/history.md).
     History(HistoryArgs),
@@ -273,8 +284,8 @@ pub enum SutBoundaryArg {
 #[command(next_help_heading = "Target")]
 pub struct TargetArgs {
     /// Base URL of the server, e.g. http://127.0.0.1:8000/v1 (any base path is kept;
-    /// `user:pass@` is sent as Basic auth). Without it, servebench starts its built-in
-    /// simulator and says so.
+    /// `user:pass@` is sent as Basic auth). Without it, `run`, `test` and `suite` start the
+    /// built-in simulator and say so; `plan` requires it.
     #[arg(long)]
     pub url: Option<String>,
     /// Model name to request. Default: the first model the server lists at /models (the
@@ -800,7 +811,7 @@ pub struct PlanArgs {
     pub output: PathBuf,
     /// The common start of the measured phase, this long after the plan is made: room for
     /// scheduling, image pulls, readiness and each shard's warm-up.
-    #[arg(long, default_value = "2m", value_parser = parse_duration, help_heading = "Plan")]
+    #[arg(long, default_value = "5m", value_parser = parse_duration, help_heading = "Plan")]
     pub start_in: Duration,
     /// The common start as Unix seconds (instead of --start-in).
     #[arg(long, conflicts_with = "start_in", help_heading = "Plan")]

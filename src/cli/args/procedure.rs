@@ -49,8 +49,8 @@ pub struct ProcedureArgs {
     /// Throughput (5.2) in closed loop: search concurrency instead of rate.
     #[arg(long)]
     pub closed_loop: bool,
-    /// Known capacity, requests per second: levels are shares of it and the estimate is
-    /// skipped (curve, ITL, fairness, TTFT).
+    /// Known capacity, requests per second: the closed-loop estimate is skipped (throughput:
+    /// the first rate tried; curve, ITL, fairness, TTFT: the base of their load shares).
     #[arg(long)]
     pub capacity: Option<f64>,
     /// Known concurrent capacity (memory pressure then skips the 5.5 search).

@@ -92,7 +92,7 @@ pub struct CompareArgs {
     /// Differences within this share of the baseline count as none: `5%` or `0.05`.
     #[arg(long, default_value = "5%", value_parser = parse_share)]
     pub tolerance: f64,
-    /// The comparison as JSON (the `ComparisonReport`) instead of tables.
+    /// The comparison as JSON instead of tables (fields in docs/compare.md).
     #[arg(long)]
     pub json: bool,
     /// Also write the comparison page as Markdown to FILE (tables; charts referenced).
