@@ -295,12 +295,18 @@ fn duration_limit_stops_sending_and_drains() {
             .map(|r| r.scheduled_at.unwrap_or(r.queued_at))
             .min()
             .unwrap();
-        for r in &out.records {
-            let planned = r.scheduled_at.unwrap_or(r.queued_at);
-            assert!(
-                planned - first < 400_000_000 + 5_000_000,
-                "{name}: nothing planned after the limit"
-            );
-        }
+        let late = out
+            .records
+            .iter()
+            .filter(|r| r.scheduled_at.unwrap_or(r.queued_at) - first >= 400_000_000 + 5_000_000)
+            .count();
+        // Open loop: the plan's times, none after the limit. Closed loop: a worker checks the
+        // limit, then takes its next request and stamps it, so a worker descheduled between
+        // the two may stamp one request just past the limit: at most one per worker.
+        let allowed = if name == "closed" { 4 } else { 0 };
+        assert!(
+            late <= allowed,
+            "{name}: {late} requests planned after the limit"
+        );
     }
 }

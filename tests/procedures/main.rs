@@ -191,15 +191,17 @@ fn throughput_search_finds_the_analytic_capacity() {
 
 /// The 5.5 search on `cpu-tiny` (4 batch slots): with a TTFT bound between a batch's
 /// prefill and a whole batch cycle, the fifth concurrent request must wait a cycle, so the
-/// capacity is exactly the slots.
+/// capacity is exactly the slots. At 10× rather than 20× the margins on both sides of the
+/// bound are twice as many milliseconds, while what a loaded machine adds stays the same
+/// (the levels' length is set by their minimum, so the test takes no longer).
 #[test]
 fn capacity_search_finds_the_batch_slots() {
     let (dir, sim) = sim_toml(
         "proc-capacity",
-        "preset = \"cpu-tiny\"\ntime_scale = 20.0\n",
+        "preset = \"cpu-tiny\"\ntime_scale = 10.0\n",
     );
     let mut cfg = SimConfig::preset("cpu-tiny").unwrap();
-    cfg.time_scale = 20.0;
+    cfg.time_scale = 10.0;
     let slots = cfg.capacity(256, 64).unwrap().batch_slots;
     let v = test(
         &dir,
@@ -215,7 +217,7 @@ fn capacity_search_finds_the_batch_slots() {
             "--ignore-eos",
             "true",
             "--slo",
-            "ttft_ms<=90",
+            "ttft_ms<=180",
             "--slo-target",
             "0.95",
         ],
