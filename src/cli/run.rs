@@ -584,6 +584,8 @@ pub fn ready(args: &RunArgs) -> Result<std::result::Result<Ready, u8>> {
                 ),
             };
             let server = SimServer::spawn(cfg, 0).context("starting the built-in simulator")?;
+            // Nothing here reads the simulator's truth: keeping it would grow with the run.
+            server.truth().keep_at_most(0);
             let url = match resolved.config.target.endpoint {
                 crate::config::Endpoint::Grpc => server.grpc_url(),
                 _ => server.base_url(),

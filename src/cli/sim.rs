@@ -32,6 +32,9 @@ pub fn serve(args: SimArgs) -> Result<u8> {
     }
     let server = SimServer::spawn_on(config, SocketAddr::new(ip, args.port), args.threads)
         .with_context(|| format!("binding {ip}:{}", args.port))?;
+    // A standalone server keeps no truth in memory (it would grow with every request served);
+    // --truth-log writes it to a file instead.
+    server.truth().keep_at_most(0);
     if let Some(path) = &args.truth_log {
         server
             .truth()

@@ -482,6 +482,7 @@ fn setup(
             cfg.input_guardrail_ms = input_ms;
             cfg.output_guardrail_ms = output_ms;
             let server = SimServer::spawn(cfg, 0).context("starting a simulator")?;
+            server.truth().keep_at_most(0);
             extra.push((name.into(), server.base_url()));
             sims.push(server);
         }

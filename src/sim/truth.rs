@@ -106,6 +106,16 @@ impl TruthLog {
         }
     }
 
+    /// Keeps at most `capacity` records in memory (0: none; records still go to the file of
+    /// [`TruthLog::log_to`]). A server nobody reads the truth of in process (`servebench
+    /// sim`, the built-in target of `run` and `test`) keeps none, so a long run does not grow
+    /// by every token's time.
+    pub fn keep_at_most(&self, capacity: usize) {
+        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        g.capacity = capacity;
+        g.records.truncate(capacity);
+    }
+
     /// Also writes every record as a JSON line to `path`.
     pub fn log_to(&self, path: &std::path::Path) -> std::io::Result<()> {
         let f = std::fs::File::create(path)?;
@@ -158,5 +168,26 @@ impl TruthLog {
     /// Takes the records logged so far.
     pub fn take(&self) -> Vec<TruthRecord> {
         std::mem::take(&mut self.inner.lock().unwrap_or_else(|e| e.into_inner()).records)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{TruthLog, TruthRecord};
+
+    #[test]
+    fn a_log_keeping_nothing_still_writes_its_file() {
+        let log = TruthLog::new(1_000_000);
+        log.push(TruthRecord::default());
+        log.keep_at_most(0);
+        assert!(log.is_empty(), "what was kept is let go");
+        let path = std::env::temp_dir().join(format!("truth-{}.jsonl", std::process::id()));
+        log.log_to(&path).unwrap();
+        log.push(TruthRecord::default());
+        log.push(TruthRecord::default());
+        assert!(log.is_empty());
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 2);
+        let _ = std::fs::remove_file(&path);
     }
 }
