@@ -230,6 +230,45 @@ fn error_events_mid_stream_fail_the_request_in_every_api() {
     }
 }
 
+/// A content filter's refusal part-way, in each API's own form (chat's `refusal` delta and
+/// `content_filter`, Responses' `response.refusal.delta`, Messages' `stop_reason: refusal`):
+/// a failed record of kind `refused`, counted as such in the summary (what the guardrail
+/// test discloses), with the tokens before it kept.
+#[test]
+fn refusals_fail_the_request_as_refused_in_every_api_that_has_them() {
+    for endpoint in ["chat", "completions", "responses", "messages"] {
+        let sim = SimServer::spawn(
+            SimConfig {
+                faults: Faults {
+                    refusal_rate: 1.0,
+                    ..Default::default()
+                },
+                ..SimConfig::fixed(2.0, 1.0)
+            },
+            0,
+        )
+        .unwrap();
+        let (records, s, truth, _) = drive("refusals", &sim, endpoint, 8, 12);
+        assert_eq!(
+            s.requests.failed_by_kind.get("refused"),
+            Some(&8),
+            "{endpoint}: {:?}",
+            s.requests.failed_by_kind
+        );
+        for r in &records {
+            assert_eq!(
+                r.outcome.failure_kind(),
+                Some(FailureKind::Refused),
+                "{endpoint}"
+            );
+            if let Some(t) = r.response_id.as_ref().and_then(|id| truth.get(id)) {
+                assert!(t.refused, "{endpoint}");
+                assert_eq!(r.chunks.len(), t.chunk_writes.len(), "{endpoint}");
+            }
+        }
+    }
+}
+
 /// `servebench run --endpoint X` against the built-in simulator works for every API, and
 /// the report and run.json name the API and its protocol.
 #[test]

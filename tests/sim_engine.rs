@@ -332,6 +332,7 @@ fn fault_injection_produces_each_failure_kind() {
             stall_ms: 60_000.0,
             malformed_rate: 0.15,
             error_event_rate: 0.0,
+            refusal_rate: 0.0,
         },
         ..preset("fast", 1.0)
     };

@@ -91,6 +91,11 @@ pub struct Faults {
     /// Share of streams that end part-way with an error event in their API's form
     /// (`{"error": ...}`, Responses `error`, Anthropic `event: error`, TGI `error_type`).
     pub error_event_rate: f64,
+    /// Share of streams a stand-in content filter refuses part-way, in the API's own form:
+    /// a `refusal` delta with `finish_reason: content_filter` (chat), `content_filter`
+    /// (completions), `response.refusal.delta` (Responses), `stop_reason: refusal`
+    /// (Messages). The other APIs have no refusal form and ignore it.
+    pub refusal_rate: f64,
 }
 
 /// Everything the simulator does.

@@ -392,6 +392,7 @@ struct RequestFaults {
     stall_at: Option<u32>,
     malformed_at: Option<u32>,
     error_event_at: Option<u32>,
+    refusal_at: Option<u32>,
 }
 
 fn draw_faults(cfg: &SimConfig, rng: &mut ChaCha8Rng, n: u32) -> RequestFaults {
@@ -425,6 +426,10 @@ fn draw_faults(cfg: &SimConfig, rng: &mut ChaCha8Rng, n: u32) -> RequestFaults {
     // Drawn after the others, so adding it left every earlier configuration's draws alone.
     if f.error_event_rate > 0.0 && rng.random::<f64>() < f.error_event_rate {
         out.error_event_at = Some(at);
+    }
+    // Likewise drawn last, and only when configured, so earlier draws stay as they were.
+    if f.refusal_rate > 0.0 && rng.random::<f64>() < f.refusal_rate {
+        out.refusal_at = Some(at);
     }
     out
 }
@@ -714,6 +719,15 @@ async fn answer(
                     w.chunk(out.as_bytes()).await?;
                     w.end_stream().await?;
                     truth.error_event = true;
+                    truth.completion_tokens = before;
+                    return Ok(true);
+                }
+                if hits(faults.refusal_at) && wr.refusal(&mut out, before) {
+                    // The tokens before this write were delivered; the filter then refuses
+                    // in the API's own form and the stream ends normally.
+                    w.chunk(out.as_bytes()).await?;
+                    w.end_stream().await?;
+                    truth.refused = true;
                     truth.completion_tokens = before;
                     return Ok(true);
                 }

@@ -27,6 +27,8 @@ pub struct TruthRecord {
     pub cut: bool,
     /// The stream ended with an injected error event.
     pub error_event: bool,
+    /// The stand-in content filter refused the request part-way (`faults.refusal_rate`).
+    pub refused: bool,
 }
 
 impl Default for TruthRecord {
@@ -44,6 +46,7 @@ impl Default for TruthRecord {
             status: 200,
             cut: false,
             error_event: false,
+            refused: false,
         }
     }
 }
@@ -74,6 +77,7 @@ impl TruthRecord {
             "status": self.status,
             "cut": self.cut,
             "error_event": self.error_event,
+            "refused": self.refused,
         })
     }
 }

@@ -521,6 +521,49 @@ impl StreamWriter {
         }
     }
 
+    /// A content filter's refusal after `sent` tokens, in the API's own form, ending the
+    /// stream (fault injection). `false`, writing nothing, for the APIs without one.
+    pub fn refusal(&mut self, out: &mut String, sent: u32) -> bool {
+        const REFUSAL: &str = "I can't help with that.";
+        match self.api {
+            SimApi::Chat => {
+                let body = format!("\"delta\":{{\"refusal\":\"{REFUSAL}\"}}");
+                self.chat_chunk(out, &body, Some("content_filter"), None);
+                self.end(out, sent, false, None);
+            }
+            SimApi::Completions => {
+                self.chat_chunk(out, "\"text\":\"\"", Some("content_filter"), None);
+                self.end(out, sent, false, None);
+            }
+            SimApi::Responses => {
+                let id = format!("msg_{}", self.id);
+                self.typed(
+                    out,
+                    "response.refusal.delta",
+                    format_args!("\"item_id\":\"{id}\",\"output_index\":0,\"content_index\":0,\"delta\":\"{REFUSAL}\""),
+                );
+                self.end(out, sent, false, None);
+            }
+            SimApi::Messages => {
+                if self.block.is_some() {
+                    let _ = write!(
+                        out,
+                        "event: content_block_stop\ndata: {{\"type\":\"content_block_stop\",\"index\":{}}}\n\n",
+                        self.next_index - 1
+                    );
+                }
+                let _ = write!(
+                    out,
+                    "event: message_delta\ndata: {{\"type\":\"message_delta\",\"delta\":{{\"stop_reason\":\"refusal\",\"stop_sequence\":null}},\"usage\":{{\"output_tokens\":{sent}}}}}\n\nevent: message_stop\ndata: {{\"type\":\"message_stop\"}}\n\n"
+                );
+            }
+            SimApi::Llamacpp | SimApi::Tgi | SimApi::Sglang | SimApi::Grpc | SimApi::Websocket => {
+                return false
+            }
+        }
+        true
+    }
+
     /// An error reported inside the stream, in the API's own form (fault injection).
     pub fn error_event(&mut self, out: &mut String, message: &str) {
         match self.api {
@@ -735,6 +778,37 @@ mod tests {
             });
             assert_eq!(errors.len(), 1, "{api:?}");
             assert!(errors[0].contains("boom"), "{api:?}: {errors:?}");
+        }
+    }
+
+    #[test]
+    fn refusals_read_back_as_refusals_where_the_api_has_one() {
+        for (api, endpoint) in [
+            (SimApi::Chat, Endpoint::Chat),
+            (SimApi::Completions, Endpoint::Completions),
+            (SimApi::Responses, Endpoint::Responses),
+            (SimApi::Messages, Endpoint::Messages),
+        ] {
+            let mut w = writer(api, 0);
+            let mut out = String::new();
+            w.start(&mut out);
+            w.tokens(&mut out, " a", 1, 0, 3);
+            assert!(w.refusal(&mut out, 1), "{api:?}");
+            let mut parser = parser_for(endpoint);
+            let (mut refused, mut done, mut errors) = (false, false, 0);
+            SseParser::new().feed(out.as_bytes(), |e| {
+                let ev = parser.parse(e.event, e.data).unwrap();
+                refused |= ev.refusal || ev.finish_reason.as_deref() == Some("content_filter");
+                done |= ev.done;
+                errors += usize::from(ev.error.is_some());
+                true
+            });
+            assert!(refused && done && errors == 0, "{api:?}: {out}");
+        }
+        for api in [SimApi::Llamacpp, SimApi::Tgi, SimApi::Sglang] {
+            let mut out = String::new();
+            assert!(!writer(api, 0).refusal(&mut out, 1), "{api:?}");
+            assert!(out.is_empty());
         }
     }
 
