@@ -466,11 +466,13 @@ fn setup(
     if guardrail_sims {
         // The simulator with each configuration of guardrails: the input filter delays
         // queueing, the output filter holds every token (docs/procedures.md).
-        for (name, input_ms, output_ms) in [
-            ("baseline", 0.0, 0.0),
-            ("input", 40.0, 0.0),
-            ("output", 0.0, 20.0),
-            ("full", 40.0, 20.0),
+        // The output filter also refuses 2 % of answers part-way, as a real one would now
+        // and then, so the disclosure's refusal counts have something to count.
+        for (name, input_ms, output_ms, refusal_rate) in [
+            ("baseline", 0.0, 0.0, 0.0),
+            ("input", 40.0, 0.0, 0.0),
+            ("output", 0.0, 20.0, 0.02),
+            ("full", 40.0, 20.0, 0.02),
         ] {
             let mut cfg = super::args::sim_config(
                 &args.sim.sim_preset,
@@ -481,12 +483,13 @@ fn setup(
             cfg.seed = args.workload.seed;
             cfg.input_guardrail_ms = input_ms;
             cfg.output_guardrail_ms = output_ms;
+            cfg.faults.refusal_rate = refusal_rate;
             let server = SimServer::spawn(cfg, 0).context("starting a simulator")?;
             server.truth().keep_at_most(0);
             extra.push((name.into(), server.base_url()));
             sims.push(server);
         }
-        eprintln!("No --target given: the guardrail test compares four built-in simulators (baseline; input filter +40 ms; output filter +20 ms per token; full).");
+        eprintln!("No --target given: the guardrail test compares four built-in simulators (baseline; input filter +40 ms; output filter +20 ms per token, refusing 2 % of answers; full).");
     }
     for (name, url) in &extra {
         let mut a = args.clone();
@@ -503,7 +506,7 @@ fn setup(
     options.targets = extra.iter().map(|(n, _)| n.clone()).collect();
     if guardrail_sims && options.safety_systems.is_none() {
         options.safety_systems = Some(
-            "the built-in simulator's stand-in filters (input +40 ms before queueing, output +20 ms per token)".into(),
+            "the built-in simulator's stand-in filters (input +40 ms before queueing; output +20 ms per token, refusing 2 % of answers part-way)".into(),
         );
     }
     Ok(Ok(Setup {
