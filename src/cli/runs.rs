@@ -45,6 +45,10 @@ impl LazyHistory {
         if kind == Kind::Run {
             return Ok(vec![path]);
         }
+        // A test still in its folder stands for its answer's levels, as when named by path.
+        if let Ok(folder @ Folder::Test { .. }) = classify(&path) {
+            return Ok(folder.runs());
+        }
         let levels = self.get()?.list(&Filter {
             parent_test: Some(id),
             kind: Some(Kind::Run),
@@ -78,7 +82,8 @@ pub fn resolve(arg: &str, history: &mut LazyHistory) -> Result<Group> {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| arg.to_owned());
         let name = match &folder {
-            Folder::Test { .. } => format!("{name} (test)"),
+            Folder::Test { answer: true, .. } => format!("{name} (test answer)"),
+            Folder::Test { .. } => format!("{name} (test, every level)"),
             _ => name,
         };
         return Ok(Group {

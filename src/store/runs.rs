@@ -4,9 +4,11 @@
 //!
 //! A folder is one of three things: a run folder (`run.json`), a test folder (`test.json`
 //! and one run folder per load level), or a plain folder of run folders (one system's
-//! repeated runs). For now a test folder counts as the list of its level runs, read from
-//! `test.json`'s `levels[].run` when it lists them, else from its subfolders that hold a
-//! `run.json`; a comparison that understands levels can later take [`Folder::Test`] apart.
+//! repeated runs). A test folder stands for the level runs that hold its answer when the
+//! test names them (throughput's sustainable level, capacity's highest passing concurrency,
+//! ttft's measured run): those are what "is A faster than B" compares. A sweep's answer is
+//! all of its levels (curve, ITL, …), read from `test.json`'s `levels[].run` when it lists
+//! them, else from its subfolders that hold a `run.json`.
 
 use crate::record::wire::WireRecord;
 use crate::report::RunReport;
@@ -18,8 +20,13 @@ use std::path::{Path, PathBuf};
 pub enum Folder {
     /// A run folder.
     Run(PathBuf),
-    /// A test procedure's folder and its level runs, in order.
-    Test { dir: PathBuf, runs: Vec<PathBuf> },
+    /// A test procedure's folder and its level runs, in order: the answer's level runs
+    /// when the test names them (`answer`), else every level.
+    Test {
+        dir: PathBuf,
+        runs: Vec<PathBuf>,
+        answer: bool,
+    },
     /// A plain folder and the run folders directly inside it, sorted by name.
     Group { dir: PathBuf, runs: Vec<PathBuf> },
 }
@@ -47,14 +54,63 @@ pub fn run_subfolders(dir: &Path) -> Vec<String> {
     names
 }
 
-/// The level runs of a test folder: `test.json`'s `levels[].run` (relative to the folder)
-/// when it lists them, else its subfolders holding a `run.json`.
-pub fn test_levels(dir: &Path) -> Result<Vec<PathBuf>> {
+/// Indices in `levels` of the runs that hold a test's answer, when the test names them:
+/// throughput's `sustainable_level`, capacity's passing level at `max_concurrency` (the
+/// last, if extended), ttft's `measure` level. `None` for the other tests and for a test
+/// with no answer. Pure.
+pub fn answer_levels(doc: &serde_json::Value) -> Option<Vec<usize>> {
+    let levels = doc.get("levels")?.as_array()?;
+    let result = doc.get("result")?;
+    let picked: Vec<usize> = match doc.get("test")?.as_str()? {
+        "throughput" => vec![usize::try_from(result.get("sustainable_level")?.as_u64()?).ok()?],
+        "capacity" => {
+            let c = result.get("max_concurrency")?.as_u64()?;
+            let i = levels.iter().rposition(|l| {
+                l["load"]["concurrency"].as_u64() == Some(c) && l["verdict"] == "pass"
+            })?;
+            vec![i]
+        }
+        "ttft" => levels
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l["role"] == "measure")
+            .map(|(i, _)| i)
+            .collect(),
+        _ => return None,
+    };
+    (!picked.is_empty() && picked.iter().all(|&i| i < levels.len())).then_some(picked)
+}
+
+/// The level runs of a test folder and whether they are its answer's only (see
+/// [`answer_levels`]); otherwise every level: `test.json`'s `levels[].run` (relative to the
+/// folder) when it lists them, else its subfolders holding a `run.json`.
+pub fn test_runs(dir: &Path) -> Result<(Vec<PathBuf>, bool)> {
+    let doc = read_test_json(dir)?;
+    if let Some(picked) = answer_levels(&doc) {
+        let runs: Vec<PathBuf> = picked
+            .iter()
+            .filter_map(|&i| doc["levels"][i]["run"].as_str())
+            .map(|r| dir.join(r))
+            .filter(|p| p.join("run.json").is_file())
+            .collect();
+        if !runs.is_empty() {
+            return Ok((runs, true));
+        }
+    }
+    Ok((test_levels(dir)?, false))
+}
+
+fn read_test_json(dir: &Path) -> Result<serde_json::Value> {
     let path = dir.join("test.json");
     let text =
         std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-    let doc: serde_json::Value =
-        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))
+}
+
+/// The level runs of a test folder: `test.json`'s `levels[].run` (relative to the folder)
+/// when it lists them, else its subfolders holding a `run.json`.
+pub fn test_levels(dir: &Path) -> Result<Vec<PathBuf>> {
+    let doc = read_test_json(dir)?;
     let listed: Option<Vec<PathBuf>> = doc.get("levels").and_then(|l| l.as_array()).map(|levels| {
         levels
             .iter()
@@ -77,13 +133,14 @@ pub fn classify(dir: &Path) -> Result<Folder> {
         bail!("{} is not a folder", dir.display());
     }
     if dir.join("test.json").is_file() {
-        let runs = test_levels(dir)?;
+        let (runs, answer) = test_runs(dir)?;
         if runs.is_empty() {
             bail!("the test folder {} holds no level runs yet", dir.display());
         }
         return Ok(Folder::Test {
             dir: dir.to_path_buf(),
             runs,
+            answer,
         });
     }
     if dir.join("run.json").is_file() {
@@ -199,6 +256,54 @@ mod tests {
         assert_eq!(
             t.runs(),
             vec![root.join("test/levels/c8"), root.join("test/levels/c1")]
+        );
+        // A throughput test stands for its sustainable level, a capacity test for its
+        // passing level at the maximum, a ttft test for its measured run.
+        copy_run(&root.join("tp/levels/a"));
+        copy_run(&root.join("tp/levels/b"));
+        std::fs::write(
+            root.join("tp/test.json"),
+            r#"{"test": "throughput", "result": {"sustainable_level": 1},
+                "levels": [{"run": "levels/a"}, {"run": "levels/b"}]}"#,
+        )
+        .unwrap();
+        let t = classify(&root.join("tp")).unwrap();
+        assert_eq!(
+            t,
+            Folder::Test {
+                dir: root.join("tp"),
+                runs: vec![root.join("tp/levels/b")],
+                answer: true
+            }
+        );
+        let doc = |s: &str| serde_json::from_str::<serde_json::Value>(s).unwrap();
+        let capacity = doc(
+            r#"{"test": "capacity", "result": {"max_concurrency": 8}, "levels": [
+                {"load": {"concurrency": 1}, "verdict": "measured"},
+                {"load": {"concurrency": 8}, "verdict": "pass"},
+                {"load": {"concurrency": 16}, "verdict": "fail"},
+                {"load": {"concurrency": 8}, "verdict": "pass"}]}"#,
+        );
+        assert_eq!(answer_levels(&capacity), Some(vec![3]));
+        let ttft = doc(r#"{"test": "ttft", "result": {}, "levels": [
+                {"role": "estimate"}, {"role": "measure"}]}"#);
+        assert_eq!(answer_levels(&ttft), Some(vec![1]));
+        // No answer, an answer out of range, or a sweep: every level.
+        assert_eq!(
+            answer_levels(&doc(
+                r#"{"test": "throughput", "result": {"sustainable_level": null}, "levels": []}"#
+            )),
+            None
+        );
+        assert_eq!(
+            answer_levels(&doc(
+                r#"{"test": "throughput", "result": {"sustainable_level": 5}, "levels": [{}]}"#
+            )),
+            None
+        );
+        assert_eq!(
+            answer_levels(&doc(r#"{"test": "curve", "result": {}, "levels": [{}]}"#)),
+            None
         );
         // …or, without a list, is its subfolders with a run.json.
         copy_run(&root.join("t2/x"));
