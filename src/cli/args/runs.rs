@@ -75,8 +75,9 @@ pub struct ReindexArgs {
 #[derive(Debug, Args)]
 pub struct CompareArgs {
     /// The systems, the baseline first. Each is a run folder, a folder of run folders (one
-    /// system's repeats), a test folder (the level holding its answer, or every level of a sweep), `label:NAME` or a bare label
-    /// name (every run with that label), `#ID`, or the start of a run folder's name.
+    /// system's repeats), a test folder (the level holding its answer, or every level of a
+    /// sweep), `label:NAME` or a bare label name (every run with that label), `#ID`, or the
+    /// start of a run folder's name.
     pub systems: Vec<String>,
     /// A system made of every run with this label (repeatable; after the positional ones).
     #[arg(long = "label", value_name = "NAME")]
