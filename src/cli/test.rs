@@ -111,12 +111,15 @@ impl Bench for LevelRunner {
         if INTERRUPTED.load(Ordering::Acquire) {
             return Err(Stop::Interrupted);
         }
-        let measure_s = match (spec.duration, spec.requests) {
-            (Some(d), _) => d.as_secs_f64(),
-            (None, Some(n)) => self
-                .last_rps
-                .filter(|r| *r > 0.0)
-                .map_or(0.0, |r| n as f64 / r),
+        // A request count lasts as long as the latest completion rate says; a duration with
+        // it is a cap (the first limit reached ends the level).
+        let by_count = spec
+            .requests
+            .and_then(|n| self.last_rps.filter(|r| *r > 0.0).map(|r| n as f64 / r));
+        let measure_s = match (spec.duration, by_count) {
+            (Some(d), Some(c)) => d.as_secs_f64().min(c),
+            (Some(d), None) => d.as_secs_f64(),
+            (None, Some(c)) => c,
             (None, None) => 0.0,
         };
         let expected = self.budget.expected_s(measure_s);
