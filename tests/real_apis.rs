@@ -76,6 +76,15 @@ pub fn apis_agree_with_chat(url: &str) {
                 assert_eq!(t.predicted_n, Some(24), "{endpoint}");
                 let first_ms = (r.chunks[0].at - r.sent_at.unwrap()) as f64 / 1e6;
                 assert!(t.prompt_ms.unwrap() <= first_ms, "{endpoint}");
+                // The client's decode span against the server's own, for the same request at
+                // the same moment (so whatever else loads the machine slows both alike):
+                // 23 gaps between 24 tokens against the server's generation time.
+                let span_ms = (r.chunks.last().unwrap().at - r.chunks[0].at) as f64 / 1e6;
+                let server_ms = t.predicted_ms.unwrap();
+                assert!(
+                    (0.5..=2.0).contains(&(span_ms / server_ms)),
+                    "{endpoint}: client decode span {span_ms:.1} ms against the server's {server_ms:.1} ms"
+                );
             }
             if endpoint == "llamacpp" {
                 assert_eq!(
@@ -89,11 +98,12 @@ pub fn apis_agree_with_chat(url: &str) {
         match chat_rate {
             None => chat_rate = Some(rate),
             // The same server, seconds apart, but the tests binary runs other tests on the
-            // same two cores: a route's decode rate can halve between two measurements. The
-            // bound still catches a route that mismeasures by a factor (chunks counted as
-            // tokens, wrong time units, the prompt counted as output).
+            // same two cores: a route's decode rate moved by a factor of 3 between two
+            // measurements in CI. So only a gross error (time units, the prompt counted as
+            // output) is caught here; the routes with llama.cpp's timings are checked against
+            // the server's own decode time above, request by request.
             Some(chat) => assert!(
-                (0.33..=3.0).contains(&(rate / chat)),
+                (0.1..=10.0).contains(&(rate / chat)),
                 "{endpoint}: decode rate {rate:.1} tok/s against chat's {chat:.1}"
             ),
         }
