@@ -631,6 +631,10 @@ pub struct RunConfig {
     /// Open loop: at most this many requests in flight (vLLM's `--max-concurrency`).
     pub max_concurrency: Option<u32>,
     pub arrival_clock: ArrivalClock,
+    /// Open a new connection for every request instead of reusing kept-alive ones
+    /// (`--new-connection-per-request`; real clients reuse, so the default does).
+    #[serde(default)]
+    pub new_connection_per_request: bool,
     pub prefill: PrefillSetup,
     /// Deadlines of user idle latency and smooth goodput.
     pub ux: crate::metrics::ux::UxParams,

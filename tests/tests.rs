@@ -2,6 +2,7 @@
 
 mod apis;
 mod browser;
+mod client_at_scale;
 mod common;
 mod crash;
 mod e2e_sim;

@@ -394,6 +394,7 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
         max_failure_share: lim.max_failures,
         max_concurrency: l.max_concurrency,
         arrival_clock: args.output.arrival_clock,
+        new_connection_per_request: args.output.new_connection_per_request,
         prefill,
         ux: ux_params(args)?,
         fluidity: FluidityParams {

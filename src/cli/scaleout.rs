@@ -348,6 +348,7 @@ pub fn merge(args: MergeArgs) -> Result<u8> {
         facts.wall_seconds = facts.wall_seconds.max(wall);
         facts.cores_available += g.cpu_cores_available;
         facts.connections_opened += g.connections_opened;
+        facts.connections_opened_measured += g.connections.opened;
         facts.kernel_timestamps &= g.arrival_clock == "kernel_rx";
         let off = s.info.clock.applied_us();
         finished_us = finished_us.max((s.report.finished_at_us as i64 - off).max(0) as u64);

@@ -255,7 +255,7 @@ enum BodyEnd {
     Complete,
     Eof,
     /// The stream's own end marker (`[DONE]`) came before the HTTP body ended: the rest is
-    /// not read (and the connection not reused).
+    /// drained (bounded) so the connection can be reused.
     Marker,
 }
 
@@ -315,11 +315,19 @@ pub async fn execute(
     let mut retried = false;
     loop {
         let acquired = if retried {
-            pool.open().await.map(|c| (c, false))
+            pool.open().await.map(|conn| super::pool::Acquired {
+                conn,
+                from_idle: false,
+                reused: false,
+            })
         } else {
             pool.acquire().await
         };
-        let (mut conn, reused) = match acquired {
+        let super::pool::Acquired {
+            mut conn,
+            from_idle,
+            reused,
+        } = match acquired {
             Ok(c) => c,
             Err(e) => {
                 ex.draft.record.finished_at = clock.now();
@@ -364,7 +372,7 @@ pub async fn execute(
                 // fresh connection (nothing of this request reached the server).
                 let stale = matches!(&e, HttpError::ClosedBeforeResponse)
                     || matches!(&e, HttpError::Io(io) if matches!(io.kind(), std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe));
-                if reused && !retried && stale {
+                if from_idle && !retried && stale {
                     retried = true;
                     continue;
                 }
@@ -461,7 +469,16 @@ pub async fn execute(
         .await;
         let now = clock.now();
         match end {
-            Ok(BodyEnd::Marker) => ex.finish_stream(now),
+            Ok(BodyEnd::Marker) => {
+                ex.finish_stream(now);
+                // The answer is complete; read the rest of the HTTP body (the chunked
+                // terminator, normally already here) so the connection can be reused, as
+                // real clients do. Bounded, so a server that keeps talking costs a new
+                // connection, never a stuck request.
+                if head.keep_alive && drain_body(&mut conn, &mut decoder).await {
+                    pool.release(conn);
+                }
+            }
             Ok(BodyEnd::Complete) => {
                 ex.finish_stream(now);
                 if head.keep_alive {
@@ -581,6 +598,37 @@ async fn read_body(
         at = clock.offset_of(conn.last_read());
         if n == 0 {
             return Ok(BodyEnd::Eof);
+        }
+    }
+}
+
+/// Most body bytes read after the stream's end marker before giving the connection up.
+const DRAIN_MAX_BYTES: u64 = 64 * 1024;
+/// Longest wait for the rest of the body after the end marker.
+const DRAIN_MAX_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Reads what is left of an HTTP body after the stream's own end marker (`[DONE]` and the
+/// like), discarding it; true when the body ended cleanly within the bounds, so the
+/// connection can serve another request.
+async fn drain_body(conn: &mut super::http::Conn, decoder: &mut BodyDecoder) -> bool {
+    let mut drained: u64 = 0;
+    let deadline = tokio::time::Instant::now() + DRAIN_MAX_WAIT;
+    loop {
+        if !conn.buffered().is_empty() {
+            let Ok(used) = decoder.decode(conn.buffered(), |b| drained += b.len() as u64) else {
+                return false;
+            };
+            conn.consume(used);
+        }
+        if decoder.is_done() {
+            return conn.buffered().is_empty();
+        }
+        if drained > DRAIN_MAX_BYTES || decoder.ends_at_close() {
+            return false;
+        }
+        match tokio::time::timeout_at(deadline, conn.fill()).await {
+            Ok(Ok(n)) if n > 0 => {}
+            _ => return false,
         }
     }
 }

@@ -76,11 +76,16 @@ pub struct Connector {
     pub stamps: Arc<ReadStamps>,
 }
 
-/// How many reads carried the kernel's receive timestamp.
+/// How many reads carried the kernel's receive timestamp, and how long the bytes of those
+/// reads had waited in the socket before the client read them.
 #[derive(Debug, Default)]
 pub struct ReadStamps {
     pub kernel: AtomicU64,
     pub total: AtomicU64,
+    /// Read return − kernel receive stamp, ns, per stamped read: the client's own reaction
+    /// time. With `--arrival-clock read` it is exactly the error the client adds to a
+    /// timestamp; with the kernel clock it bounds the error of chunks that shared a read.
+    pub socket_wait: crate::stats::log_histogram::LogHistogram,
 }
 
 impl Connector {
@@ -297,6 +302,9 @@ impl Conn {
         self.last_read = match self.stream.last_arrival() {
             Some(arrived) if arrived <= returned => {
                 self.stamps.kernel.fetch_add(1, Ordering::Relaxed);
+                self.stamps
+                    .socket_wait
+                    .record((returned - arrived).as_nanos() as u64);
                 arrived
             }
             _ => returned,

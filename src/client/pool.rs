@@ -3,6 +3,12 @@
 //! Connections are opened on demand and returned after a fully read response, so the pool
 //! grows to the peak number of requests in flight: sized to the load by construction. The
 //! time a request waits here (including TCP and TLS set-up) is recorded apart from TTFT.
+//!
+//! Real clients (the OpenAI SDKs, vLLM's benchmark) reuse connections, so the benchmark
+//! does too: a connection opened per request would make every request pay TCP (and TLS)
+//! set-up, and at a few hundred requests per second its TIME_WAIT sockets exhaust the
+//! client's ephemeral ports within a minute. `--new-connection-per-request` is the explicit
+//! opposite, for measuring a server's connection handling.
 
 use super::http::{Conn, Connector, HttpError};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,16 +19,35 @@ pub struct Pool {
     connector: Connector,
     idle: Mutex<Vec<Conn>>,
     opened: AtomicU64,
+    /// `--new-connection-per-request`: never hand out or keep an idle connection.
+    fresh_each_request: bool,
     /// `--endpoint grpc`: the one HTTP/2 channel every request shares (made on first use).
     grpc: std::sync::OnceLock<Result<tonic::transport::Channel, String>>,
 }
 
+/// A connection handed to a request, and where it came from.
+pub struct Acquired {
+    pub conn: Conn,
+    /// It came from the idle list (so the server may have closed it meanwhile: a failure
+    /// before any response byte is retried once on a fresh connection).
+    pub from_idle: bool,
+    /// It already carried a complete exchange: the request reuses a kept-alive connection.
+    /// A connection opened ahead of time (`prewarm`) and never used is not a reuse.
+    pub reused: bool,
+}
+
 impl Pool {
     pub fn new(connector: Connector) -> Self {
+        Self::with_reuse(connector, true)
+    }
+
+    /// A pool that keeps connections alive (`reuse`) or opens one per request.
+    pub fn with_reuse(connector: Connector, reuse: bool) -> Self {
         Self {
             connector,
             idle: Mutex::new(Vec::new()),
             opened: AtomicU64::new(0),
+            fresh_each_request: !reuse,
             grpc: std::sync::OnceLock::new(),
         }
     }
@@ -37,19 +62,30 @@ impl Pool {
             .clone()
     }
 
-    /// An idle connection, or a new one. The flag says whether it was reused.
-    pub async fn acquire(&self) -> Result<(Conn, bool), HttpError> {
-        loop {
-            let Some(c) = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop() else {
-                break;
-            };
-            // Servers close idle keep-alive connections (llama.cpp after each stream): skip
-            // those rather than paying a failed write and read before retrying.
-            if !c.closed_by_peer() {
-                return Ok((c, true));
+    /// An idle connection, or a new one.
+    pub async fn acquire(&self) -> Result<Acquired, HttpError> {
+        if !self.fresh_each_request {
+            loop {
+                let Some(c) = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop() else {
+                    break;
+                };
+                // Servers close idle keep-alive connections (llama.cpp after each stream):
+                // skip those rather than paying a failed write and read before retrying.
+                if !c.closed_by_peer() {
+                    let reused = c.uses > 0;
+                    return Ok(Acquired {
+                        conn: c,
+                        from_idle: true,
+                        reused,
+                    });
+                }
             }
         }
-        Ok((self.open().await?, false))
+        Ok(Acquired {
+            conn: self.open().await?,
+            from_idle: false,
+            reused: false,
+        })
     }
 
     /// A new connection, bypassing idle ones (used to retry after a stale keep-alive).
@@ -62,14 +98,21 @@ impl Pool {
     /// Returns a connection whose last response was read completely.
     pub fn release(&self, mut conn: Conn) {
         conn.uses += 1;
+        if self.fresh_each_request {
+            return; // dropped: closed by us
+        }
         self.idle
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(conn);
     }
 
-    /// Opens `n` connections ahead of time so the first requests do not pay set-up.
+    /// Opens `n` connections ahead of time so the first requests do not pay set-up (none
+    /// when every request opens its own).
     pub async fn prewarm(&self, n: usize) -> Result<(), HttpError> {
+        if self.fresh_each_request {
+            return Ok(());
+        }
         let mut opened = Vec::with_capacity(n);
         for _ in 0..n {
             opened.push(self.open().await?);
@@ -84,5 +127,10 @@ impl Pool {
     /// Connections opened so far.
     pub fn opened(&self) -> u64 {
         self.opened.load(Ordering::Relaxed)
+    }
+
+    /// Connections idle in the pool now.
+    pub fn idle(&self) -> usize {
+        self.idle.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
 }

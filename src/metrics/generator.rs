@@ -6,7 +6,7 @@
 //! overloaded server that is slow to accept must not read as a slow generator.
 
 use crate::metrics::Distribution;
-use crate::record::run::GeneratorReport;
+use crate::record::run::{ConnectionReport, GeneratorReport, TimestampReport};
 use crate::record::RequestRecord;
 
 /// Dispatch lag P99 above this means the generator's own scheduling was late, ms.
@@ -16,15 +16,35 @@ const MIN_CPU_S: f64 = 0.5;
 /// Below this chunk rate fixed costs (timers, the progress thread) dominate, chunks/s.
 const MIN_CHUNKS_PER_S: f64 = 1000.0;
 
+/// Client threads busy above this share of the wall time: the client was the limit.
+const BUSY_SHARE_LIMIT: f64 = 0.9;
+/// Socket wait P99 above this: the client read its sockets late, ms.
+const SOCKET_WAIT_P99_MS: f64 = 5.0;
+
 /// What the runner measured about itself during the measured phase.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct GeneratorFacts {
     pub cpu_seconds: f64,
     pub wall_seconds: f64,
     pub cores_available: f64,
+    /// Connections opened over the whole run (warm-up and pre-opened ones included).
     pub connections_opened: u64,
     /// Chunk arrivals carry the kernel's receive timestamps.
     pub kernel_timestamps: bool,
+    /// Connections opened during the measured phase.
+    pub connections_opened_measured: u64,
+    /// `--new-connection-per-request`.
+    pub new_connection_per_request: bool,
+    /// Ephemeral ports towards the server at the end of the measured phase.
+    pub ephemeral_ports: Option<crate::record::run::PortUse>,
+    /// TCP segments (retransmitted, sent) during the measured phase, system-wide.
+    pub tcp_segments: Option<(u64, u64)>,
+    /// CPU seconds of the client's reading threads (the runtime's workers) alone.
+    pub client_cpu_seconds: f64,
+    /// The client runtime's worker threads.
+    pub client_threads: usize,
+    /// Socket wait (read return − kernel stamp) P50 and P99 over the measured reads, ns.
+    pub socket_wait_ns: Option<(u64, u64)>,
 }
 
 /// Judges the generator from the measured records and its own facts.
@@ -125,7 +145,24 @@ pub fn judge(measured: &[&RequestRecord], facts: &GeneratorFacts) -> GeneratorRe
     } else {
         (Some(facts.cpu_seconds * 1e6 / chunks as f64), None)
     };
+    let connections = connection_report(measured, facts);
+    let timestamps = timestamp_report(measured, facts);
+    let client_limited = client_limit_notes(&timestamps, &mut notes);
+    if client_limited {
+        kept_up = false;
+    }
+    if let Some(ports) = connections.ephemeral_ports {
+        if ports.in_use * 2 > ports.range {
+            notes.push(format!(
+                "{} of {} ephemeral ports were held towards the server: new connections will soon fail (reuse connections, or widen net.ipv4.ip_local_port_range)",
+                ports.in_use, ports.range
+            ));
+        }
+    }
     GeneratorReport {
+        connections,
+        timestamps,
+        client_limited,
         dispatch_lag_ms,
         connection_wait_ms,
         send_lag_ms,
@@ -143,6 +180,110 @@ pub fn judge(measured: &[&RequestRecord], facts: &GeneratorFacts) -> GeneratorRe
         kept_up,
         notes,
     }
+}
+
+/// Connections opened and reused, and the machine's network counters.
+fn connection_report(measured: &[&RequestRecord], facts: &GeneratorFacts) -> ConnectionReport {
+    let sent = measured.iter().filter(|r| r.sent_at.is_some()).count() as u64;
+    let reused = measured
+        .iter()
+        .filter(|r| r.sent_at.is_some() && r.reused_connection)
+        .count() as u64;
+    ConnectionReport {
+        opened: facts.connections_opened_measured,
+        opened_per_s: if facts.wall_seconds > 0.0 {
+            facts.connections_opened_measured as f64 / facts.wall_seconds
+        } else {
+            0.0
+        },
+        sent_requests: sent,
+        reused_requests: reused,
+        reuse_share: (sent > 0).then(|| reused as f64 / sent as f64),
+        new_connection_per_request: facts.new_connection_per_request,
+        ephemeral_ports: facts.ephemeral_ports,
+        tcp_retransmits: facts.tcp_segments.map(|s| s.0),
+        tcp_segments_out: facts.tcp_segments.map(|s| s.1),
+    }
+}
+
+/// Chunks in a run of equal stamps (they came in one read), over one request's chunks.
+fn shared_read(chunks: &[crate::record::Chunk]) -> u64 {
+    let mut shared = 0;
+    let mut i = 0;
+    while i < chunks.len() {
+        let mut j = i + 1;
+        while j < chunks.len() && chunks[j].at == chunks[i].at {
+            j += 1;
+        }
+        if j - i > 1 {
+            shared += (j - i) as u64;
+        }
+        i = j;
+    }
+    shared
+}
+
+/// How exact the timestamps are, and the bound the client's reaction time puts on them.
+///
+/// With the kernel clock a chunk read on its own is stamped when its bytes arrived; one
+/// that shared a read carries the stamp of the read's last bytes, which came at most the
+/// client's reaction time (socket wait) after it. With the read clock every stamp is late
+/// by the socket wait. Either way the P99 socket wait bounds the error of the stamps it
+/// applies to, and so of a TTFT (one stamp) or an ITL (two stamps, each late by 0 to the
+/// bound, so their difference is within ± the bound).
+fn timestamp_report(measured: &[&RequestRecord], facts: &GeneratorFacts) -> TimestampReport {
+    let chunks: u64 = measured
+        .iter()
+        .map(|r| (r.chunks.len() + r.reasoning_chunks.len()) as u64)
+        .sum();
+    let shared: u64 = measured
+        .iter()
+        .map(|r| shared_read(&r.chunks) + shared_read(&r.reasoning_chunks))
+        .sum();
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let busy = (facts.wall_seconds > 0.0 && facts.client_threads > 0)
+        .then(|| facts.client_cpu_seconds / (facts.wall_seconds * facts.client_threads as f64));
+    let p99 = facts.socket_wait_ns.map(|w| ms(w.1));
+    let applies = if facts.kernel_timestamps {
+        format!(
+            "the {shared} of {chunks} chunks that shared a read ({:.1} %); the others carry the kernel's arrival stamp",
+            100.0 * shared as f64 / chunks.max(1) as f64
+        )
+    } else {
+        "every chunk (stamped when the read returned)".to_owned()
+    };
+    TimestampReport {
+        chunks,
+        shared_read_chunks: shared,
+        socket_wait_p50_ms: facts.socket_wait_ns.map(|w| ms(w.0)),
+        socket_wait_p99_ms: p99,
+        client_busy_share: busy,
+        error_bound_ms: p99,
+        bound_applies_to: if p99.is_some() {
+            applies
+        } else {
+            "unknown: no read carried a kernel stamp to measure the socket wait against".into()
+        },
+    }
+}
+
+/// Notes when the client itself limited the measurement; true when it did.
+fn client_limit_notes(t: &TimestampReport, notes: &mut Vec<String>) -> bool {
+    let mut limited = false;
+    if let Some(busy) = t.client_busy_share.filter(|b| *b > BUSY_SHARE_LIMIT) {
+        limited = true;
+        notes.push(format!(
+            "the client was the limit: its reading threads were busy {:.0} % of the time, so arrivals waited for them (raise --client-threads, or run the client on a machine of its own)",
+            busy * 100.0
+        ));
+    }
+    if let Some(wait) = t.socket_wait_p99_ms.filter(|w| *w > SOCKET_WAIT_P99_MS) {
+        limited = true;
+        notes.push(format!(
+            "the client was the limit: received bytes waited up to {wait:.1} ms (P99) in the socket before it read them; TTFT and ITL carry up to that error"
+        ));
+    }
+    limited
 }
 
 #[cfg(test)]
@@ -169,6 +310,7 @@ mod tests {
             cores_available: 2.0,
             connections_opened: 4,
             kernel_timestamps: true,
+            ..Default::default()
         }
     }
 
@@ -205,5 +347,51 @@ mod tests {
         // 0.2 s of CPU is too little for a per-chunk figure.
         assert!(g.cpu_us_per_chunk.is_none());
         assert!(g.cpu_per_chunk_note.is_some());
+    }
+
+    /// Reuse counts only requests sent on a connection that had served one before; shared
+    /// reads are the chunks in runs of equal stamps; the socket wait bounds the stamps.
+    #[test]
+    fn connections_reuse_and_timestamp_bound() {
+        use crate::record::Chunk;
+        let chunk = |at| Chunk {
+            at,
+            tokens: 1,
+            bytes: 1,
+        };
+        let mut recs: Vec<_> = (0..4).map(|i| rec(i * 10, 0.1, 0.2)).collect();
+        recs[1].reused_connection = true;
+        recs[2].reused_connection = true;
+        recs[3].sent_at = None; // never sent: neither a reuse nor a send
+        recs[3].reused_connection = true;
+        // Stamps 1,1,2,3,3,3 and 5: five chunks shared a read (two runs of 2 and 3).
+        recs[0].chunks = [1, 1, 2, 3, 3, 3].into_iter().map(chunk).collect();
+        recs[1].chunks = vec![chunk(5)];
+        let refs: Vec<&RequestRecord> = recs.iter().collect();
+        let mut f = facts(0.5);
+        f.connections_opened_measured = 3;
+        f.client_cpu_seconds = 1.9;
+        f.client_threads = 1;
+        f.socket_wait_ns = Some((20_000, 7_000_000));
+        let g = judge(&refs, &f);
+        let c = &g.connections;
+        assert_eq!((c.sent_requests, c.reused_requests), (3, 2));
+        assert!((c.reuse_share.unwrap() - 2.0 / 3.0).abs() < 1e-12);
+        assert!((c.opened_per_s - 1.5).abs() < 1e-12);
+        let t = &g.timestamps;
+        assert_eq!((t.chunks, t.shared_read_chunks), (7, 5));
+        assert_eq!(t.error_bound_ms, Some(7.0));
+        assert!((t.client_busy_share.unwrap() - 0.95).abs() < 1e-12);
+        // Busy 95 % > 90 % and a 7 ms socket wait > 5 ms: the client was the limit, twice.
+        assert!(g.client_limited && !g.kept_up);
+        assert_eq!(
+            g.notes
+                .iter()
+                .filter(|n| n.starts_with("the client was the limit"))
+                .count(),
+            2,
+            "{:?}",
+            g.notes
+        );
     }
 }

@@ -60,10 +60,77 @@ pub struct GeneratorReport {
     /// Which clock timestamped chunk arrivals: `kernel_rx` (the kernel's receive timestamp
     /// of the bytes, `SO_TIMESTAMPNS`) or `read_return` (when `read` returned).
     pub arrival_clock: String,
+    /// The client's connections and its machine's network counters.
+    #[serde(default)]
+    pub connections: ConnectionReport,
+    /// How exact the chunk timestamps are, and the error bound they put on TTFT and ITL.
+    #[serde(default)]
+    pub timestamps: TimestampReport,
+    /// The client, not the server, limited the measurement (its threads were saturated or
+    /// it read the sockets late): the latency figures then describe the client.
+    #[serde(default)]
+    pub client_limited: bool,
     /// Verdict: the generator did not distort the measurement.
     pub kept_up: bool,
     /// Why not, when it did not (or what to watch).
     pub notes: Vec<String>,
+}
+
+/// Ephemeral ports held towards one server port, against the range the kernel picks from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PortUse {
+    /// Local ports in the ephemeral range held by sockets to the server's port (open and
+    /// TIME_WAIT alike: both block the port for a new connection there).
+    pub in_use: u64,
+    /// Ports in the kernel's ephemeral range (`ip_local_port_range`).
+    pub range: u64,
+}
+
+/// The client's connections during the measured phase, and its machine's network side.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ConnectionReport {
+    /// Connections opened during the measured phase (TCP and TLS set-ups).
+    pub opened: u64,
+    /// Connections opened per second of the measured phase.
+    pub opened_per_s: f64,
+    /// Measured requests that were sent.
+    pub sent_requests: u64,
+    /// Measured requests sent on a connection that had already carried a whole exchange
+    /// (a connection opened ahead of time and used for the first time is not a reuse).
+    pub reused_requests: u64,
+    /// `reused_requests / sent_requests`.
+    pub reuse_share: Option<f64>,
+    /// Every request opened its own connection (`--new-connection-per-request`).
+    pub new_connection_per_request: bool,
+    /// Ephemeral ports in use towards the server at the end of the measured phase (Linux).
+    pub ephemeral_ports: Option<PortUse>,
+    /// TCP segments retransmitted during the measured phase, by the kernel's system-wide
+    /// counter (Linux; other traffic on the machine counts too).
+    pub tcp_retransmits: Option<u64>,
+    /// TCP segments sent during the measured phase, system-wide (the retransmits' base).
+    pub tcp_segments_out: Option<u64>,
+}
+
+/// How exact the chunk timestamps are (docs/metrics.md, "How exact the timestamps are").
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TimestampReport {
+    /// Chunks (answer and reasoning) of the measured requests.
+    pub chunks: u64,
+    /// Of those, chunks that arrived in one read with another chunk of the same request and
+    /// so carry that read's stamp (the arrival of its last bytes).
+    pub shared_read_chunks: u64,
+    /// How long received bytes waited in the socket before the client read them (read
+    /// return − the kernel's receive stamp), P50 and P99 over the measured phase's reads,
+    /// ms (within 6.25 %, never below).
+    pub socket_wait_p50_ms: Option<f64>,
+    pub socket_wait_p99_ms: Option<f64>,
+    /// Share of the measured phase's wall time the client's reading threads were busy.
+    pub client_busy_share: Option<f64>,
+    /// Bound (P99) on the error the client adds to one timestamp, and so to a TTFT or an
+    /// ITL value, ms: the socket wait P99 for the arrivals it applies to (below).
+    pub error_bound_ms: Option<f64>,
+    /// Which timestamps the bound applies to, in words.
+    pub bound_applies_to: String,
 }
 
 /// The isolated prefill profile measured before the run (Etalon's D_p curve).

@@ -637,6 +637,15 @@ pub fn generator(r: &RunReport) -> Table {
             fmt_ms(d.max),
         ]);
     }
+    t.notes
+        .push(format!("Client: {}", super::terminal::client_line(g)));
+    if let Some(b) = g.timestamps.error_bound_ms {
+        t.notes.push(format!(
+            "Timestamp error bound (P99 socket wait): {} on TTFT and ± that on ITL, for {}",
+            super::terminal::fmt_ms(b),
+            g.timestamps.bound_applies_to
+        ));
+    }
     for n in &g.notes {
         t.notes.push(format!("! {n}"));
     }

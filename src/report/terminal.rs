@@ -81,6 +81,55 @@ fn row(out: &mut String, label: &str, value: &str) {
     let _ = writeln!(out, "  {label:<11}{}", wrap(value, WIDTH - 13, 13));
 }
 
+/// " (timestamps ± 0.02 ms)": the error bound the client's reaction time puts on TTFT and
+/// ITL, beside their percentiles; empty when unknown.
+pub(crate) fn timestamp_bound(t: &crate::record::run::TimestampReport) -> String {
+    match t.error_bound_ms {
+        Some(b) if t.shared_read_chunks > 0 || b > 0.0 => format!(
+            " (timestamps within {} at P99{})",
+            fmt_ms(b),
+            if t.chunks > 0 && t.bound_applies_to.starts_with("the ") {
+                format!(
+                    " for the {:.1} % of chunks that shared a read",
+                    100.0 * t.shared_read_chunks as f64 / t.chunks as f64
+                )
+            } else {
+                String::new()
+            }
+        ),
+        _ => String::new(),
+    }
+}
+
+/// The client's connections and network side in one line.
+pub(crate) fn client_line(g: &crate::record::run::GeneratorReport) -> String {
+    let c = &g.connections;
+    let mut line = format!(
+        "{} connections opened while measuring ({:.1}/s){}",
+        c.opened,
+        c.opened_per_s,
+        match (c.new_connection_per_request, c.reuse_share) {
+            (true, _) => ", one per request (--new-connection-per-request)".to_owned(),
+            (false, Some(share)) => format!(", {:.1} % of requests reused one", share * 100.0),
+            (false, None) => String::new(),
+        }
+    );
+    if let Some(p) = c.ephemeral_ports {
+        let _ = write!(line, "; {} of {} ephemeral ports held", p.in_use, p.range);
+    }
+    if let Some(n) = c.tcp_retransmits {
+        let _ = write!(line, "; {n} TCP retransmits (system-wide)");
+    }
+    let t = &g.timestamps;
+    if let Some(w) = t.socket_wait_p99_ms {
+        let _ = write!(line, "; socket wait P99 {}", fmt_ms(w));
+    }
+    if let Some(b) = t.client_busy_share {
+        let _ = write!(line, "; reading threads busy {:.0} %", b * 100.0);
+    }
+    line
+}
+
 /// The short report (the draft's Appendix C.1, plus the verdict).
 pub fn render(r: &RunReport) -> String {
     let s = &r.summary;
@@ -145,9 +194,10 @@ pub fn render(r: &RunReport) -> String {
         &mut out,
         "TTFT",
         &format!(
-            "P50 {} · P99 {}",
+            "P50 {} · P99 {}{}",
             opt_ms(s.ttft_ms, |d| d.p50),
-            opt_ms(s.ttft_ms, |d| d.p99)
+            opt_ms(s.ttft_ms, |d| d.p99),
+            timestamp_bound(&r.generator.timestamps)
         ),
     );
     row(
@@ -278,6 +328,7 @@ pub fn render(r: &RunReport) -> String {
             }
         ),
     );
+    row(&mut out, "Client", &client_line(g));
     if let Some(b) = s.arrival_balance {
         if let Some(share) = b.completion_share {
             row(

@@ -7,6 +7,7 @@
 
 pub mod cpu;
 pub mod feeder;
+pub mod host_net;
 pub mod phase;
 pub mod profile;
 pub mod progress;
@@ -77,14 +78,18 @@ pub fn run(
     server: &ServerInfo,
 ) -> Result<RunOutput, RunError> {
     let cpu = ThreadCpu::default();
-    let cpu_for_threads = cpu.clone();
+    let readers = ThreadCpu::default();
+    let (cpu_for_threads, readers_for_threads) = (cpu.clone(), readers.clone());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(config.client_threads.max(1))
         .thread_name("client")
-        .on_thread_start(move || cpu_for_threads.register_current())
+        .on_thread_start(move || {
+            cpu_for_threads.register_current();
+            readers_for_threads.register_current();
+        })
         .enable_all()
         .build()?;
-    runtime.block_on(run_async(config, tokenizer, server, cpu))
+    runtime.block_on(run_async(config, tokenizer, server, cpu, readers))
 }
 
 /// Mixed into the seed of the warm-up's request stream ("WARMUP" in ASCII), so it differs
@@ -106,6 +111,7 @@ async fn run_async(
     tokenizer: SharedTokenizer,
     server: &ServerInfo,
     cpu: ThreadCpu,
+    readers: ThreadCpu,
 ) -> Result<RunOutput, RunError> {
     std::fs::create_dir_all(&config.out_dir)?;
     let clock = RunClock::start();
@@ -128,7 +134,10 @@ async fn run_async(
                 detail: e.to_string(),
             })?;
     let stamps = connector.stamps.clone();
-    let pool = Arc::new(Pool::new(connector));
+    let pool = Arc::new(Pool::with_reuse(
+        connector,
+        !config.new_connection_per_request,
+    ));
     if let Err(e) = pool.prewarm(prewarm_count(config.load)).await {
         return Err(match e {
             HttpError::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
@@ -335,6 +344,10 @@ async fn run_async(
         }
     }
     let cpu_before = cpu.cpu_seconds();
+    let readers_before = readers.cpu_seconds();
+    let opened_before = pool.opened();
+    let tcp_before = host_net::tcp_segments();
+    stamps.socket_wait.reset();
     let wall_before = Instant::now();
     // A sample at each edge of the measured phase, so counter differences span it exactly.
     let sampler = &collector;
@@ -373,7 +386,18 @@ async fn run_async(
     };
     tokio::task::block_in_place(|| collector.sample_now());
     let cpu_seconds = cpu.cpu_seconds() - cpu_before;
+    let client_cpu_seconds = readers.cpu_seconds() - readers_before;
     let wall_seconds = wall_before.elapsed().as_secs_f64();
+    let connections_opened_measured = pool.opened() - opened_before;
+    let tcp_segments = match (tcp_before, host_net::tcp_segments()) {
+        (Some(a), Some(b)) => Some((b.0.saturating_sub(a.0), b.1.saturating_sub(a.1))),
+        _ => None,
+    };
+    let ephemeral_ports = host_net::ephemeral_ports(config.target.url.port);
+    let socket_wait_ns = stamps
+        .socket_wait
+        .percentile(50.0)
+        .zip(stamps.socket_wait.percentile(99.0));
     drop(progress);
     ctrl_c.abort();
     let workload_error = feed.error.lock().unwrap_or_else(|p| p.into_inner()).take();
@@ -412,6 +436,13 @@ async fn run_async(
             // Most reads stamped: the kernel clock is in use (a read of bytes that came with
             // an earlier one may carry no stamp of its own).
             kernel_timestamps: total_reads > 0 && kernel_reads * 2 >= total_reads,
+            connections_opened_measured,
+            new_connection_per_request: config.new_connection_per_request,
+            ephemeral_ports,
+            tcp_segments,
+            client_cpu_seconds,
+            client_threads: config.client_threads.max(1),
+            socket_wait_ns,
         },
         prefill_curve,
         profile: profile_report,

@@ -21,6 +21,8 @@ pub struct SimServer {
     grpc_addr: SocketAddr,
     shutdown: watch::Sender<bool>,
     truth: TruthLog,
+    /// HTTP connections accepted so far (the truth behind the client's reuse figures).
+    accepted: Arc<std::sync::atomic::AtomicU64>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -49,6 +51,8 @@ impl SimServer {
             .build()?;
         // Built inside the runtime: the engine loop is a task on it.
         let responder = runtime.block_on(async { Arc::new(Responder::new(config, truth.clone())) });
+        let accepted = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let accepted_count = accepted.clone();
         let thread = std::thread::Builder::new()
             .name("sim-main".into())
             .spawn(move || {
@@ -64,6 +68,7 @@ impl SimServer {
                         tokio::select! {
                             accepted = listener.accept() => {
                                 if let Ok((stream, _)) = accepted {
+                                    accepted_count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                                     let _ = stream.set_nodelay(true);
                                     let r = responder.clone();
                                     let mut stop = rx.clone();
@@ -86,8 +91,14 @@ impl SimServer {
             grpc_addr,
             shutdown,
             truth,
+            accepted,
             thread: Some(thread),
         })
+    }
+
+    /// HTTP connections accepted so far.
+    pub fn connections_accepted(&self) -> u64 {
+        self.accepted.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// `http://127.0.0.1:PORT/v1`

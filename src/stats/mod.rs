@@ -7,4 +7,5 @@ pub mod curve;
 pub mod dist;
 pub mod fit;
 pub mod interval;
+pub mod log_histogram;
 pub mod trend;

@@ -606,6 +606,11 @@ pub struct OutputArgs {
     /// the OS gives one) or read (when the read returned).
     #[arg(long, value_enum, default_value = "kernel")]
     pub arrival_clock: crate::config::ArrivalClock,
+    /// Open a new TCP (and TLS) connection for every request instead of reusing kept-alive
+    /// ones, as real clients do (measures a server's connection handling; at hundreds of
+    /// requests per second the client's ephemeral ports may run out).
+    #[arg(long)]
+    pub new_connection_per_request: bool,
     /// Label the run in the history (repeatable), e.g. `--label baseline`.
     #[arg(long = "label", value_name = "NAME")]
     pub labels: Vec<String>,

@@ -5,6 +5,8 @@
 //! per chunk, reported vs sent throughput, and open-loop schedule fidelity. A benchmark, not
 //! a test: the numbers depend on the machine. Compare ratios within one run.
 
+mod bare_client;
+
 use super::args::{Cli, Command, SelfbenchArgs};
 use super::run::resolve;
 use crate::metrics::generator::judge;
@@ -171,8 +173,83 @@ fn accuracy(streams: u32, args: &SelfbenchArgs) -> Result<()> {
                 .unwrap_or_else(|| "no per-chunk CPU figure".into()),
             report.kept_up
         );
+        client_figures(&out, &report);
     }
     Ok(())
+}
+
+/// The generator's own limits as the run report gives them: connections and reuse, chunks
+/// that shared a read, socket wait, busy share, and memory per request.
+fn client_figures(out: &RunOutput, report: &GeneratorReport) {
+    let c = &report.connections;
+    let t = &report.timestamps;
+    let ms = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{:.3} ms", v));
+    println!(
+        "    connections: {} opened while measuring ({:.1}/s), reuse {}; {} of {} chunks shared a read ({:.2} %); socket wait p50 {} p99 {}; reading threads busy {}",
+        c.opened,
+        c.opened_per_s,
+        c.reuse_share
+            .map_or("-".to_owned(), |r| format!("{:.1} %", r * 100.0)),
+        t.shared_read_chunks,
+        t.chunks,
+        100.0 * t.shared_read_chunks as f64 / t.chunks.max(1) as f64,
+        ms(t.socket_wait_p50_ms),
+        ms(t.socket_wait_p99_ms),
+        t.client_busy_share
+            .map_or("-".to_owned(), |b| format!("{:.0} %", b * 100.0)),
+    );
+    if let Some(rss) = peak_rss_kib() {
+        println!(
+            "    memory: process peak RSS {:.1} MiB after {} requests",
+            rss as f64 / 1024.0,
+            out.records.len()
+        );
+    }
+}
+
+/// The process's peak resident set (`VmHWM`), KiB (Linux).
+fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The same closed-loop load as [`throughput`] sent by the bare reference client against a
+/// fresh simulator; returns its CPU per chunk written by the server, µs.
+fn bare_cpu_per_chunk(cfg: SimConfig, streams: u32, args: &SelfbenchArgs) -> Result<f64> {
+    let sim = SimServer::spawn(cfg, 0)?;
+    let addr = sim.addr().to_string();
+    let body = serde_json::json!({
+        "model": "sim",
+        "messages": [{"role": "user", "content": "selfbench reference request"}],
+        "max_tokens": args.output_tokens,
+        "ignore_eos": true,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+    });
+    let load = bare_client::BareLoad {
+        addr: &addr,
+        path: "/v1/chat/completions",
+        body: serde_json::to_vec(&body)?,
+        streams,
+        requests_per_stream: 2,
+        threads: args.client_threads,
+    };
+    let result = bare_client::run(&load)?;
+    let truth = sim.truth().wait_for(
+        (streams * load.requests_per_stream) as usize,
+        std::time::Duration::from_secs(10),
+    );
+    let chunks: usize = truth.iter().map(|t| t.chunk_writes.len()).sum();
+    anyhow::ensure!(
+        chunks > 0 && result.events > 0,
+        "the bare client received nothing"
+    );
+    println!(
+        "  bare client drove {:.0} chunks/s",
+        chunks as f64 / result.wall_seconds.max(1e-9)
+    );
+    Ok(result.cpu_seconds * 1e6 / chunks as f64)
 }
 
 /// Throughput: `streams` streams of one token per ms against a one-thread server, either with
@@ -204,15 +281,28 @@ fn throughput(streams: u32, args: &SelfbenchArgs, engine_model: bool) -> Result<
             "fixed timing"
         }
     );
+    // Per chunk the server wrote, whatever the report's own thresholds for quoting it.
+    let written_chunks: usize = truth.iter().map(|t| t.chunk_writes.len()).sum();
+    let cpu_per_chunk = report.cpu_seconds * 1e6 / written_chunks.max(1) as f64;
     println!(
         "  server wrote {:.0} chunks/s; servebench reported {:.0} tok/s ({:+.2} %); client {:.1} µs CPU per chunk on {:.2} cores; kept_up={}",
         sent_rate,
         summary.output_tokens_per_s,
         (summary.output_tokens_per_s / sent_rate - 1.0) * 100.0,
-        report.cpu_us_per_chunk.unwrap_or(f64::NAN),
+        cpu_per_chunk,
         report.cpu_cores_used,
         report.kept_up
     );
+    client_figures(&out, &report);
+    if !engine_model {
+        match bare_cpu_per_chunk(SimConfig::fixed(0.0, 1.0), streams, args) {
+            Ok(bare) => println!(
+                "  bare tokio + hyper client, same load: {bare:.1} µs CPU per chunk; servebench costs {:.2}x the bare client",
+                cpu_per_chunk / bare
+            ),
+            Err(e) => println!("  bare client comparison failed: {e:#}"),
+        }
+    }
     Ok(())
 }
 
