@@ -53,6 +53,72 @@ pub fn breakdown(measured: &[&RequestRecord]) -> FailureBreakdown {
     FailureBreakdown { by_kind, top }
 }
 
+/// Measured requests by who ended them: the server (completed, or failed for any reason but
+/// `cancelled`) or the benchmark itself (`cancelled`: still in flight when a timed level or
+/// run ended and its `--grace` ran out, or at Ctrl-C). A request the benchmark stopped says
+/// nothing about the server, so the server's completion and failure rates are over the
+/// first group only, and the cancelled ones are reported beside them, never as failures.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerOutcomes {
+    pub completed: u64,
+    /// Failed for the server's reasons: every failure kind but `cancelled`.
+    pub failed: u64,
+    /// Stopped by the benchmark at the end of the level (or run), after its grace.
+    pub cancelled: u64,
+}
+
+impl ServerOutcomes {
+    /// From a run's summary: its counts, less the `cancelled` failures.
+    pub fn of(s: &crate::metrics::RunSummary) -> Self {
+        let cancelled = s
+            .failures
+            .by_kind
+            .get(&FailureKind::Cancelled)
+            .copied()
+            .unwrap_or(0);
+        Self {
+            completed: s.requests.completed,
+            failed: s.requests.failed.saturating_sub(cancelled),
+            cancelled,
+        }
+    }
+
+    /// From the measured records themselves.
+    pub fn of_records(measured: &[&RequestRecord]) -> Self {
+        let mut out = Self::default();
+        for r in measured {
+            match r.outcome.failure_kind() {
+                None => out.completed += 1,
+                Some(FailureKind::Cancelled) => out.cancelled += 1,
+                Some(_) => out.failed += 1,
+            }
+        }
+        out
+    }
+
+    /// Requests the server decided: completed plus failed.
+    pub fn judged(&self) -> u64 {
+        self.completed + self.failed
+    }
+
+    /// Completed ÷ judged, 0-1; 0 when the server decided none (nothing was shown to
+    /// complete).
+    pub fn completion_rate(&self) -> f64 {
+        match self.judged() {
+            0 => 0.0,
+            n => self.completed as f64 / n as f64,
+        }
+    }
+
+    /// Failed ÷ judged, 0-1; 0 when the server decided none.
+    pub fn failure_rate(&self) -> f64 {
+        match self.judged() {
+            0 => 0.0,
+            n => self.failed as f64 / n as f64,
+        }
+    }
+}
+
 /// The usual cause of a failure, from its kind and message.
 pub fn hint(kind: FailureKind, message: &str) -> Option<String> {
     let m = message.to_ascii_lowercase();
@@ -115,6 +181,44 @@ mod tests {
             outcome: Outcome::failed(kind, detail),
             ..Default::default()
         }
+    }
+
+    /// Issue 19, item 4: a closed-loop level at concurrency 16 ends with its 16 requests in
+    /// flight cancelled by the benchmark. 983 completed, 1 failed with HTTP 503, 16
+    /// cancelled: the server's completion rate is 983 / (983 + 1) = 99.90 % (the old share
+    /// of all measured, 983 / 1,000 = 98.3 %, failed a 99 % criterion), its failure rate
+    /// 1 / 984 = 0.10 % (old: 17 / 1,000 = 1.7 %), and the 16 stay visible as `cancelled`.
+    #[test]
+    fn the_benchmarks_own_cancellations_are_not_server_failures() {
+        let mut records: Vec<RequestRecord> = (0..983)
+            .map(|i| RequestRecord::completed_for_tests(i, i * 10, &[i * 10 + 5], 10))
+            .collect();
+        records.push(failed(FailureKind::HttpStatus, "HTTP 503: overloaded"));
+        for _ in 0..16 {
+            records.push(failed(
+                FailureKind::Cancelled,
+                "still in flight when the run stopped (duration limit plus --grace, or Ctrl-C)",
+            ));
+        }
+        let refs: Vec<&RequestRecord> = records.iter().collect();
+        let o = ServerOutcomes::of_records(&refs);
+        assert_eq!((o.completed, o.failed, o.cancelled), (983, 1, 16));
+        assert_eq!(o.judged(), 984);
+        assert!((o.completion_rate() - 983.0 / 984.0).abs() < 1e-12);
+        assert!(o.completion_rate() >= 0.99);
+        assert!((o.failure_rate() - 1.0 / 984.0).abs() < 1e-12);
+        // The summary path agrees, while the summary's own success rate still counts the
+        // cancelled requests (98.3 %): procedures read `ServerOutcomes`, not `success_rate`.
+        let s = crate::metrics::summarize(&records, &crate::metrics::SummaryParams::default());
+        assert_eq!(ServerOutcomes::of(&s), o);
+        assert!((s.success_rate - 0.983).abs() < 1e-12);
+        // Nothing decided by the server: no completion shown.
+        let only_cancelled = ServerOutcomes {
+            cancelled: 4,
+            ..Default::default()
+        };
+        assert_eq!(only_cancelled.completion_rate(), 0.0);
+        assert_eq!(only_cancelled.failure_rate(), 0.0);
     }
 
     #[test]

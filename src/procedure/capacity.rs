@@ -1,6 +1,9 @@
 //! 5.5 Concurrent Request Capacity: the most concurrent requests (closed loop) meeting the
 //! success criteria: completion ≥ 99 %, P99 TTFT within the threshold, and no request
 //! failed out of memory (any one fails the level, whatever the completion share).
+//! Completion is over the requests the server decided: the ones still in flight when a
+//! level ends (its concurrency, cancelled by the benchmark after `--grace`) are reported
+//! as `cancelled`, not as the server's failures.
 //!
 //! The threshold is `--slo` when given; otherwise ten times the concurrency-1 P50 TTFT (the
 //! draft's latency blow-up bound), said so in the report. Output length is fixed (256
@@ -24,11 +27,16 @@ use std::time::Duration;
 pub struct CapacityRow {
     pub level: usize,
     pub concurrency: u32,
-    /// Completed share of measured requests, 0-1.
+    /// Completed share of the requests the server decided (completed + failed), 0-1: the
+    /// ones the benchmark cancelled when the level ended are left out.
     pub completion: f64,
     pub ttft_p99_ms: Option<f64>,
     pub tpot_p99_ms: Option<f64>,
+    /// Requests the server failed (every failure kind but `cancelled`).
     pub errors: u64,
+    /// Requests still in flight when the level ended, cancelled by the benchmark.
+    #[serde(default)]
+    pub cancelled: u64,
     /// pass, fail or undecided.
     pub status: String,
 }
@@ -129,7 +137,9 @@ pub fn find(s: &mut Session, o: &Options) -> (CapacityResult, Option<Stop>, f64,
             let ref_p50 = r.summary.ttft_ms.map(|d| d.p50);
             let ref_e2e = r.summary.e2e_ms.map(|d| d.p50);
             let ref_rps = r.summary.steady_state.requests_per_s;
+            let ref_per_token = r.summary.normalized_latency_ms_per_token.map(|d| d.p99);
             s.reference_e2e_p50_ms = ref_e2e;
+            s.reference_ms_per_token_p99 = ref_per_token;
             if s.slo.is_none() {
                 s.slo = ref_p50.map(|p| SloSpec {
                     terms: vec![crate::metrics::slo::SloTerm::RunStat {
@@ -209,10 +219,11 @@ pub fn find(s: &mut Session, o: &Options) -> (CapacityResult, Option<Stop>, f64,
         result.rows.push(CapacityRow {
             level: l.index,
             concurrency,
-            completion: sm.success_rate,
+            completion: l.outcomes.completion_rate(),
             ttft_p99_ms: sm.ttft_ms.map(|d| d.p99),
             tpot_p99_ms: sm.tpot_ms.map(|d| d.p99),
-            errors: sm.requests.failed,
+            errors: l.outcomes.failed,
+            cancelled: l.outcomes.cancelled,
             status: l.verdict.word().into(),
         });
     }

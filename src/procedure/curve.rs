@@ -39,8 +39,12 @@ pub struct CurvePoint {
     pub e2e_p50_ms: Option<f64>,
     pub e2e_p95_ms: Option<f64>,
     pub e2e_p99_ms: Option<f64>,
-    /// Share of measured requests that succeeded, 0-1.
+    /// Share of the requests the server decided (completed + failed) that completed, 0-1:
+    /// the ones the benchmark cancelled when the level ended are left out.
     pub success_rate: f64,
+    /// Requests still in flight when the level ended, cancelled by the benchmark.
+    #[serde(default)]
+    pub cancelled: u64,
     /// "stable" or "growing".
     pub queue: String,
     pub slo_met: Option<bool>,
@@ -164,7 +168,8 @@ pub fn point(l: &super::LevelOutcome, share: f64) -> CurvePoint {
         e2e_p50_ms: pick(s.e2e_ms, |d| d.p50),
         e2e_p95_ms: pick(s.e2e_ms, |d| d.p95),
         e2e_p99_ms: pick(s.e2e_ms, |d| d.p99),
-        success_rate: s.success_rate,
+        success_rate: l.outcomes.completion_rate(),
+        cancelled: l.outcomes.cancelled,
         queue: l.signals.queue_indicator().into(),
         slo_met: l.slo.as_ref().map(|c| c.verdict == SloVerdict::Pass),
     }
@@ -316,6 +321,7 @@ mod tests {
             e2e_p95_ms: None,
             e2e_p99_ms: None,
             success_rate: 1.0,
+            cancelled: 0,
             queue: "stable".into(),
             slo_met: None,
         }

@@ -7,6 +7,7 @@
 
 use super::saturation::Signals;
 use super::slo_check::SloCheck;
+use crate::metrics::failures::ServerOutcomes;
 use crate::metrics::RunSummary;
 use crate::record::RequestRecord;
 use crate::report::RunReport;
@@ -290,6 +291,11 @@ pub struct LevelOutcome {
     pub run: String,
     /// The level's summary, exactly as in its `run.json`.
     pub summary: RunSummary,
+    /// The measured requests by who ended them: completed and failed by the server, or
+    /// cancelled by the benchmark when the level ended (not the server's failures; the
+    /// summary's `failures` still lists them, as kind `cancelled`).
+    #[serde(default)]
+    pub outcomes: ServerOutcomes,
     pub verdict: LevelVerdict,
     /// The saturation signals evaluated on the steady window.
     pub signals: Signals,
@@ -346,6 +352,7 @@ pub fn outcome(
         target: spec.target.clone(),
         run: run.run.clone(),
         summary: run.report.summary.clone(),
+        outcomes: ServerOutcomes::of(&run.report.summary),
         verdict,
         signals,
         slo,

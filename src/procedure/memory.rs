@@ -2,6 +2,10 @@
 //! concurrent capacity (5.5), each at least 120 s; completion, preemption and failure rates
 //! and P99 TTFT per level (Table 11).
 //!
+//! Completion and failure rates are over the requests the server decided: the ones still in
+//! flight when a timed level ends (cancelled by the benchmark after `--grace`) are counted
+//! apart, as `cancelled` (at concurrency c, c of them at most).
+//!
 //! The capacity is `--capacity-concurrency` or found by running 5.5 first. Preemptions come
 //! from the server's counters (vLLM `num_preemptions`, SGLang retractions): servers report
 //! events, not which requests were preempted, so the table's preemption column is events
@@ -24,14 +28,18 @@ pub struct MemoryRow {
     /// Share of the concurrent capacity.
     pub share: f64,
     pub concurrency: u32,
-    /// Completed share of measured requests, 0-1.
+    /// Completed share of the requests the server decided (completed + failed), 0-1.
     pub completion: f64,
     /// Preemption events in the window (server counters).
     pub preemptions: Option<f64>,
     /// Preemption events per completed request.
     pub preemptions_per_request: Option<f64>,
-    /// Failed share, 0-1.
+    /// Failed share of the requests the server decided, 0-1: the ones the benchmark
+    /// cancelled when the level ended are not the server's failures.
     pub failure_rate: f64,
+    /// Requests still in flight when the level ended, cancelled by the benchmark.
+    #[serde(default)]
+    pub cancelled: u64,
     pub ttft_p99_ms: Option<f64>,
     /// Largest KV-cache usage the server reported, 0-1.
     pub kv_cache_usage_max: Option<f64>,
@@ -94,14 +102,15 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
                         level: l.index,
                         share,
                         concurrency: c,
-                        completion: sm.success_rate,
+                        completion: l.outcomes.completion_rate(),
                         preemptions: l.server.preemptions,
                         preemptions_per_request: l
                             .server
                             .preemptions
                             .filter(|_| done > 0)
                             .map(|p| p / done as f64),
-                        failure_rate: crate::metrics::summary::failed_share(sm),
+                        failure_rate: l.outcomes.failure_rate(),
+                        cancelled: l.outcomes.cancelled,
                         ttft_p99_ms: sm.ttft_ms.map(|d| d.p99),
                         kv_cache_usage_max: l.server.kv_cache_usage_max,
                     });

@@ -8,10 +8,12 @@
 //! implements against real servers and the simulator.
 //!
 //! Layout: `search` (bracket and bisect), `saturation` (the draft's 5.2.3.1 signals on the
-//! steady window), `slo_check` (attainment with a Wilson interval), `compliance` (every
-//! MUST/SHOULD per test), `budget`, one file per test, `report` (the `test.json`
-//! contract) and `tables` (the draft's Tables 1-14 in the terminal).
+//! steady window; `arrivals` follows each arrival to its own end for them), `slo_check`
+//! (attainment with a Wilson interval), `compliance` (every MUST/SHOULD per test), `budget`,
+//! one file per test, `report` (the `test.json` contract) and `tables` (the draft's Tables
+//! 1-14 in the terminal).
 
+pub mod arrivals;
 pub mod budget;
 pub mod capacity;
 pub mod compliance;

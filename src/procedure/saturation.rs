@@ -11,16 +11,29 @@
 //!   would call every wobble growth; the materiality bound keeps a statistically clear but
 //!   tiny drift from counting as "grows continuously". Where the server's `/metrics` gives a
 //!   waiting-queue gauge, its trend is a second, server-side reading of the same signal.
-//! - **Completions short of arrivals**: completions below 90 % of arrivals over the steady
-//!   part of the arrival span (open loop).
-//! - **Latency blow-up**: the level's P99 end-to-end latency above 10× the P50 end-to-end
-//!   latency at the lowest load (the procedure's concurrency-1 reference level). End to end
-//!   rather than TTFT: at low load a TTFT can be a single short prefill step, and waiting for
-//!   one batch step already multiplies it several times while the server still has capacity
-//!   to spare (measured on the simulator's prefill-first preset: P99 TTFT passed 10× its
-//!   isolated P50 at 57 % of capacity). Ten times a whole request's service time is a queue
-//!   nine requests deep: saturation, not batching.
+//! - **Completions short of arrivals** (open loop): the requests that arrived in the steady
+//!   part of the arrival span, each followed to its own end, completed at below 90 % of
+//!   the rate they came: the share of them completed, divided by 1 + the growth of their
+//!   delays (s per s) ([`super::arrivals`]: completions trail arrivals by the request
+//!   latency, so two counts over one span call a server with long requests saturated).
+//!   Requests the benchmark cancelled when the level ended count against the server only
+//!   when they had already waited past the blow-up bound for their answer.
+//! - **Latency blow-up**: the level's P99 end-to-end latency *per output token* above 10×
+//!   the P99 of the same figure at the lowest load (the procedure's concurrency-1 reference
+//!   level). Per output token, because a whole request's latency grows with its answer:
+//!   with Synthetic-Skewed outputs (LogNormal(4.5, 1.2)) P99 ÷ P50 of end-to-end latency is
+//!   about 16 with no load at all, so a P99 against ten times the low-load P50 fired on an
+//!   idle server. The same percentile at low load, because a tail compared with a median
+//!   calls the workload's own spread saturation. Not TTFT: at low load a TTFT can be a single
+//!   short prefill step, and waiting for one batch step already multiplies it several times
+//!   while the server still has capacity to spare (on the simulator's prefill-first preset,
+//!   P99 TTFT passed 10× its isolated P50 at 57 % of capacity). With fixed output lengths the
+//!   reading is the old end-to-end one (every figure divided by the same count), so ten times
+//!   is still a queue nine requests deep; with skewed lengths the tail is the short answers,
+//!   and ten times their per-token latency is a wait of nine times their service.
 
+use super::arrivals::{self, ArrivalOutcomes};
+use crate::metrics::RunSummary;
 use crate::record::{Phase, RequestRecord};
 use crate::report::RunReport;
 use crate::stats::trend::ols_slope;
@@ -30,9 +43,10 @@ use serde::{Deserialize, Serialize};
 pub const QUEUE_BLOCKS: usize = 10;
 /// Significance of the queue slope.
 pub const QUEUE_ALPHA: f64 = 0.01;
-/// Completions below this share of arrivals signal saturation.
+/// Arrivals completed below this share signal saturation.
 pub const COMPLETION_SHARE: f64 = 0.9;
-/// A P99 end-to-end latency above this multiple of the reference P50 signals saturation.
+/// A P99 latency per output token above this multiple of the reference's P99 signals
+/// saturation.
 pub const BLOWUP_FACTOR: f64 = 10.0;
 
 /// The in-flight trend over a level's steady window.
@@ -58,20 +72,29 @@ pub struct Signals {
     pub queue_growth: bool,
     /// The server's waiting-queue gauge grew (its `/metrics`).
     pub server_queue_growth: bool,
-    /// Completions below 90 % of arrivals.
+    /// The steady span's arrivals, each followed to its end, completed at below 90 % of
+    /// the rate they came.
     pub completion_shortfall: bool,
-    /// P99 end-to-end latency above 10× the reference P50.
+    /// P99 latency per output token above 10× the reference's P99.
     pub latency_blowup: bool,
     /// The in-flight trend (open loop).
     pub queue: Option<QueueGrowth>,
-    /// Completions ÷ arrivals over the steady span (open loop).
+    /// The steady span's arrivals' completion rate over their arrival rate
+    /// ([`ArrivalOutcomes::completion_ratio`]; open loop).
     pub completion_share: Option<f64>,
+    /// How the steady span's arrivals ended (open loop).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrivals: Option<ArrivalOutcomes>,
     pub ttft_p99_ms: Option<f64>,
     /// P99 end-to-end latency, ms.
     pub e2e_p99_ms: Option<f64>,
-    /// The reference the blow-up is judged against: P50 end-to-end latency at the lowest
-    /// load, ms.
-    pub reference_e2e_p50_ms: Option<f64>,
+    /// P99 end-to-end latency per output token, ms (the blow-up reading).
+    #[serde(default)]
+    pub ms_per_token_p99: Option<f64>,
+    /// The reference the blow-up is judged against: the P99 end-to-end latency per output
+    /// token at the lowest load, ms.
+    #[serde(default)]
+    pub reference_ms_per_token_p99: Option<f64>,
     /// Output throughput of the steady span's second half relative to its first
     /// (+0.05 = 5 % higher).
     pub steady_throughput_change: Option<f64>,
@@ -278,43 +301,23 @@ pub struct SteadyThroughput {
     pub window_s: f64,
 }
 
-/// Evaluates every signal at one level. `reference_e2e_p50_ms`: the P50 end-to-end latency
-/// at the lowest load (`None`: the blow-up signal is not evaluated). `open_loop`: queue growth and
-/// the completion balance only mean something when arrivals do not wait for completions.
+/// Evaluates every signal at one level. `reference_ms_per_token_p99`: the P99 end-to-end
+/// latency per output token at the lowest load (`None`: the blow-up signal is not
+/// evaluated, and [`arrivals::judge`] uses the level's fastest request). `open_loop`: queue
+/// growth and the completion balance only mean something when arrivals do not wait for
+/// completions.
 pub fn signals(
     report: &RunReport,
     records: &[RequestRecord],
-    reference_e2e_p50_ms: Option<f64>,
+    reference_ms_per_token_p99: Option<f64>,
     open_loop: bool,
 ) -> Signals {
-    let s = &report.summary;
-    let mut out = Signals {
-        ttft_p99_ms: s.ttft_ms.map(|d| d.p99),
-        e2e_p99_ms: s.e2e_ms.map(|d| d.p99),
-        reference_e2e_p50_ms,
-        steady_throughput_change: throughput_change(records),
-        steady_throughput: throughput_ci(records),
-        ..Default::default()
-    };
-    if open_loop {
-        out.queue = in_flight_growth(records);
-        out.queue_growth = out.queue.as_ref().is_some_and(|q| q.growing);
-        out.completion_share = s.arrival_balance.and_then(|b| b.completion_share);
-        out.completion_shortfall = out.completion_share.is_some_and(|c| c < COMPLETION_SHARE);
-        if out.queue_growth {
-            let q = out.queue.as_ref().expect("set above");
-            out.fired.push(format!(
-                "queue growth: in flight rose {:.1} requests over {:.0} s (p = {:.1e})",
-                q.growth, q.window_s, q.p_value
-            ));
-        }
-        if out.completion_shortfall {
-            out.fired.push(format!(
-                "completions {:.0} % of arrivals (< 90 %)",
-                out.completion_share.unwrap_or(0.0) * 100.0
-            ));
-        }
-    }
+    let mut out = evaluate(
+        &report.summary,
+        records,
+        reference_ms_per_token_p99,
+        open_loop,
+    );
     if let Some(q) = report
         .telemetry
         .server
@@ -336,11 +339,56 @@ pub fn signals(
             ));
         }
     }
-    if let (Some(p99), Some(p50)) = (out.e2e_p99_ms, reference_e2e_p50_ms) {
-        out.latency_blowup = p99 > BLOWUP_FACTOR * p50;
+    out
+}
+
+/// The client-side signals, from a level's summary and records alone: queue growth and the
+/// arrivals' completion (open loop), and the latency blow-up.
+pub fn evaluate(
+    s: &RunSummary,
+    records: &[RequestRecord],
+    reference_ms_per_token_p99: Option<f64>,
+    open_loop: bool,
+) -> Signals {
+    let mut out = Signals {
+        ttft_p99_ms: s.ttft_ms.map(|d| d.p99),
+        e2e_p99_ms: s.e2e_ms.map(|d| d.p99),
+        ms_per_token_p99: s.normalized_latency_ms_per_token.map(|d| d.p99),
+        reference_ms_per_token_p99,
+        steady_throughput_change: throughput_change(records),
+        steady_throughput: throughput_ci(records),
+        ..Default::default()
+    };
+    if open_loop {
+        out.queue = in_flight_growth(records);
+        out.queue_growth = out.queue.as_ref().is_some_and(|q| q.growing);
+        out.arrivals = arrivals::judge(records, reference_ms_per_token_p99);
+        out.completion_share = out.arrivals.and_then(|a| a.completion_ratio());
+        out.completion_shortfall = out.completion_share.is_some_and(|c| c < COMPLETION_SHARE);
+        if out.queue_growth {
+            let q = out.queue.as_ref().expect("set above");
+            out.fired.push(format!(
+                "queue growth: in flight rose {:.1} requests over {:.0} s (p = {:.1e})",
+                q.growth, q.window_s, q.p_value
+            ));
+        }
+        if let (true, Some(a)) = (out.completion_shortfall, out.arrivals) {
+            out.fired.push(format!(
+                "the steady span's arrivals completed at {:.0} % of their arrival rate (< 90 %): {} of {} decided completed ({} failed, {} cancelled past the blow-up bound), their delays growing {:.2} s per s",
+                out.completion_share.unwrap_or(0.0) * 100.0,
+                a.completed,
+                a.completed + a.failed + a.late,
+                a.failed,
+                a.late,
+                a.delay_growth.unwrap_or(0.0).max(0.0)
+            ));
+        }
+    }
+    if let (Some(p99), Some(reference)) = (out.ms_per_token_p99, reference_ms_per_token_p99) {
+        out.latency_blowup = p99 > BLOWUP_FACTOR * reference;
         if out.latency_blowup {
             out.fired.push(format!(
-                "P99 end-to-end {p99:.0} ms > 10 × {p50:.0} ms at the lowest load"
+                "P99 latency per output token {p99:.1} ms > 10 × {reference:.1} ms at the lowest load"
             ));
         }
     }
@@ -471,6 +519,50 @@ mod tests {
         assert!((t.ci.0 - (m - half)).abs() < 1e-3, "{t:?} vs {}", m - half);
         assert!((t.ci.1 - (m + half)).abs() < 1e-3);
         assert!((t.window_s - 9.801).abs() < 1e-9);
+    }
+
+    /// A request sent at `sent_ms` that waits `wait_ms`, then gets its first token 50 ms
+    /// later and one every 10 ms: `n` tokens, end to end wait + 50 + 10(n − 1) ms.
+    fn answer(id: u64, sent_ms: u64, wait_ms: u64, n: u64) -> RequestRecord {
+        let tokens: Vec<u64> = (0..n).map(|k| sent_ms + wait_ms + 50 + 10 * k).collect();
+        RequestRecord::completed_for_tests(id, sent_ms, &tokens, 10)
+    }
+
+    /// One at a time: 90 answers of 20 tokens and 10 of 400, each waiting `wait_ms` first.
+    fn skewed(wait_ms: u64) -> Vec<RequestRecord> {
+        (0..100u64)
+            .map(|i| answer(i, i * 10_000, wait_ms, if i % 10 == 9 { 400 } else { 20 }))
+            .collect()
+    }
+
+    /// Issue 19, item 2: skewed output lengths alone are not a latency blow-up.
+    #[test]
+    fn skewed_lengths_alone_are_not_a_latency_blowup() {
+        // No load: 240 ms end to end for 20 tokens, 4,040 ms for 400; P50 240 ms, P99
+        // 4,040 ms, so the old reading (P99 end to end > 10 × the reference P50 = 2,400 ms)
+        // fired on an idle server. Per output token: 240 / 20 = 12 ms and 4,040 / 400 =
+        // 10.1 ms, P99 12 ms, against 10 × 12 = 120 ms: no blow-up.
+        let params = crate::metrics::SummaryParams::default();
+        let idle = skewed(0);
+        let reference = crate::metrics::summarize(&idle, &params);
+        let e2e = reference.e2e_ms.unwrap();
+        assert_eq!((e2e.p50, e2e.p99), (240.0, 4040.0));
+        assert!(e2e.p99 > BLOWUP_FACTOR * e2e.p50, "the old signal fired");
+        let per_token = reference.normalized_latency_ms_per_token.unwrap().p99;
+        assert!((per_token - 12.0).abs() < 1e-9, "{per_token}");
+        let sig = evaluate(&reference, &idle, Some(per_token), false);
+        assert!(!sig.latency_blowup && !sig.any(), "{sig:?}");
+        // Waiting 2 s in a queue first: the short answers take 2,240 / 20 = 112 ms a token,
+        // within 120 ms. Waiting 3 s: 3,240 / 20 = 162 ms a token > 120 ms, a blow-up.
+        let waited = skewed(2_000);
+        let s = crate::metrics::summarize(&waited, &params);
+        assert!(!evaluate(&s, &waited, Some(per_token), false).latency_blowup);
+        let queued = skewed(3_000);
+        let s = crate::metrics::summarize(&queued, &params);
+        let sig = evaluate(&s, &queued, Some(per_token), false);
+        assert!(sig.latency_blowup, "{sig:?}");
+        assert!((sig.ms_per_token_p99.unwrap() - 162.0).abs() < 1e-9);
+        assert_eq!(sig.reference_ms_per_token_p99, Some(12.0));
     }
 
     #[test]

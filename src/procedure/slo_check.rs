@@ -11,13 +11,18 @@
 //! - Mean, maximum and floors (`output_tokens_per_s>=X`) have no binomial reading: they pass
 //!   or fail on the observed value.
 //!
+//! A request the benchmark cancelled when the level ended (kind `cancelled`) is not the
+//! server's failure: against a TTFT or end-to-end bound it counts as a miss only when it had
+//! already passed the bound when it was stopped, as met when its first token came within a
+//! TTFT bound, and otherwise not at all ([`cancelled_against`]).
+//!
 //! Pass when every bound's interval lies at or above its target; fail when any lies wholly
 //! below; otherwise undecided (the procedure extends the level).
 
 use crate::metrics::request::{measure, RequestMetrics};
-use crate::metrics::slo::{RunMetric, SloSpec, SloTerm, Stat};
+use crate::metrics::slo::{RequestMetric, RunMetric, SloSpec, SloTerm, Stat};
 use crate::metrics::RunSummary;
-use crate::record::{Phase, RequestRecord};
+use crate::record::{FailureKind, Phase, RequestRecord};
 use crate::stats::interval::{slo_verdict, wilson, SloVerdict};
 use serde::{Deserialize, Serialize};
 
@@ -96,7 +101,22 @@ pub fn check(spec: &SloSpec, records: &[RequestRecord], summary: &RunSummary) ->
     let mut terms = Vec::new();
     let bounds: Vec<_> = spec.per_request().collect();
     if !bounds.is_empty() {
-        let trials = measured.len() as u64;
+        // A cancelled request is a trial only when it had already missed a TTFT or
+        // end-to-end bound (it cannot be shown to meet the others).
+        let trials = measured
+            .iter()
+            .filter(|r| {
+                !is_cancelled(r)
+                    || bounds.iter().any(|&(m, max)| {
+                        let ttft = match m {
+                            RequestMetric::TtftMs => true,
+                            RequestMetric::E2eMs => false,
+                            _ => return false,
+                        };
+                        cancelled_against(r, ttft, max) == Some(false)
+                    })
+            })
+            .count() as u64;
         let met = metrics.iter().flatten().filter(|m| spec.met_by(m)).count() as u64;
         terms.push(binomial(
             bounds
@@ -118,20 +138,29 @@ pub fn check(spec: &SloSpec, records: &[RequestRecord], summary: &RunSummary) ->
                 max,
             } => {
                 let values = values_of(metric, &measured, &metrics);
-                let met = values.iter().filter(|&&v| v <= max).count() as u64;
+                let mut met = values.iter().filter(|&&v| v <= max).count() as u64;
                 // A request that failed never gave its user a first token or an answer in
                 // time: for TTFT and end-to-end bounds it counts as a miss, so that an
-                // overloaded level cannot pass by timing out its slowest requests.
-                let failed = match metric {
-                    RunMetric::TtftMs | RunMetric::E2eMs => {
-                        measured.iter().filter(|r| !r.outcome.is_ok()).count() as u64
+                // overloaded level cannot pass by timing out its slowest requests. One the
+                // benchmark cancelled counts only as far as it was decided when stopped.
+                let mut unfinished = 0;
+                if matches!(metric, RunMetric::TtftMs | RunMetric::E2eMs) {
+                    let ttft = metric == RunMetric::TtftMs;
+                    for r in measured.iter().filter(|r| !r.outcome.is_ok()) {
+                        match (is_cancelled(r), cancelled_against(r, ttft, max)) {
+                            (false, _) | (true, Some(false)) => unfinished += 1,
+                            (true, Some(true)) => {
+                                met += 1;
+                                unfinished += 1;
+                            }
+                            (true, None) => {}
+                        }
                     }
-                    _ => 0,
-                };
+                }
                 terms.push(binomial(
                     term.to_string(),
                     met,
-                    values.len() as u64 + failed,
+                    values.len() as u64 + unfinished,
                     p / 100.0,
                 ));
             }
@@ -171,6 +200,27 @@ pub fn check(spec: &SloSpec, records: &[RequestRecord], summary: &RunSummary) ->
         terms,
         verdict,
     }
+}
+
+/// Whether the benchmark cancelled the request (still in flight when the level ended).
+fn is_cancelled(r: &RequestRecord) -> bool {
+    r.outcome.failure_kind() == Some(FailureKind::Cancelled)
+}
+
+/// A request the benchmark cancelled, against a TTFT (`ttft`) or end-to-end bound of
+/// `max_ms` (both from its send, or its attempt when it was never sent): `Some(true)` when
+/// its first token came within a TTFT bound, `Some(false)` when the bound had passed by the
+/// time it was stopped (no first token by then, or not finished), `None` when the stop came
+/// first: the level ended, not the server, and the request says nothing either way.
+pub fn cancelled_against(r: &RequestRecord, ttft: bool, max_ms: f64) -> Option<bool> {
+    let start = r.sent_at.unwrap_or(r.queued_at);
+    let ms = |t: u64| t.saturating_sub(start) as f64 / 1e6;
+    if ttft {
+        if let Some(first) = r.first_token_at() {
+            return Some(ms(first) <= max_ms);
+        }
+    }
+    (ms(r.finished_at) > max_ms).then_some(false)
 }
 
 /// A binomial term: `met` of `trials` against `target`. No trials at all is a failure
@@ -218,6 +268,70 @@ fn values_of(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    /// A request sent at 0 and cancelled by the benchmark at `stop_ms`, its first token at
+    /// `first_ms` if one came.
+    fn cancelled(id: u64, first_ms: Option<u64>, stop_ms: u64) -> RequestRecord {
+        let tokens: Vec<u64> = first_ms.into_iter().collect();
+        let mut r = RequestRecord::completed_for_tests(id, 0, &tokens, 10);
+        r.outcome = crate::record::Outcome::failed(FailureKind::Cancelled, "still in flight");
+        r.finished_at = stop_ms * MS;
+        r
+    }
+
+    #[test]
+    fn a_cancelled_request_is_judged_only_as_far_as_it_got() {
+        // TTFT bound 1,000 ms: a first token at 100 ms met it; none by a stop at 1,500 ms
+        // missed it; none by a stop at 500 ms says nothing.
+        assert_eq!(
+            cancelled_against(&cancelled(0, Some(100), 2_000), true, 1000.0),
+            Some(true)
+        );
+        assert_eq!(
+            cancelled_against(&cancelled(0, None, 1_500), true, 1000.0),
+            Some(false)
+        );
+        assert_eq!(
+            cancelled_against(&cancelled(0, None, 500), true, 1000.0),
+            None
+        );
+        // End to end: unfinished at 1,500 ms missed a 1,000 ms bound, at 500 ms undecided.
+        assert_eq!(
+            cancelled_against(&cancelled(0, Some(100), 1_500), false, 1000.0),
+            Some(false)
+        );
+        assert_eq!(
+            cancelled_against(&cancelled(0, Some(100), 500), false, 1000.0),
+            None
+        );
+    }
+
+    /// Issue 19, item 4: `p99(ttft_ms)<=1000` on a closed-loop level of 984 completed
+    /// requests (TTFT 100 ms), 10 cancelled while streaming (first token at 100 ms) and 6
+    /// cancelled while queued 500 ms (no token yet). New: 984 + 10 met of 994 trials
+    /// (the 6 undecided left out), Wilson lower bound 994 / (994 + 1.96²) = 0.9961 ≥ 0.99:
+    /// pass. Old: every cancelled request a miss, 984 of 1,000: Wilson (0.9742, 0.9901)
+    /// straddles 0.99, undecided.
+    #[test]
+    fn cancellations_at_the_levels_end_are_not_slo_misses() {
+        let mut records: Vec<RequestRecord> = (0..984)
+            .map(|i| RequestRecord::completed_for_tests(i, i * 1_000, &[i * 1_000 + 100], 10))
+            .collect();
+        records.extend((0..10).map(|i| cancelled(1_000 + i, Some(100), 2_000)));
+        records.extend((0..6).map(|i| cancelled(2_000 + i, None, 500)));
+        let summary =
+            crate::metrics::summarize(&records, &crate::metrics::SummaryParams::default());
+        let spec = SloSpec::parse("p99(ttft_ms)<=1000", 0.99).unwrap();
+        let c = check(&spec, &records, &summary);
+        assert_eq!((c.terms[0].met, c.terms[0].trials), (994, 994));
+        assert_eq!(c.verdict, SloVerdict::Pass);
+        assert_eq!(
+            binomial("old".into(), 984, 1000, 0.99).verdict,
+            SloVerdict::Undecided
+        );
+    }
 
     #[test]
     fn binomial_terms_use_the_interval_not_the_point() {

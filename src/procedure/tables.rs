@@ -417,6 +417,7 @@ fn capacity(r: &TestReport, out: &mut Parts) {
         "TTFT P99",
         "TPOT P99",
         "Errors",
+        "Cancelled",
         "Status",
     ]);
     for row in &x.rows {
@@ -426,10 +427,13 @@ fn capacity(r: &TestReport, out: &mut Parts) {
             ms(row.ttft_p99_ms),
             ms(row.tpot_p99_ms),
             row.errors.to_string(),
+            row.cancelled.to_string(),
             row.status.clone(),
         ]);
     }
-    out.table(t.titled("Table 7: Capacity search"));
+    out.table(t.titled("Table 7: Capacity search").note(
+        "Completion and errors are the server's; cancelled: still in flight when the level ended, stopped by servebench",
+    ));
     out.text(format!(
         "Maximum concurrent requests meeting criteria: {}",
         x.max_concurrency
@@ -530,6 +534,7 @@ fn memory(r: &TestReport, out: &mut Parts) {
         "Complete",
         "Preempt",
         "Fail Rate",
+        "Cancelled",
         "TTFT P99",
     ]);
     for row in &x.levels {
@@ -541,10 +546,13 @@ fn memory(r: &TestReport, out: &mut Parts) {
                 .map(|p| format!("{:.2}/req", p))
                 .unwrap_or_else(|| "not measured".into()),
             pct(row.failure_rate),
+            row.cancelled.to_string(),
             ms(row.ttft_p99_ms),
         ]);
     }
-    out.table(t.titled("Table 11: Memory pressure degradation"));
+    out.table(t.titled("Table 11: Memory pressure degradation").note(
+        "Complete and fail rate are over the requests the server decided; cancelled: still in flight when the level ended, stopped by servebench",
+    ));
     out.text(format!("Preemptions: {}", x.preemption_source));
 }
 

@@ -35,8 +35,12 @@ pub struct ThroughputResult {
     pub tokens_per_gpu_s: Option<f64>,
     /// The closed-loop estimate the search started from, requests per second.
     pub estimate_rate_per_s: Option<f64>,
-    /// P50 end-to-end latency at concurrency 1, ms (the saturation blow-up reference).
+    /// P50 end-to-end latency at concurrency 1, ms.
     pub reference_e2e_p50_ms: Option<f64>,
+    /// P99 end-to-end latency per output token at concurrency 1, ms: the saturation
+    /// blow-up reference (a level's P99 above 10× this one is saturated).
+    #[serde(default)]
+    pub reference_ms_per_token_p99: Option<f64>,
     /// Index of the sustainable level in `levels`.
     pub sustainable_level: Option<usize>,
     /// The search narrowed the bracket to the tolerance.
@@ -84,6 +88,7 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
         .reference(o.calibration())
         .and_then(|_| estimate(&mut s, o));
     result.reference_e2e_p50_ms = s.reference_e2e_p50_ms;
+    result.reference_ms_per_token_p99 = s.reference_ms_per_token_p99;
     match setup {
         Err(e) => stop = Some(e),
         Ok(est) if !o.closed_loop => {
