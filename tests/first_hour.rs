@@ -2,9 +2,9 @@
 //! can trust, runs never overwritten, flags checked before anything starts, progress in CI
 //! logs, verdicts that blame the right side, a short report, complete files.
 
-use crate::common::{config, generator, run, servebench, temp_dir};
+use crate::common::{config, generator, run, servebench, servebench_command, temp_dir};
 use servebench::record::Phase;
-use servebench::sim::{SimConfig, SimServer};
+use servebench::sim::{Faults, SimConfig, SimServer};
 
 fn text(o: &std::process::Output) -> (String, String) {
     (
@@ -17,9 +17,11 @@ fn run_json(dir: &std::path::Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap()
 }
 
-/// A URL without `/v1`: every request is a 404. That run used to exit 0.
+/// A URL without `/v1`: every request is a 404. That run used to exit 0, then exit 1 after
+/// a warm-up of 404s; the request sent before any load now finds it at once: exit 2, the
+/// URL to try, and no run folder.
 #[test]
-fn a_run_where_every_request_failed_exits_1_with_a_hint() {
+fn a_url_without_v1_fails_before_any_load_with_the_url_to_try() {
     let sim = SimServer::spawn(SimConfig::fixed(1.0, 1.0), 0).unwrap();
     let url = sim.base_url().trim_end_matches("/v1").to_owned();
     let dir = temp_dir("all-404");
@@ -32,24 +34,248 @@ fn a_run_where_every_request_failed_exits_1_with_a_hint() {
         "--no-model-check",
         "--requests",
         "5",
-        "--warmup",
-        "none",
         "--no-fluidity",
         "--quiet",
         "--out",
         dir.to_str().unwrap(),
     ]);
     let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
+    let flat = err.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains("HTTP 404"), "{err}");
+    assert!(
+        flat.contains(&format!("try --url {url}/v1")),
+        "the fix: {err}"
+    );
+    assert!(!dir.join("requests.jsonl").exists(), "no load was sent");
+}
+
+/// A port that answers an HTML page (a web UI, another service), with 200 or 501: before,
+/// the whole 120-s warm-up ran on failures; now one request ends the run, exit 2, naming
+/// the page.
+#[test]
+fn an_html_page_ends_the_run_before_the_warm_up() {
+    for status in [200u16, 501] {
+        let sim = SimServer::spawn(
+            SimConfig {
+                faults: Faults {
+                    html_status: status,
+                    ..Default::default()
+                },
+                ..SimConfig::fixed(1.0, 1.0)
+            },
+            0,
+        )
+        .unwrap();
+        let dir = temp_dir(&format!("html-{status}"));
+        // The default warm-up (auto, up to 120 s) would run, were the page not caught.
+        let o = servebench(&[
+            "run",
+            "--url",
+            &sim.base_url(),
+            "--requests",
+            "5",
+            "--no-fluidity",
+            "--quiet",
+            "--out",
+            dir.to_str().unwrap(),
+        ]);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{status}: {out}\n{err}");
+        let flat = err.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            flat.contains(&format!(
+                "answered with an HTML page (HTTP {status}, \"Welcome to the web UI\")"
+            )),
+            "{status}: {err}"
+        );
+        assert!(flat.contains("not at the API"), "{status}: {err}");
+        assert!(
+            !dir.join("requests.jsonl").exists(),
+            "{status}: no warm-up ran"
+        );
+    }
+}
+
+/// A server started with an API key: without it, or with a wrong one, the run ends before
+/// the warm-up with exit 2 and says which variable sets the key; with it, the run works.
+#[test]
+fn a_missing_or_wrong_api_key_ends_the_run_before_the_warm_up() {
+    let sim = SimServer::spawn(
+        SimConfig {
+            faults: Faults {
+                api_key: Some("sekret".into()),
+                ..Default::default()
+            },
+            ..SimConfig::fixed(1.0, 1.0)
+        },
+        0,
+    )
+    .unwrap();
+    let url = sim.base_url();
+    let attempt = |name: &str, key: Option<&str>| {
+        let dir = temp_dir(name);
+        let mut c = servebench_command();
+        c.env_remove("OPENAI_API_KEY").env_remove("SB_TEST_KEY");
+        if let Some(k) = key {
+            c.env("SB_TEST_KEY", k);
+        }
+        let o = c
+            .args([
+                "run",
+                "--url",
+                url.as_str(),
+                "--api-key-env",
+                "SB_TEST_KEY",
+                "--requests",
+                "3",
+                "--warmup",
+                "none",
+                "--no-fluidity",
+                "--quiet",
+                "--out",
+                dir.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        let (_, err) = text(&o);
+        (
+            o.status.code(),
+            err.split_whitespace().collect::<Vec<_>>().join(" "),
+            dir,
+        )
+    };
+    let (code, err, dir) = attempt("key-missing", None);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("HTTP 401"), "{err}");
+    assert!(
+        err.contains("No API key was sent: export SB_TEST_KEY=<key>"),
+        "{err}"
+    );
+    assert!(!dir.join("requests.jsonl").exists());
+    let (code, err, _) = attempt("key-wrong", Some("guess"));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("from the variable SB_TEST_KEY") && err.contains("not accepted"),
+        "{err}"
+    );
+    let (code, err, dir) = attempt("key-right", Some("sekret"));
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(run_json(&dir)["summary"]["requests"]["completed"], 3);
+}
+
+/// A server that fails every request after a good start: neither the warm-up nor the
+/// measured phase spins on the failures; each stops after `GIVE_UP_AFTER` in a row (no
+/// request of its own having succeeded) and says so.
+#[test]
+fn a_phase_stops_sending_after_a_streak_of_failures() {
+    use servebench::runner::phase::GIVE_UP_AFTER;
+    let sim = SimServer::spawn(
+        SimConfig {
+            faults: Faults {
+                error_rate: 1.0,
+                error_statuses: vec![500],
+                ..Default::default()
+            },
+            ..SimConfig::fixed(1.0, 1.0)
+        },
+        0,
+    )
+    .unwrap();
+    let (out, s) = run(&config(
+        &sim.base_url(),
+        &[
+            "--concurrency",
+            "4",
+            "--requests",
+            "5000",
+            "--warmup",
+            "5000",
+            "--input-tokens",
+            "8",
+            "--output-tokens",
+            "4",
+        ],
+        &temp_dir("streak"),
+    ));
+    // At most the requests already in flight (4 workers) end after the limit.
+    let bound = GIVE_UP_AFTER + 2 * 4;
+    let warmup = out
+        .records
+        .iter()
+        .filter(|r| r.phase == Phase::Warmup)
+        .count() as u64;
+    assert!(
+        (GIVE_UP_AFTER..=bound).contains(&warmup),
+        "{warmup} warm-up requests"
+    );
+    let measured = s.requests.total;
+    assert!(
+        (GIVE_UP_AFTER..=bound).contains(&measured),
+        "{measured} measured requests"
+    );
+    assert_eq!(s.requests.completed, 0);
+    assert!(out
+        .measure
+        .gave_up_after
+        .is_some_and(|n| n >= GIVE_UP_AFTER));
+}
+
+/// `run --rate 0.5 --duration 60s` against a 4-slot server completed 4 of 30 requests and
+/// cancelled 26, yet passed. A run whose offered load mostly never finished is overloaded:
+/// exit 1, said the same way in the terminal, run.json and the report files. (One slot at
+/// about 20 ms a step: each answer takes about 0.2 s, arrivals come every 25 ms.)
+#[test]
+fn a_run_whose_load_mostly_never_finished_fails_as_overloaded() {
+    let dir = temp_dir("overloaded");
+    let sim_cfg = dir.join("one-slot.toml");
+    std::fs::write(
+        &sim_cfg,
+        "preset = \"fast\"\nmax_num_seqs = 1\n[step]\nbase_ms = 20.0\n",
+    )
+    .unwrap();
+    let run_dir = dir.join("run");
+    let o = servebench(&[
+        "run",
+        "--sim-config",
+        sim_cfg.to_str().unwrap(),
+        "--rate",
+        "40",
+        "--arrival",
+        "constant",
+        "--duration",
+        "1s",
+        "--grace",
+        "200ms",
+        "--warmup",
+        "none",
+        "--no-fluidity",
+        "--input-tokens",
+        "16",
+        "--output-tokens",
+        "8",
+        "--quiet",
+        "--out",
+        run_dir.to_str().unwrap(),
+    ]);
+    let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
-    assert!(out.contains("5× HTTP 404"), "{out}");
-    assert!(out.contains("is `/v1`"), "the hint: {out}");
-    let r = run_json(&dir);
+    let r = run_json(&run_dir);
     assert_eq!(r["verdict"]["exit_status"], 1);
-    assert_eq!(r["summary"]["failures"]["by_kind"]["http_status"], 5);
-    assert!(r["verdict"]["reasons"][0]
-        .as_str()
-        .unwrap()
-        .contains("no request succeeded"));
+    let reason = r["verdict"]["reasons"][0].as_str().unwrap().to_owned();
+    assert!(reason.starts_with("overloaded: "), "{reason}");
+    let flat = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat(out.as_str()).contains(&format!("exit status 1: {reason}")),
+        "{out}"
+    );
+    let md = std::fs::read_to_string(run_dir.join("report.md")).unwrap();
+    assert!(
+        flat(md.as_str()).contains("were still unanswered when the run ended"),
+        "{md}"
+    );
+    let html = std::fs::read_to_string(run_dir.join("report.html")).unwrap();
+    assert!(flat(html.as_str()).contains("were still unanswered when the run ended"));
 }
 
 /// Prompts longer than the server's context: 400s, exit 1, the context hint.
@@ -187,6 +413,14 @@ fn flags_and_files_are_checked_before_anything_starts() {
     let o = servebench(&["run", "--rate", "0", "--quiet"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).1.contains("--rate must be a positive number"));
+    // A negative rate is a value, refused as one (not an "unexpected argument").
+    let o = servebench(&["run", "--rate", "-1", "--quiet"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o).1.contains("--rate must be a positive number"),
+        "{}",
+        text(&o).1
+    );
     let o = servebench(&["run", "--duration", "10 parsecs", "--quiet"]);
     assert_eq!(o.status.code(), Some(2));
 }
@@ -323,6 +557,8 @@ fn the_report_is_short_by_default_and_files_are_complete() {
     }
     assert!(!out.contains("draft Table 1"));
     assert!(out.lines().count() < 40, "{out}");
+    // The Users line's jargon (idle, smooth goodput's T, fluid rate) points to its legend.
+    assert!(out.contains("docs/metrics.md"), "{out}");
     let r = run_json(&dir);
     assert_eq!(r["command_line"][1], "run");
     assert_eq!(r["server"]["engine"], "servebench-sim");

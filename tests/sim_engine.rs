@@ -333,6 +333,7 @@ fn fault_injection_produces_each_failure_kind() {
             malformed_rate: 0.15,
             error_event_rate: 0.0,
             refusal_rate: 0.0,
+            ..Default::default()
         },
         ..preset("fast", 1.0)
     };

@@ -619,7 +619,6 @@ pub fn ready(args: &RunArgs) -> Result<std::result::Result<Ready, u8>> {
             return Ok(Err(exit::USAGE));
         }
     };
-    drop(rt);
     let mut warnings = Vec::new();
     let target = &mut resolved.config.target;
     if target.model.is_empty() {
@@ -663,6 +662,14 @@ pub fn ready(args: &RunArgs) -> Result<std::result::Result<Ready, u8>> {
         }
         PrefillSetup::Off => {}
     }
+    // One real request before any load: a server that does not speak the API as configured
+    // (an HTML page, a refused key, a missing route, no streaming) ends the run now.
+    if let Err(why) = preflight(args, &resolved.config, &rt) {
+        eprintln!("error: {why}");
+        remove_if_empty(&resolved.config.out_dir);
+        return Ok(Err(exit::USAGE));
+    }
+    drop(rt);
     let tokenizer = tokenizer::load_for(&resolved.tokenizer_name, &resolved.config.target)?;
     Ok(Ok(Ready {
         sim,
@@ -671,6 +678,42 @@ pub fn ready(args: &RunArgs) -> Result<std::result::Result<Ready, u8>> {
         tokenizer,
         warnings,
     }))
+}
+
+/// Sends the one test request of `runner::preflight`; `Err`: why the server cannot be used
+/// as configured, and the fix.
+fn preflight(
+    args: &RunArgs,
+    config: &RunConfig,
+    rt: &tokio::runtime::Runtime,
+) -> std::result::Result<(), String> {
+    let t = &config.target;
+    let key_env = args
+        .target
+        .api_key_env
+        .clone()
+        .unwrap_or_else(|| crate::client::apis::default_key_env(t.endpoint).to_owned());
+    let key_sent = if t.api_key.is_some() {
+        Some(match &args.target.api_key_file {
+            Some(path) => format!("--api-key-file {}", path.display()),
+            None => format!("the variable {key_env}"),
+        })
+    } else if t.url.basic_auth.is_some() {
+        Some("the credentials in --url".to_owned())
+    } else {
+        t.headers
+            .iter()
+            .find(|(k, _)| crate::config::is_credential_header(k))
+            .map(|(k, _)| format!("--header '{k}: ...'"))
+    };
+    let route = runner::preflight::Route::of(t, &key_env, key_sent);
+    rt.block_on(runner::preflight::check(
+        t,
+        &config.request,
+        &config.exchange_limits,
+        config.request_timeout,
+        &route,
+    ))
 }
 
 /// Removes a run folder that nothing was written to (the run could not start).
@@ -704,64 +747,98 @@ pub fn host_info() -> crate::report::HostInfo {
     }
 }
 
+/// The least share of a run's measured requests that must have finished (answered, or
+/// failed) before the run ended. Below it, the rest were still unanswered at the end and
+/// were cancelled after `--grace`: the offered load mostly never completed, so the run is
+/// overloaded and does not pass (exit status 1), whatever its failure rate says (cancelled
+/// requests stay out of the server's failure rate, not out of the verdict).
+pub const MIN_FINISHED_SHARE: f64 = 0.9;
+
+/// Why a run whose measured requests mostly never finished does not pass; `None` when at
+/// least [`MIN_FINISHED_SHARE`] of the `total` finished (`cancelled` did not).
+pub fn unfinished_reason(
+    total: u64,
+    completed: u64,
+    cancelled: u64,
+    load: LoadPattern,
+) -> Option<String> {
+    let finished = total.saturating_sub(cancelled);
+    if total == 0 || finished as f64 >= MIN_FINISHED_SHARE * total as f64 {
+        return None;
+    }
+    let what = format!(
+        "overloaded: {cancelled} of {total} measured requests ({:.0} %) were still unanswered when the run ended and were cancelled; {completed} completed, and at least {:.0} % must finish",
+        cancelled as f64 / total as f64 * 100.0,
+        MIN_FINISHED_SHARE * 100.0
+    );
+    let fix = match load {
+        LoadPattern::Closed { .. } => {
+            "the server cannot answer this many concurrent requests within --duration: lower --concurrency, or lengthen --duration or --grace"
+        }
+        _ => "the server does not keep up with the offered load: lower --rate, or lengthen --duration or --grace",
+    };
+    Some(format!("{what}. {fix}"))
+}
+
 /// The exit status of a finished run and why.
 pub fn verdict(r: &crate::metrics::RunSummary, config: &RunConfig, interrupted: bool) -> Verdict {
-    let mut reasons = Vec::new();
-    let mut status = exit::OK;
-    if interrupted {
-        reasons.push("interrupted (Ctrl-C); everything measured was written".into());
-        status = exit::INTERRUPTED;
-    }
-    let counted = r.requests.total
-        - r.failures
-            .by_kind
-            .get(&FailureKind::Cancelled)
-            .copied()
-            .unwrap_or(0);
+    let cancelled = r
+        .failures
+        .by_kind
+        .get(&FailureKind::Cancelled)
+        .copied()
+        .unwrap_or(0);
+    let counted = r.requests.total.saturating_sub(cancelled);
+    let mut failed = Vec::new();
     if r.requests.total > 0 && r.requests.completed == 0 {
-        reasons.push(format!(
+        failed.push(format!(
             "no request succeeded ({} failed)",
             r.requests.failed
         ));
-        if status == exit::OK {
-            status = exit::FAILED;
-        }
     } else if counted > 0 {
-        let failed = r.requests.failed
-            - r.failures
-                .by_kind
-                .get(&FailureKind::Cancelled)
-                .copied()
-                .unwrap_or(0);
-        let share = failed as f64 / counted as f64;
+        let share = r.requests.failed.saturating_sub(cancelled) as f64 / counted as f64;
         if share > config.max_failure_share {
-            reasons.push(format!(
+            failed.push(format!(
                 "{:.1} % of requests failed, above --max-failures {:.1} %",
                 share * 100.0,
                 config.max_failure_share * 100.0
             ));
-            if status == exit::OK {
-                status = exit::FAILED;
-            }
         }
     }
-    if let Some(slo) = &r.slo {
-        if !slo.passed {
-            reasons.push(format!("SLO not met ({})", slo.spec));
-            if status == exit::OK {
-                status = exit::FAILED;
-            }
-        }
+    if !interrupted && r.requests.completed > 0 {
+        failed.extend(unfinished_reason(
+            r.requests.total,
+            r.requests.completed,
+            cancelled,
+            config.load,
+        ));
     }
+    if let Some(slo) = r.slo.as_ref().filter(|slo| !slo.passed) {
+        failed.push(format!("SLO not met ({})", slo.spec));
+    }
+    let (exit_status, mut reasons) = if interrupted {
+        let why = "interrupted (Ctrl-C); everything measured was written";
+        (exit::INTERRUPTED, vec![why.to_owned()])
+    } else if failed.is_empty() {
+        (exit::OK, Vec::new())
+    } else {
+        (exit::FAILED, Vec::new())
+    };
+    reasons.extend(failed);
     if reasons.is_empty() {
         reasons.push(format!(
-            "{:.1} % of requests succeeded{}",
+            "{:.1} % of requests succeeded{}{}",
             (1.0 - failed_share(r)) * 100.0,
+            if cancelled > 0 {
+                format!(" ({cancelled} cancelled at the end)")
+            } else {
+                String::new()
+            },
             if r.slo.is_some() { "; SLO met" } else { "" }
         ));
     }
     Verdict {
-        exit_status: status,
+        exit_status,
         reasons,
     }
 }
@@ -903,6 +980,13 @@ pub fn execute(
         }
     }
     let end = output.clock.offset_of(std::time::Instant::now());
+    let mut warnings = e.warnings;
+    if let Some(failures) = output.measure.gave_up_after {
+        eprintln!(
+            "WARNING: measurement stopped: {failures} requests in a row failed and none succeeded (the failures, with their usual causes, are in the report)"
+        );
+        warnings.push(crate::metrics::warnings::Warning::GaveUpOnFailures { failures });
+    }
     let report = super::assemble::assemble(super::assemble::Inputs {
         start,
         records: &output.records,
@@ -918,7 +1002,7 @@ pub fn execute(
         finished_unix_us: output.finished_unix_us,
         interrupted: output.interrupted,
         recovered: false,
-        extra_warnings: e.warnings,
+        extra_warnings: warnings,
     })?;
     // The reports are a view of what is already on disk (the records as requests.jsonl
     // holds them, so `servebench report` rebuilds the same files): failing to write them
@@ -931,4 +1015,53 @@ pub fn execute(
         );
     }
     Ok(Ok((report, output.records)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OPEN: LoadPattern = LoadPattern::Open {
+        rate_per_s: 0.5,
+        arrival: Arrival::Poisson,
+    };
+
+    /// Issue 23's run: `--rate 0.5 --duration 60s` against a 4-slot server, 4 of 30
+    /// completed, 26 cancelled at the end.
+    #[test]
+    fn a_run_that_mostly_never_finished_is_overloaded() {
+        let why = unfinished_reason(30, 4, 26, OPEN).expect("does not pass");
+        assert!(
+            why.starts_with("overloaded: 26 of 30 measured requests (87 %)"),
+            "{why}"
+        );
+        assert!(
+            why.contains("4 completed") && why.contains("lower --rate"),
+            "{why}"
+        );
+        let closed = unfinished_reason(30, 4, 26, LoadPattern::Closed { concurrency: 26 });
+        assert!(closed.unwrap().contains("lower --concurrency"));
+    }
+
+    #[test]
+    fn a_few_cancelled_at_the_end_still_pass() {
+        // Exactly 90 % finished: the threshold is met.
+        assert_eq!(unfinished_reason(10, 9, 1, OPEN), None);
+        assert_eq!(unfinished_reason(1000, 990, 10, OPEN), None);
+        assert_eq!(unfinished_reason(0, 0, 0, OPEN), None);
+        // Failed requests finished: only cancelled ones count against the threshold.
+        assert_eq!(unfinished_reason(100, 50, 0, OPEN), None);
+        assert!(unfinished_reason(10, 8, 2, OPEN).is_some());
+    }
+
+    #[test]
+    fn rate_accepts_a_negative_number_so_the_check_can_name_it() {
+        use clap::Parser;
+        let cli = crate::cli::args::Cli::try_parse_from(["servebench", "run", "--rate", "-1"])
+            .expect("-1 is read as the value of --rate, not as a flag");
+        let crate::cli::args::Command::Run(args) = cli.command else {
+            unreachable!()
+        };
+        assert_eq!(args.run.load.rate, Some(-1.0));
+    }
 }

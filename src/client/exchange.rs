@@ -12,6 +12,7 @@ use super::pool::Pool;
 use super::sse::SseParser;
 use crate::clock::{Nanos, RunClock};
 use crate::config::{Endpoint, Target};
+use crate::record::draft::BODY_START_BYTES;
 use crate::record::{Chunk, Draft, FailureKind, Outcome, Phase, RequestRecord};
 
 /// A request ready to send: its bytes were built off the hot path.
@@ -387,6 +388,7 @@ pub async fn execute(
             }
         };
         ex.draft.record.http_status = Some(head.status);
+        ex.draft.content_type = head.content_type.clone();
         let mut decoder = BodyDecoder::new(head.body);
 
         if head.status != 200 {
@@ -426,10 +428,22 @@ pub async fn execute(
         let mut failure: Option<Outcome> = None;
         let mut ended = false;
         let first_token_deadline = limits.first_token.map(|d| clock.instant_at(sent) + d);
+        // A body not declared an event stream (an HTML page, a JSON document): its start is
+        // kept to say what answered.
+        let keep_start = !head.content_type.as_deref().is_some_and(|t| {
+            t.as_bytes()
+                .windows(12)
+                .any(|w| w.eq_ignore_ascii_case(b"event-stream"))
+        });
         let end = read_body(
             &mut conn,
             &mut decoder,
             |bytes, at| {
+                let kept = ex.draft.body_start.len();
+                if keep_start && kept < BODY_START_BYTES {
+                    let take = bytes.len().min(BODY_START_BYTES - kept);
+                    ex.draft.body_start.extend_from_slice(&bytes[..take]);
+                }
                 sse.feed(bytes, |event| {
                     match ex.on_event(event.event, event.data, at) {
                         Ok(done) => {

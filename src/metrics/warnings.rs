@@ -43,6 +43,9 @@ pub enum Warning {
     ServerSaturated { completion_share: f64 },
     /// A `--prefill-curve` profiled on another server, model or engine version.
     PrefillCurveElsewhere { differences: String },
+    /// The measured phase stopped sending after this many requests in a row failed with
+    /// none succeeding (`runner::phase::GIVE_UP_AFTER`).
+    GaveUpOnFailures { failures: u64 },
     /// A warning read back from a run folder: its kind and message as written.
     Recorded { kind: String, message: String },
 }
@@ -62,6 +65,7 @@ impl Warning {
             Self::ColdStart => "cold_start",
             Self::ServerSaturated { .. } => "server_saturated",
             Self::PrefillCurveElsewhere { .. } => "prefill_curve_elsewhere",
+            Self::GaveUpOnFailures { .. } => "gave_up_on_failures",
             Self::Recorded { .. } => "recorded",
         }
     }
@@ -109,6 +113,9 @@ impl Warning {
             ),
             Self::PrefillCurveElsewhere { .. } => {
                 "--prefill-curve was profiled on another system".into()
+            }
+            Self::GaveUpOnFailures { failures } => {
+                format!("sending stopped after {failures} failures in a row, none succeeded")
             }
             other => other.to_string(),
         }
@@ -174,6 +181,10 @@ impl fmt::Display for Warning {
             Self::PrefillCurveElsewhere { differences } => write!(
                 f,
                 "the --prefill-curve was profiled elsewhere ({differences}): fluidity deadlines are another system's; omit --prefill-curve to profile this one"
+            ),
+            Self::GaveUpOnFailures { failures } => write!(
+                f,
+                "sending stopped after {failures} requests in a row failed and none had succeeded: the server is not answering this API as configured (see the failures and their hints), so more requests would only have added failures"
             ),
             Self::Recorded { message, .. } => f.write_str(message),
         }

@@ -22,7 +22,16 @@ pub struct Draft {
     pub usage_raw: String,
     /// A reused buffer the next usage is written into before it replaces `usage_raw`.
     pub usage_scratch: String,
+    /// The response's `Content-Type`, as the server sent it.
+    pub content_type: Option<String>,
+    /// The first bytes (at most [`BODY_START_BYTES`]) of a 200 answer that was not declared
+    /// an event stream: what an HTML page or a JSON document said, for the check before a
+    /// run (`runner::preflight`). Empty for event streams.
+    pub body_start: Vec<u8>,
 }
+
+/// Most bytes kept in [`Draft::body_start`].
+pub const BODY_START_BYTES: usize = 512;
 
 impl Draft {
     /// Moves the latest streamed `usage` into the record (called once, when settling).

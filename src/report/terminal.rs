@@ -12,6 +12,11 @@ use std::fmt::Write;
 /// Width the terminal report fits in.
 pub const WIDTH: usize = 100;
 
+/// The `Users` line's terms in one line (each defined in docs/metrics.md, "User-experience
+/// metrics"): idle is the user idle latency, T the window smooth goodput is counted over.
+pub const USERS_LEGEND: &str =
+    "idle: longest wait for a token · T: smooth goodput's window · terms: docs/metrics.md";
+
 /// A duration in ms, with a precision that suits its size.
 pub fn fmt_ms(v: f64) -> String {
     if !v.is_finite() {
@@ -260,6 +265,7 @@ pub fn render(r: &RunReport) -> String {
         None => {}
     }
     row(&mut out, "Users", &ux);
+    row(&mut out, "", USERS_LEGEND);
     if let Some(slo) = &s.slo {
         if let Some(a) = &slo.per_request {
             row(
@@ -426,12 +432,12 @@ pub fn render(r: &RunReport) -> String {
     for n in &r.system.notes {
         row(&mut out, "-", n);
     }
-    let _ = writeln!(
-        out,
+    let verdict = format!(
         "=== exit status {}: {} ===",
         r.verdict.exit_status,
         r.verdict.reasons.join("; ")
     );
+    let _ = writeln!(out, "{}", wrap(&verdict, WIDTH, 4));
     out
 }
 
@@ -458,5 +464,11 @@ mod tests {
         assert_eq!(fmt_rate(999.96), "1,000.0");
         assert_eq!(fmt_rate(12.0), "12.0");
         assert_eq!(wrap("aaa bbb ccc ddd", 8, 2), "aaa bbb\n  ccc\n  ddd");
+    }
+
+    #[test]
+    fn the_users_legend_fits_one_line() {
+        assert!(USERS_LEGEND.chars().count() <= WIDTH - 13, "{USERS_LEGEND}");
+        assert!(!wrap(USERS_LEGEND, WIDTH - 13, 13).contains('\n'));
     }
 }

@@ -1,4 +1,5 @@
 //! Runs a benchmark: warm-up (draft 4.5), isolated prefill profiling, measurement, drain.
+//! (Before it, `preflight` checks with one request that the server speaks the API.)
 //!
 //! The runner owns the I/O of a run. It builds the client runtime, starts the request feeder
 //! and the record writer, drives each phase, and returns every record with the facts only it
@@ -9,6 +10,7 @@ pub mod cpu;
 pub mod feeder;
 pub mod host_net;
 pub mod phase;
+pub mod preflight;
 pub mod profile;
 pub mod progress;
 pub mod ready;

@@ -107,10 +107,50 @@ pub struct PhaseEnd {
     pub timed_stop: bool,
     /// In-flight requests were cancelled at the end (after the grace period).
     pub cancelled_in_flight: bool,
+    /// Sending stopped because this many requests in a row failed and none had succeeded
+    /// (see [`GIVE_UP_AFTER`]): the phase would only have added failures.
+    pub gave_up_after: Option<u64>,
+}
+
+/// A phase stops sending once this many requests in a row have failed while none of its
+/// requests has succeeded: a server that answers every request with an error (an HTML page,
+/// a refused key, a missing route) is not loaded for the whole warm-up or level. Requests
+/// cancelled at the end do not count; a success resets the count and disarms the stop, so a
+/// server that fails for a while mid-run (a restart) is still measured.
+pub const GIVE_UP_AFTER: u64 = 20;
+
+/// Consecutive failures of one phase (see [`GIVE_UP_AFTER`]).
+#[derive(Debug, Default)]
+pub struct FailureStreak {
+    succeeded: AtomicBool,
+    in_a_row: AtomicU64,
+}
+
+impl FailureStreak {
+    /// Notes how a request ended: `None` for a success, else its failure kind.
+    pub fn note(&self, failure: Option<FailureKind>) {
+        match failure {
+            None => {
+                self.succeeded.store(true, Ordering::Release);
+                self.in_a_row.store(0, Ordering::Release);
+            }
+            Some(FailureKind::Cancelled) => {}
+            Some(_) => {
+                self.in_a_row.fetch_add(1, Ordering::AcqRel);
+            }
+        }
+    }
+
+    /// The failures in a row, once the phase should stop sending because of them.
+    pub fn gave_up(&self) -> Option<u64> {
+        let n = self.in_a_row.load(Ordering::Acquire);
+        (n >= GIVE_UP_AFTER && !self.succeeded.load(Ordering::Acquire)).then_some(n)
+    }
 }
 
 /// One request from start to record, honouring timeout and both cancellations (the
-/// phase's, after its grace; the run's, on Ctrl-C).
+/// phase's, after its grace; the run's, on Ctrl-C). Returns how it failed (`None`: it
+/// succeeded).
 async fn run_one(
     shared: &Shared,
     req: PreparedRequest,
@@ -118,7 +158,7 @@ async fn run_one(
     scheduled_at: Option<Nanos>,
     attempted_at: Option<Nanos>,
     mut cancels: (watch::Receiver<bool>, watch::Receiver<bool>),
-) -> bool {
+) -> Option<FailureKind> {
     let mut ex = Exchange::new(&req, phase, scheduled_at);
     // The attempt is stamped before racing against cancellation, so even a request
     // cancelled before its first poll has a real attempt time. A caller that made the
@@ -187,9 +227,9 @@ async fn run_one(
         ),
     }
     shared.in_flight.fetch_sub(1, Ordering::AcqRel);
-    let ok = ex.record().outcome.is_ok();
+    let failure = ex.record().outcome.failure_kind();
     let _ = shared.sink.send(ex.into_draft());
-    ok
+    failure
 }
 
 /// How long to wait before retrying a refused request, when the policy retries it:
@@ -255,11 +295,33 @@ struct PhaseCtx {
     run_cancel: watch::Receiver<bool>,
     should_stop: Arc<dyn Fn() -> bool + Send + Sync>,
     claim: Arc<dyn Fn() -> bool + Send + Sync>,
+    streak: Arc<FailureStreak>,
 }
 
 impl PhaseCtx {
     fn cancels(&self) -> (watch::Receiver<bool>, watch::Receiver<bool>) {
         (self.phase_cancel.clone(), self.run_cancel.clone())
+    }
+
+    /// Runs one request of the phase (see [`run_one`]) and notes its end in the phase's
+    /// failure streak; true when it succeeded.
+    async fn send(
+        &self,
+        req: PreparedRequest,
+        scheduled_at: Option<Nanos>,
+        attempted_at: Option<Nanos>,
+    ) -> bool {
+        let failure = run_one(
+            &self.shared,
+            req,
+            self.phase,
+            scheduled_at,
+            attempted_at,
+            self.cancels(),
+        )
+        .await;
+        self.streak.note(failure);
+        failure.is_none()
     }
 }
 
@@ -279,7 +341,7 @@ async fn follow_up_turns(ctx: &PhaseCtx, turns: Vec<PreparedRequest>, open_loop:
         }
         ctx.shared.in_flight.fetch_add(1, Ordering::AcqRel);
         let scheduled = open_loop.then_some(due);
-        if !run_one(&ctx.shared, req, ctx.phase, scheduled, None, ctx.cancels()).await {
+        if !ctx.send(req, scheduled, None).await {
             return;
         }
     }
@@ -290,6 +352,8 @@ async fn follow_up_turns(ctx: &PhaseCtx, turns: Vec<PreparedRequest>, open_loop:
 enum StopReason {
     Count,
     Timed,
+    /// [`GIVE_UP_AFTER`] failures in a row, none succeeded.
+    GaveUp,
 }
 
 /// Runs a phase to its end (see the module documentation for how it ends).
@@ -312,16 +376,19 @@ pub async fn run_phase(
     let (phase_cancel_tx, phase_cancel) = watch::channel(false);
     let duration_ns = plan.max_duration.map(|d| d.as_nanos() as u64);
     let timed_out = move || duration_ns.is_some_and(|d| clock.now() - phase_start >= d);
+    let streak = Arc::new(FailureStreak::default());
     let should_stop: Arc<dyn Fn() -> bool + Send + Sync> = {
         let controls = controls.clone();
         let sent = shared.sent.clone();
         let plan_max = plan.max_requests;
         let done_when = plan.done_when.clone();
+        let streak = streak.clone();
         Arc::new(move || {
             controls.stop_sending.load(Ordering::Acquire)
                 || plan_max.is_some_and(|m| sent.load(Ordering::Acquire) - sent_at_start >= m)
                 || timed_out()
                 || done_when.as_ref().is_some_and(|f| f())
+                || streak.gave_up().is_some()
         })
     };
     let claim: Arc<dyn Fn() -> bool + Send + Sync> = {
@@ -336,6 +403,7 @@ pub async fn run_phase(
         run_cancel: controls.cancel.subscribe(),
         should_stop: should_stop.clone(),
         claim,
+        streak: streak.clone(),
     };
     let sending_done = Arc::new(AtomicBool::new(false));
     match plan.load {
@@ -356,9 +424,7 @@ pub async fn run_phase(
                         let rest = session.split_off(1);
                         let Some(first) = session.pop() else { continue };
                         ctx.shared.in_flight.fetch_add(1, Ordering::AcqRel);
-                        if run_one(&ctx.shared, first, ctx.phase, None, None, ctx.cancels()).await
-                            && !rest.is_empty()
-                        {
+                        if ctx.send(first, None, None).await && !rest.is_empty() {
                             follow_up_turns(&ctx, rest, false).await;
                         }
                     }
@@ -424,20 +490,24 @@ pub async fn run_phase(
         if controls.stop_sending.load(Ordering::Acquire) || timed_out() {
             break StopReason::Timed;
         }
+        if streak.gave_up().is_some() {
+            break StopReason::GaveUp;
+        }
         if sending_done.load(Ordering::Acquire) || should_stop() {
             break StopReason::Count;
         }
     };
     let stopped_sending_at = clock.now();
 
-    // Drain. After a timed stop, in-flight requests get the grace period, then are cancelled.
+    // Drain. After a timed stop (or giving up on failures), in-flight requests get the grace
+    // period, then are cancelled.
     let drain_start = Instant::now();
     let mut cancelled = false;
     while !sending_done.load(Ordering::Acquire)
         || shared.in_flight.load(Ordering::Acquire) > 0
         || shared.open_sessions.load(Ordering::Acquire) > 0
     {
-        if reason == StopReason::Timed && !cancelled && drain_start.elapsed() >= plan.grace {
+        if reason != StopReason::Count && !cancelled && drain_start.elapsed() >= plan.grace {
             phase_cancel_tx.send_replace(true);
             cancelled = true;
         }
@@ -448,6 +518,9 @@ pub async fn run_phase(
         stopped_sending_at,
         timed_stop: reason == StopReason::Timed,
         cancelled_in_flight: cancelled,
+        gave_up_after: (reason == StopReason::GaveUp)
+            .then(|| streak.gave_up())
+            .flatten(),
     }
 }
 
@@ -524,17 +597,7 @@ fn dispatch(
                 Some(s) => s.clone().acquire_owned().await.ok(),
                 None => None,
             };
-            if run_one(
-                &ctx2.shared,
-                req,
-                ctx2.phase,
-                Some(at),
-                attempted,
-                ctx2.cancels(),
-            )
-            .await
-                && !rest.is_empty()
-            {
+            if ctx2.send(req, Some(at), attempted).await && !rest.is_empty() {
                 // Follow-up turns are sent after each answer plus think time; their planned
                 // time is that moment, so any lateness still shows as send lag.
                 follow_up_turns(&ctx2, rest, true).await;
@@ -566,5 +629,39 @@ fn sleep_until_precise(deadline: Instant, controls: &Controls) {
         } else {
             std::thread::yield_now();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_streak_of_failures_with_no_success_gives_up() {
+        let s = FailureStreak::default();
+        for _ in 0..GIVE_UP_AFTER - 1 {
+            s.note(Some(FailureKind::HttpStatus));
+        }
+        assert_eq!(s.gave_up(), None, "one short of the limit");
+        // Cancelled requests (the end of a timed phase) neither count nor reset.
+        s.note(Some(FailureKind::Cancelled));
+        assert_eq!(s.gave_up(), None);
+        s.note(Some(FailureKind::Protocol));
+        assert_eq!(s.gave_up(), Some(GIVE_UP_AFTER));
+    }
+
+    #[test]
+    fn one_success_disarms_the_stop() {
+        let s = FailureStreak::default();
+        s.note(Some(FailureKind::Connect));
+        s.note(None);
+        for _ in 0..GIVE_UP_AFTER * 3 {
+            s.note(Some(FailureKind::Connect));
+        }
+        assert_eq!(
+            s.gave_up(),
+            None,
+            "a server that worked, then failed for a while (a restart), is still measured"
+        );
     }
 }

@@ -3,15 +3,18 @@
 //!
 //! The warm-up never runs longer than `--warmup-max`. When it stops at that cap short of its
 //! targets, the report says what was achieved against what the draft requires and marks the
-//! run non-compliant; nothing is claimed that did not happen.
+//! run non-compliant; nothing is claimed that did not happen. Nor does it spin on failures:
+//! once `phase::GIVE_UP_AFTER` requests in a row have failed with none succeeding, it stops
+//! and says so.
 
 use super::cpu::ThreadCpu;
 use super::feeder::Feed;
 use super::phase::{run_phase, Controls, DoneWhen, PhasePlan, Shared};
-use crate::client::{execute, Exchange, PreparedRequest};
+use super::preflight::{prepared, Solo};
+use crate::client::PreparedRequest;
 use crate::config::{RunConfig, Warmup};
 use crate::record::run::WarmupReport;
-use crate::record::{FailureKind, Phase};
+use crate::record::Phase;
 use crate::store::writer::Counters;
 use crate::tokenizer::SharedTokenizer;
 use crate::workload::WorkloadSpec;
@@ -86,13 +89,21 @@ pub async fn warm_up(
     report.requests = w.completed.load(Ordering::Relaxed) + w.failed.load(Ordering::Relaxed);
     report.output_tokens = w.output_tokens.load(Ordering::Relaxed);
     report.capped = end.timed_stop && !controls.interrupted.load(Ordering::Acquire);
+    if let Some(n) = end.gave_up_after {
+        eprintln!(
+            "WARNING: warm-up stopped: {n} requests in a row failed and none succeeded, so the server is not answering this API as configured; the measured phase stops the same way, and the report lists the failures with their usual causes"
+        );
+    }
     let targets_met = match config.warmup {
         Warmup::Auto => {
             report.requests >= REQUIRED_REQUESTS && report.output_tokens >= REQUIRED_OUTPUT_TOKENS
         }
         _ => !report.capped,
     };
-    if config.warmup == Warmup::Auto && !controls.stop_sending.load(Ordering::Acquire) {
+    if config.warmup == Warmup::Auto
+        && end.gave_up_after.is_none()
+        && !controls.stop_sending.load(Ordering::Acquire)
+    {
         let (probes, stable) = probe(config, shared, tokenizer).await;
         report.probe_e2e_ms = probes;
         report.stabilized = stable;
@@ -122,47 +133,28 @@ async fn probe(
     let Ok(Ok(req_spec)) = built else {
         return (Vec::new(), false);
     };
-    let body = crate::client::apis::request_body(
+    let req = prepared(
         &config.target,
-        &crate::client::apis::Prompt {
-            messages: &req_spec.messages,
-            max_tokens: req_spec.max_tokens,
-            overrides: &[],
-        },
         &config.request,
+        &req_spec.messages,
+        req_spec.max_tokens,
+        req_spec.input_tokens,
+        u64::MAX,
     );
+    let solo = Solo {
+        pool: &*shared.pool,
+        clock: &shared.clock,
+        url: &*shared.url,
+        limits: &shared.limits,
+        timeout: shared.timeout,
+    };
     let mut probes: Vec<f64> = Vec::new();
     for i in 0..10u64 {
         let req = PreparedRequest {
-            endpoint: config.target.endpoint,
-            parser: crate::client::apis::parser_for_target(&config.target),
             id: u64::MAX - i,
-            class: None,
-            input_tokens: req_spec.input_tokens,
-            max_tokens: req_spec.max_tokens,
-            arrival_ms: None,
-            session: None,
-            think_ms: 0.0,
-            http_bytes: crate::client::exchange::http_request(&config.target, &body),
-            ws_frame: crate::client::exchange::ws_frame(&config.target, &body),
+            ..req.clone()
         };
-        let mut ex = Exchange::new(&req, Phase::Probe, None);
-        if tokio::time::timeout(
-            shared.timeout,
-            execute(
-                &mut ex,
-                &shared.pool,
-                &shared.clock,
-                &req,
-                &shared.url,
-                &shared.limits,
-            ),
-        )
-        .await
-        .is_err()
-        {
-            ex.fail_if_unfinished(FailureKind::Timeout, "probe timed out", shared.clock.now());
-        }
+        let ex = solo.send(&req, Phase::Probe).await;
         let r = ex.record();
         let e2e = r
             .last_token_at()

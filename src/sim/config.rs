@@ -96,6 +96,14 @@ pub struct Faults {
     /// (completions), `response.refusal.delta` (Responses), `stop_reason: refusal`
     /// (Messages). The other APIs have no refusal form and ignore it.
     pub refusal_rate: f64,
+    /// Not a fault drawn per request but a broken server: when not 0, every HTTP request
+    /// (every route, `/v1/models` included) is answered with an HTML page and this status,
+    /// as a web UI or another service on the port would answer (200, or 501 for a POST).
+    pub html_status: u16,
+    /// When set, every HTTP route but `/health` and `/metrics` wants this key
+    /// (`Authorization: Bearer KEY` or `x-api-key: KEY`) and answers 401 without it, as
+    /// vLLM or llama.cpp started with `--api-key` do.
+    pub api_key: Option<String>,
 }
 
 /// Everything the simulator does.

@@ -235,9 +235,43 @@ fn error_body(message: &str, kind: &str, code: u16) -> Vec<u8> {
         .into_bytes()
 }
 
+/// The page a web server (not an LLM API) answers with.
+const HTML_PAGE: &[u8] = b"<!DOCTYPE html>\n<html><head><title>Welcome to the web UI</title></head>\n<body><h1>It works!</h1><p>This is a web page, not an API.</p></body></html>\n";
+
+/// A broken server's answer, when the configuration plays one (`faults.html_status`,
+/// `faults.api_key`); `None`: answer normally.
+fn broken_answer(r: &Responder, req: &Request, path: &str) -> Option<(u16, &'static str, Vec<u8>)> {
+    let f = &r.config.faults;
+    if f.html_status != 0 {
+        return Some((
+            f.html_status,
+            "text/html; charset=utf-8",
+            HTML_PAGE.to_vec(),
+        ));
+    }
+    let key = f.api_key.as_deref()?;
+    if matches!(path, "/health" | "/metrics") {
+        return None;
+    }
+    let bearer = req
+        .header("authorization")
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    let x_api_key = req.header("x-api-key").map(str::trim);
+    if bearer == Some(key) || x_api_key == Some(key) {
+        return None;
+    }
+    let body = error_body("Invalid API Key", "authentication_error", 401);
+    Some((401, "application/json", body))
+}
+
 /// Handles one request; returns whether the connection may be kept.
 pub async fn handle(r: &Responder, req: Request, w: &mut ResponseWriter<'_>) -> io::Result<bool> {
     let path = req.path.split('?').next().unwrap_or("");
+    if let Some((status, content_type, body)) = broken_answer(r, &req, path) {
+        w.full(status, content_type, &body, "").await?;
+        return Ok(true);
+    }
     match (req.method.as_str(), path) {
         ("GET", "/health") => {
             w.full(200, "application/json", br#"{"status":"ok"}"#, "")

@@ -385,7 +385,8 @@ pub struct LoadArgs {
     pub concurrency: Option<u32>,
     /// Open loop: arrivals per second (any positive real, e.g. 0.5), from a seeded schedule
     /// independent of responses.
-    #[arg(long)]
+    // A negative number is read as the value (then refused as not positive), not as a flag.
+    #[arg(long, allow_negative_numbers = true)]
     pub rate: Option<f64>,
     /// Open loop: at most N requests in flight; later arrivals wait for a slot (as vLLM's
     /// `bench serve --max-concurrency`: a gateway's limit). The wait counts in latency from
@@ -397,10 +398,10 @@ pub struct LoadArgs {
     pub arrival: ArrivalArg,
     /// Gamma arrivals: coefficient of variation of the gaps (1 = Poisson-like, > 1 burstier).
     /// vLLM's --burstiness b corresponds to 1/sqrt(b).
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     pub burstiness: f64,
     /// Trace replay: speed factor on the recorded arrival times (2 = twice as fast).
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     pub speed: f64,
 }
 

@@ -313,3 +313,53 @@ fn the_workload_hash_changes_with_what_is_sent_only() {
     assert_eq!(h, reproduce::workload_hash(&b));
     assert_ne!(h, reproduce::workload_hash(&c));
 }
+
+/// Issue 23: 4 of 30 requests completed, 26 cancelled at the end. The verdict is one, and
+/// every place that shows it says it: the terminal, the report page, run.json.
+#[test]
+fn a_run_that_mostly_never_finished_fails_with_one_verdict_everywhere() {
+    let mut recs: Vec<RequestRecord> = (0..4)
+        .map(|i| ok(i, i * 2000, &[i * 2000 + 900, i * 2000 + 950], None))
+        .collect();
+    recs.extend((4..30).map(|i| RequestRecord {
+        id: i,
+        phase: Phase::Measure,
+        queued_at: i * 2000 * MS,
+        sent_at: Some(i * 2000 * MS),
+        finished_at: 70_000 * MS,
+        outcome: Outcome::failed(
+            FailureKind::Cancelled,
+            "still in flight when the run stopped (duration limit plus --grace, or Ctrl-C)",
+        ),
+        max_tokens: 2,
+        input_tokens: 100,
+        ..Default::default()
+    }));
+    let r = report_of(&["--rate", "0.5", "--duration", "60s"], &recs);
+    assert_eq!(r.verdict.exit_status, 1, "{:?}", r.verdict);
+    let reason = r.verdict.reasons.join("; ");
+    assert!(
+        reason.starts_with("overloaded: 26 of 30 measured requests"),
+        "{reason}"
+    );
+    // Cancelled requests stay out of the server's failure rate: no --max-failures reason.
+    assert!(!reason.contains("--max-failures"), "{reason}");
+    let terminal = crate::report::terminal::render(&r);
+    let flat = terminal.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("exit status 1: overloaded: 26 of 30"),
+        "{terminal}"
+    );
+    let (tone, text) = verdict(&r);
+    assert_eq!(tone, Tone::Fail);
+    assert!(
+        text.starts_with("exit status 1: overloaded: 26 of 30"),
+        "{text}"
+    );
+    let json = crate::report::json::run_json(&r);
+    assert_eq!(json["verdict"]["exit_status"], 1);
+    assert_eq!(
+        json["verdict"]["reasons"][0].as_str(),
+        Some(r.verdict.reasons[0].as_str())
+    );
+}
