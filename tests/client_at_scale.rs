@@ -80,3 +80,50 @@ fn a_new_connection_per_request_when_asked() {
     assert_eq!((c.sent_requests, c.reused_requests, c.opened), (20, 0, 20));
     assert!(c.new_connection_per_request);
 }
+
+/// Every HTTP API keeps its connections: each stream format ends its body once, the client
+/// drains it after the stream's end event, and the next request on that connection reads a
+/// clean response (a second chunked terminator, as the simulator's TGI stream once wrote,
+/// would be read as the next response's head).
+#[test]
+fn every_http_api_reuses_its_connections() {
+    for endpoint in [
+        "chat",
+        "completions",
+        "responses",
+        "messages",
+        "llamacpp",
+        "tgi",
+        "sglang",
+    ] {
+        let sim = SimServer::spawn(SimConfig::fixed(2.0, 1.0), 0).unwrap();
+        let out_dir = temp_dir(&format!("keepalive-{endpoint}"));
+        let cfg = config(
+            &sim.base_url(),
+            &[
+                "--endpoint",
+                endpoint,
+                "--concurrency",
+                "2",
+                "--requests",
+                "12",
+                "--warmup",
+                "none",
+                "--input-tokens",
+                "16",
+                "--output-tokens",
+                "4",
+                "--no-server-metrics",
+            ],
+            &out_dir,
+        );
+        let (out, summary) = run(&cfg);
+        assert_eq!(summary.requests.completed, 12, "{endpoint}");
+        assert_eq!(sim.connections_accepted(), 2, "{endpoint}");
+        assert_eq!(
+            generator(&out).connections.reused_requests,
+            10,
+            "{endpoint}"
+        );
+    }
+}

@@ -49,6 +49,20 @@ impl ThreadCpu {
     }
 }
 
+/// Lowers the calling thread's priority (niceness about 10 on Linux), for the generator's
+/// helper threads: building requests and settling records can wait a few milliseconds,
+/// reading a socket cannot. Without this, at a wave of requests (1,024 streams ending
+/// together) the feeder and the writer took the reading thread's core in scheduler slices
+/// of several milliseconds, and chunks piled up unread. Best effort: a platform that
+/// refuses leaves the priority as it was.
+pub fn lower_current_thread_priority() {
+    if let Ok(p) = thread_priority::ThreadPriorityValue::try_from(25u8) {
+        let _ = thread_priority::set_current_thread_priority(
+            thread_priority::ThreadPriority::Crossplatform(p),
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

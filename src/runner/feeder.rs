@@ -34,6 +34,17 @@ impl Feed {
     }
 }
 
+/// Sessions built ahead of sending for `load`: at least 512, and two waves of a closed
+/// loop's streams (so when every stream ends at once, the next requests are ready and the
+/// feeder refills at leisure), at most 8,192.
+pub fn lookahead_for(load: crate::config::LoadPattern) -> usize {
+    match load {
+        crate::config::LoadPattern::Closed { concurrency } => (2 * concurrency as usize).max(512),
+        _ => 512,
+    }
+    .min(8192)
+}
+
 /// Starts generating requests; stops when the feed is dropped. A workload error ends the
 /// feed and is left in `Feed::error`.
 ///
@@ -50,8 +61,9 @@ pub fn start(
     tokenizer: SharedTokenizer,
     cpu: ThreadCpu,
     shard: Option<Shard>,
+    lookahead: usize,
 ) -> std::io::Result<Feed> {
-    let (tx, rx) = mpsc::channel::<Vec<PreparedRequest>>(512);
+    let (tx, rx) = mpsc::channel::<Vec<PreparedRequest>>(lookahead.max(1));
     let workload = workload.clone();
     let target = target.clone();
     let opts = opts.clone();
@@ -61,6 +73,7 @@ pub fn start(
         .name("feeder".into())
         .spawn(move || {
             cpu.register_current();
+            super::cpu::lower_current_thread_priority();
             let fail = |e: String| *error_slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
             let mut gen = match Generator::new(&workload, seed, tokenizer.as_ref(), dataset) {
                 Ok(g) => g,

@@ -124,7 +124,10 @@ async fn run_async(
         &config.out_dir.join("requests.jsonl"),
         clock,
         tokenizer.clone(),
-        move || writer_cpu.register_current(),
+        move || {
+            writer_cpu.register_current();
+            cpu::lower_current_thread_priority();
+        },
         controls.stop_sending.clone(),
     )?;
     let counters = writer.counters.clone();
@@ -196,6 +199,7 @@ async fn run_async(
         tokenizer.clone(),
         cpu.clone(),
         shard,
+        feeder::lookahead_for(config.load),
     )?;
     // Scale-out: each shard warms up its own connections at its share of the load (its
     // streams; an N-th of the rate), from the warm-up stream, outside the plan's ordinals.
@@ -244,6 +248,7 @@ async fn run_async(
             tokenizer.clone(),
             cpu.clone(),
             None,
+            feeder::lookahead_for(config.load),
         )?;
         let report = warmup::warm_up(
             warm_cfg, &warm_feed, &shared, &controls, &counters, &cpu, &tokenizer,

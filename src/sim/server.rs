@@ -227,9 +227,14 @@ impl ResponseWriter<'_> {
         }
     }
 
-    /// Writes one HTTP chunk carrying `payload` (one write syscall).
+    /// Writes one HTTP chunk carrying `payload` (one write syscall). An empty payload writes
+    /// nothing: a zero-length chunk is the body's terminator, and a second one would be read
+    /// as the start of the next response on a kept-alive connection.
     pub async fn chunk(&mut self, payload: &[u8]) -> io::Result<()> {
         use std::io::Write;
+        if payload.is_empty() {
+            return Ok(());
+        }
         self.scratch.clear();
         let lines = payload.split(|&b| b == b'\n').filter(|l| !l.is_empty());
         match &mut self.sink {
