@@ -142,9 +142,9 @@ async fn probe(
         u64::MAX,
     );
     let solo = Solo {
-        pool: &*shared.pool,
+        pool: &shared.pool,
         clock: &shared.clock,
-        url: &*shared.url,
+        url: &shared.url,
         limits: &shared.limits,
         timeout: shared.timeout,
     };
