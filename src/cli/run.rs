@@ -42,6 +42,9 @@ fn ux_params(args: &RunArgs) -> Result<UxParams> {
             if !(u.reading_rate > 0.0 && u.reading_rate.is_finite()) {
                 bail!("--reading-rate must be a positive number of tokens per second");
             }
+            if u.d0_ms.is_some_and(|d0| !(d0 >= 0.0 && d0.is_finite())) {
+                bail!("--d0-ms must be a number of milliseconds, 0 or more");
+            }
             DeadlineScheme::Reading {
                 d0_ms: u.d0_ms,
                 rate_per_s: u.reading_rate,
@@ -63,6 +66,7 @@ fn ux_params(args: &RunArgs) -> Result<UxParams> {
             IdleCostArg::Quadratic => IdleCost::Quadratic,
             IdleCostArg::Log1p => IdleCost::Log1p,
         },
+        patience_s: u.patience.as_secs_f64(),
     })
 }
 

@@ -537,6 +537,24 @@ fn options(
     let config = &main.resolved.config;
     let w = &args.workload;
     let engine = main.server.engine.as_deref();
+    let cache_switch = matches!(engine, Some("llama.cpp") | Some("servebench-sim"));
+    // What the report must state and no record shows (5.1.5.1, 4.8.1): the tester's words,
+    // else what the built-in simulator knows of itself.
+    let builtin = match &args.target.url {
+        Some(_) => procedure::Disclosure::default(),
+        None => procedure::Disclosure::of_simulator(
+            &super::args::sim_config(
+                &args.sim.sim_preset,
+                args.sim.sim_config.as_deref(),
+                args.sim.sim_ttft_ms,
+                args.sim.sim_itl_ms,
+            )?,
+            config.request.prefix_cache,
+        ),
+    };
+    let skipped_per_request = (cache_switch && !config.request.prefix_cache).then(|| {
+        "disabled per request (cache_prompt: false); the server's own setting not stated".to_owned()
+    });
     Ok(Options {
         quick: p.quick,
         level_duration: p.level_duration.or(args.limits.duration),
@@ -574,9 +592,17 @@ fn options(
             .iter()
             .map(|(k, v)| (k.clone(), PathBuf::from(v)))
             .collect(),
-        cache_switch: matches!(engine, Some("llama.cpp") | Some("servebench-sim")),
+        cache_switch,
         arrival: format!("{:?}", args.load.arrival).to_lowercase(),
         safety_systems: p.safety_systems.clone(),
+        disclosure: procedure::Disclosure {
+            prefix_caching: p
+                .prefix_caching
+                .clone()
+                .or(builtin.prefix_caching)
+                .or(skipped_per_request),
+            guardrails: p.guardrails.clone().or(builtin.guardrails),
+        },
     })
 }
 

@@ -1,6 +1,7 @@
 //! Comparing systems (or builds, or configurations) from their runs, as the draft's
 //! section 6 asks: side by side key metrics, with ≥ 3 runs per system a mean and 95 %
-//! bootstrap interval per metric over run-level values, Welch's test and effect sizes
+//! interval per metric over run-level values (the hull of a bootstrap and Student's t),
+//! Welch's test and effect sizes
 //! against the baseline, a verdict per metric; the fair-comparison checklist checked from
 //! the records; the normalisations of 6.2. `regress` is the same comparison read as a CI
 //! gate.
@@ -21,8 +22,10 @@ pub mod regress;
 pub mod render;
 
 use crate::report::{RunReport, ToolInfo};
-use crate::stats::compare::{compare as compare_groups, Direction, Outcome, Verdict};
-use crate::stats::interval::{bootstrap_mean_ci, mean, BootstrapConfig, MIN_RUNS};
+use crate::stats::compare::{
+    compare as compare_groups, mean_interval, Direction, Outcome, Verdict,
+};
+use crate::stats::interval::{mean, BootstrapConfig, MIN_RUNS};
 use checklist::{Check, Difference};
 use metrics::{Metric, Normalisation};
 use serde::{Deserialize, Serialize};
@@ -134,7 +137,8 @@ pub struct SystemValues {
     pub n: usize,
     /// Mean over those runs.
     pub mean: Option<f64>,
-    /// Bootstrap interval of the mean (with at least `min_runs` values).
+    /// Interval of the mean (with at least `min_runs` values): the hull of the percentile
+    /// bootstrap and Student's t interval, as in the comparison against the baseline.
     pub ci: Option<(f64, f64)>,
 }
 
@@ -196,7 +200,7 @@ pub fn compare(systems: &[SystemInput], options: &Options) -> ComparisonReport {
         "one system: values only; compare needs two or more".to_owned()
     } else if enough_runs {
         format!(
-            "{} % intervals by bootstrap over run-level values; verdicts against a ±{} % tolerance",
+            "{} % intervals over run-level values (bootstrap and Student's t); verdicts against a ±{} % tolerance",
             pct(options.bootstrap.confidence),
             pct(options.tolerance)
         )
@@ -265,10 +269,7 @@ fn metric_row(metric: Metric, values: Vec<Vec<Option<f64>>>, options: &Options) 
             SystemValues {
                 n: p.len(),
                 mean: mean(&p),
-                ci: (p.len() >= MIN_RUNS)
-                    .then(|| bootstrap_mean_ci(&p, &options.bootstrap))
-                    .flatten()
-                    .map(|c| (c.lo, c.hi)),
+                ci: mean_interval(&p, &options.bootstrap).map(|c| (c.lo, c.hi)),
                 values: v.clone(),
             }
         })

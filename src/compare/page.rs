@@ -90,8 +90,9 @@ fn key_metrics(r: &ComparisonReport) -> Section {
         .paragraph(
             "One value per run (its P50, its throughput): the run is the unit of evidence. \
              With at least 3 runs per system, each cell is the mean over runs with its \
-             percentile-bootstrap interval, and each system is compared with the baseline \
-             (the first) by the difference of the means with its interval, Welch's t-test \
+             interval (the hull of a percentile bootstrap and Student's t), and each system \
+             is compared with the baseline (the first) by the difference of the means with \
+             its interval, Welch's t-test \
              and Hedges' g. The verdict reads the interval against the tolerance, not the \
              p-value.",
         )
@@ -128,8 +129,8 @@ fn charts(r: &ComparisonReport) -> Section {
     let interval = format!("{:.0} % interval of the mean", r.confidence * 100.0);
     let mut section = Section::new("charts", "Run-level values").paragraph(&format!(
         "Each small dot is one run; the large dot beside them is the system's mean and the \
-         bar its {:.0} % bootstrap interval (drawn with at least {} runs). The value axes \
-         do not start at zero: read differences from the tables.",
+         bar its {:.0} % interval (bootstrap and Student's t; drawn with at least {} runs). \
+         The value axes do not start at zero: read differences from the tables.",
         r.confidence * 100.0,
         r.min_runs
     ));

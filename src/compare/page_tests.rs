@@ -201,9 +201,9 @@ b against a: worse on TTFT P50; no difference on Output throughput  \n\
 \n\
 ## Key metrics\n\
 \n\
-One value per run (its P50, its throughput): the run is the unit of evidence. With at least 3 runs per system, each cell is the mean over runs with its percentile-bootstrap interval, and each system is compared with the baseline (the first) by the difference of the means with its interval, Welch's t-test and Hedges' g. The verdict reads the interval against the tolerance, not the p-value.\n\
+One value per run (its P50, its throughput): the run is the unit of evidence. With at least 3 runs per system, each cell is the mean over runs with its interval (the hull of a percentile bootstrap and Student's t), and each system is compared with the baseline (the first) by the difference of the means with its interval, Welch's t-test and Hedges' g. The verdict reads the interval against the tolerance, not the p-value.\n\
 \n\
-**Key metrics: mean over runs \\[95 % bootstrap interval\\]**\n\
+**Key metrics: mean over runs \\[95 % interval, bootstrap and Student's t\\]**\n\
 \n\
 | Metric | Unit | a | b |\n\
 |---|---:|---:|---:|\n\
@@ -219,7 +219,7 @@ One value per run (its P50, its throughput): the run is the unit of evidence. Wi
 \n\
 ## Run-level values\n\
 \n\
-Each small dot is one run; the large dot beside them is the system's mean and the bar its 95 % bootstrap interval (drawn with at least 3 runs). The value axes do not start at zero: read differences from the tables.\n\
+Each small dot is one run; the large dot beside them is the system's mean and the bar its 95 % interval (bootstrap and Student's t; drawn with at least 3 runs). The value axes do not start at zero: read differences from the tables.\n\
 \n\
 **Figure: Output throughput per run** (chart `compare-output-tokens-per-s` in compare.html, 8 data points). Output throughput (higher is better). b: no difference: +2.00 tok/s (+0.2 %).\n\
 \n\
@@ -324,7 +324,7 @@ b against a: no claim (fewer than 3 runs per system)  \n\
 \n\
 ## Key metrics\n\
 \n\
-One value per run (its P50, its throughput): the run is the unit of evidence. With at least 3 runs per system, each cell is the mean over runs with its percentile-bootstrap interval, and each system is compared with the baseline (the first) by the difference of the means with its interval, Welch's t-test and Hedges' g. The verdict reads the interval against the tolerance, not the p-value.\n\
+One value per run (its P50, its throughput): the run is the unit of evidence. With at least 3 runs per system, each cell is the mean over runs with its interval (the hull of a percentile bootstrap and Student's t), and each system is compared with the baseline (the first) by the difference of the means with its interval, Welch's t-test and Hedges' g. The verdict reads the interval against the tolerance, not the p-value.\n\
 \n\
 **Key metrics: the value of each run**\n\
 \n\
@@ -340,7 +340,7 @@ One value per run (its P50, its throughput): the run is the unit of evidence. Wi
 \n\
 ## Run-level values\n\
 \n\
-Each small dot is one run; the large dot beside them is the system's mean and the bar its 95 % bootstrap interval (drawn with at least 3 runs). The value axes do not start at zero: read differences from the tables.\n\
+Each small dot is one run; the large dot beside them is the system's mean and the bar its 95 % interval (bootstrap and Student's t; drawn with at least 3 runs). The value axes do not start at zero: read differences from the tables.\n\
 \n\
 **Figure: TTFT P50 per run** (chart `compare-ttft-p50-ms` in compare.html, 5 data points). TTFT P50 (lower is better). b: +18.0 ms (+17.6 %) (no claim: fewer than 3 runs).\n\
 \n\

@@ -1,6 +1,6 @@
 //! The regression gate of `servebench regress`: a candidate's runs against a baseline's,
 //! metric by metric, failing only when a key metric is worse beyond the tolerance *with
-//! confidence* (the whole bootstrap interval of the difference past it, see
+//! confidence* (the whole interval of the difference past it, see
 //! `stats::compare::regressed`), so that noise never fails a pipeline and a real slowdown
 //! always does once there are enough runs. Pure.
 

@@ -113,7 +113,7 @@ pub fn system_cell(row: &MetricRow, s: &SystemValues) -> String {
 pub fn key_metrics_caption(r: &ComparisonReport) -> String {
     if r.enough_runs {
         format!(
-            "Key metrics: mean over runs [{:.0} % bootstrap interval]",
+            "Key metrics: mean over runs [{:.0} % interval, bootstrap and Student's t]",
             r.confidence * 100.0
         )
     } else {

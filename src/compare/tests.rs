@@ -98,7 +98,8 @@ fn a_slower_system_is_worse_on_every_key_metric() {
     );
     assert!(c.welch.p_value < 0.001);
     assert!(c.hedges_g.unwrap() > 5.0);
-    // Per system: mean with a bootstrap interval over the five run-level values.
+    // Per system: mean with its interval over the five run-level values (the hull of the
+    // bootstrap and Student's t: 100 ± 2.776 × 0.79 / √5 = 100 ± 0.98).
     let base = &row(&r, Metric::TtftP50Ms).systems[0];
     assert_eq!(base.n, 5);
     assert!((base.mean.unwrap() - 100.0).abs() < 1e-9);
@@ -321,4 +322,35 @@ fn the_regression_gate() {
     assert!(!g.decided && !g.regressed);
     assert!(g.metrics.iter().all(|m| m.regressed.is_none()));
     assert!(regress::render(&g).contains("NOT DECIDED"));
+}
+
+/// The interval beside each system's mean (terminal table, page chart and JSON alike) is
+/// the hull the docs promise, not the bare bootstrap.
+#[test]
+fn per_system_intervals_are_the_hull_of_bootstrap_and_t() {
+    // Runs of 10, 11 and 12 ms: mean 11, s = 1, t(0.975, df 2) = 4.302653, so the t
+    // interval is 11 ± 4.302653 / √3 = [8.515862, 13.484138]. A bootstrap of three values
+    // stays inside [10, 12], so the hull is the t interval. (Before: the bare bootstrap,
+    // inside the runs' own range.)
+    let runs = vec![Some(10.0), Some(11.0), Some(12.0)];
+    let row = metric_row(
+        Metric::TtftP50Ms,
+        vec![runs.clone(), runs],
+        &Options::default(),
+    );
+    for s in &row.systems {
+        let (lo, hi) = s.ci.unwrap();
+        assert!((lo - 8.515_862).abs() < 1e-5, "{lo}");
+        assert!((hi - 13.484_138).abs() < 1e-5, "{hi}");
+    }
+    let Outcome::Compared(c) = &row.versus_baseline[0].outcome else {
+        panic!("{:?}", row.versus_baseline[0].outcome)
+    };
+    assert_eq!(Some(c.baseline.ci), row.systems[0].ci);
+    // Equal means: Welch's part of the difference stays (±2.266958 at df 4).
+    assert!(
+        (c.difference_ci.1 - 2.266_958).abs() < 1e-5,
+        "{:?}",
+        c.difference_ci
+    );
 }

@@ -8,7 +8,7 @@ use super::distribution::{percentile_sorted, Distribution};
 use super::fairness::{fairness, Fairness};
 use super::fluidity::{fluid_rate, FluidRate, FluidityInput, PrefillCurve};
 use super::request::RequestMetrics;
-use super::ux::{smooth_goodput, token_times_ms, SmoothGoodput, UxParams, UxWindow};
+use super::ux::{judge, smooth_goodput, token_times_ms, SmoothGoodput, UxParams, UxWindow};
 use crate::record::RequestRecord;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -117,9 +117,10 @@ pub struct RateComparison {
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct Experience {
     pub deadlines: String,
-    /// Per-request user idle latency inside the smooth-goodput window, ms.
+    /// Per-request user idle latency as smooth goodput charges it (at most the patience;
+    /// a failed request is charged the patience), ms.
     pub user_idle_ms: Option<Distribution>,
-    /// Share of requests that met every deadline.
+    /// Share of requests that completed and met every deadline.
     pub deadline_attainment: f64,
     pub smooth_goodput: Option<SmoothGoodput>,
     pub fluidity: Option<FluiditySummary>,
@@ -141,12 +142,10 @@ pub fn experience(
     tpot: Option<Distribution>,
     itl: Option<Distribution>,
 ) -> Experience {
-    // Deadlines, idle time and smooth goodput inside a window fixed by commitments.
-    let window = UxWindow::of(measured, &ux.scheme);
-    let outcomes: Vec<_> = match &window {
-        Some(w) => measured.iter().map(|r| w.evaluate(r, &ux.scheme)).collect(),
-        None => Vec::new(),
-    };
+    // Deadlines and idle time, each request on its own clock; smooth goodput over the span
+    // of the committed requests' own service.
+    let window = UxWindow::of(measured);
+    let outcomes: Vec<_> = measured.iter().map(|r| judge(r, ux)).collect();
     let idle = Distribution::of(&mut outcomes.iter().map(|o| o.user_idle_ms).collect());
     let met = outcomes.iter().filter(|o| o.met).count();
     let sg = window.map(|w| smooth_goodput(&outcomes, ux, &w));
@@ -269,28 +268,34 @@ mod tests {
     }
 
     #[test]
-    fn failed_requests_are_charged_idle_time_to_the_window_end() {
-        // Closed loop (no planned sends): the window runs from the first send (0) to when
-        // the last committed answer was due in full. Reading deadlines: D0 1 s, 20 tokens/s,
-        // so a 3-token answer is due at 1,100 ms.
-        let ok = rec(0, "a", 0, &[100, 150, 200], 10);
+    fn failed_requests_are_charged_the_patience_on_their_own_clock() {
+        // Default deadlines: d_k = 50·k ms (20 tokens/s, the paper's equation 4); patience
+        // 30 s; α = 5, linear.
+        // ok: tokens at 40, 90, 140 ms, each before its deadline: idle 0, benefit 3, met.
+        let ok = rec(0, "a", 0, &[40, 90, 140], 10);
+        // cut: one token at 100 ms (50 ms late), then the stream is cut: its user is charged
+        // the patience for the second token: idle 30 s, benefit 1 − 5 × 30 = −149.
         let mut cut = rec(1, "a", 0, &[100], 10);
         cut.max_tokens = 3;
         cut.outcome = Outcome::failed(FailureKind::StreamCut, "x");
         cut.finished_at = 120 * MS;
+        // late: its third token at 2,000 ms, due at 150 ms: idle 1.85 s, within the
+        // patience, so all 3 tokens count: benefit 3 − 5 × 1.85 = −6.25.
         let late = rec(2, "b", 0, &[100, 150, 2000], 10);
         let e = run(&[ok, cut, late], &FluidityParams::default());
         let sg = e.smooth_goodput.unwrap();
-        assert_eq!(sg.window.duration_s, 1.1);
+        // Closed loop (no planned sends): T runs from the first send (0) to the end of the
+        // last request (late, 2,000 ms).
+        assert_eq!(sg.window.duration_s, 2.0);
         assert!(!sg.window.outcome_independent);
-        // ok: on time. cut: its 2nd token was due at 1,050 ms, charged to the window end
-        // (1,100 ms): 50 ms. late: its 3rd token (due 1,100 ms) came after the window: it
-        // delivered 2 tokens in the window and is charged 1,100 − 1,100 = 0 for the third.
         let idle = e.user_idle_ms.unwrap();
-        assert_eq!((idle.min, idle.max), (0.0, 50.0));
+        assert_eq!((idle.min, idle.max), (0.0, 30_000.0));
+        assert!((idle.p50 - 1850.0).abs() < 1e-9, "{}", idle.p50);
         assert!((e.deadline_attainment - 1.0 / 3.0).abs() < 1e-12);
-        // Benefit: 3 + 1 + 2 tokens − 5·0.05 over 1.1 s.
-        assert!((sg.value - (6.0 - 0.25) / 1.1).abs() < 1e-9, "{}", sg.value);
+        // Σ benefit = 3 − 149 − 6.25 = −152.25 over 2 s.
+        assert!((sg.value + 76.125).abs() < 1e-9, "{}", sg.value);
+        // Tokens read: 3 + 1 + 3 over 2 s.
+        assert!((sg.throughput_tokens_per_s - 3.5).abs() < 1e-12);
         // No prefill curve: fluidity is not measured, and says why.
         assert!(e.fluidity.is_none());
         assert!(e

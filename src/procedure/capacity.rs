@@ -250,6 +250,7 @@ fn compliance(
 ) -> super::compliance::Compliance {
     let mut c = Checklist::default();
     c.common(o.quick, s.warmup.as_ref(), o.seed);
+    c.guardrails("4.8.1", o.disclosure.guardrails.as_deref(), &s.levels);
     c.should(
         "5.5.2",
         "fixed output length",

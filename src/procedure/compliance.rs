@@ -7,6 +7,7 @@
 //! (here: "compliant") when all are. `--quick` runs shortened levels for smoke tests, which
 //! the draft's minimum durations and counts forbid, so a quick test is never compliant.
 
+use super::level::LevelOutcome;
 use crate::record::run::WarmupReport;
 use serde::{Deserialize, Serialize};
 
@@ -150,6 +151,49 @@ impl Checklist {
         );
     }
 
+    /// Draft 4.8.1: the report MUST disclose the guardrails (input and output content
+    /// filtering, the safety systems if known) and whether requests were refused. No record
+    /// shows the filtering, so it is met when the configuration was stated (`--guardrails`,
+    /// or the built-in simulator's own); the refusals are counted from the levels.
+    /// `section`: "4.8.1", or with 5.1.5.1's "guardrail configuration" for the TTFT test.
+    pub fn guardrails(&mut self, section: &str, stated: Option<&str>, levels: &[LevelOutcome]) {
+        let refused: u64 = levels
+            .iter()
+            .map(|l| {
+                l.summary
+                    .requests
+                    .failed_by_kind
+                    .get("refused")
+                    .copied()
+                    .unwrap_or(0)
+            })
+            .sum();
+        self.must(
+            section,
+            "guardrails disclosed: input and output filtering, the safety systems, refused requests",
+            stated.is_some(),
+            match stated {
+                Some(g) => format!("{g}; {refused} requests refused"),
+                None => format!(
+                    "not stated: give --guardrails 'none' (or e.g. 'input and output: Llama Guard 3'); {refused} requests refused"
+                ),
+            },
+        );
+    }
+
+    /// Draft 5.1.5.1: the configuration summary MUST state the prefix caching state.
+    pub fn prefix_caching(&mut self, stated: Option<&str>) {
+        self.must(
+            "5.1.5.1",
+            "prefix caching state stated in the configuration summary",
+            stated.is_some(),
+            stated.map_or_else(
+                || "not stated: give --prefix-caching enabled (or disabled)".to_owned(),
+                str::to_owned,
+            ),
+        );
+    }
+
     /// The verdict (a quick test is never compliant: its first MUST is unmet).
     pub fn finish(self) -> Compliance {
         let must_ok = self
@@ -199,5 +243,27 @@ mod tests {
             serde_json::to_value(Verdict::ConditionallyCompliant).unwrap(),
             "conditionally compliant"
         );
+    }
+
+    #[test]
+    fn unstated_prefix_caching_and_guardrails_are_unmet_musts() {
+        // Draft 5.1.5.1 and 4.8.1: the report MUST state both. Before, no test checked
+        // either, and a report silent on them could read "compliant".
+        let mut c = Checklist::default();
+        c.prefix_caching(None);
+        c.guardrails("4.8.1, 5.1.5.1", None, &[]);
+        let done = c.finish();
+        assert_eq!(done.verdict, Verdict::NotCompliant);
+        let sections: Vec<&str> = done.unmet().map(|r| r.section.as_str()).collect();
+        assert_eq!(sections, ["5.1.5.1", "4.8.1, 5.1.5.1"]);
+        assert!(done.requirements[1]
+            .detail
+            .ends_with("; 0 requests refused"));
+        let mut c = Checklist::default();
+        c.prefix_caching(Some("enabled"));
+        c.guardrails("4.8.1", Some("none"), &[]);
+        let done = c.finish();
+        assert_eq!(done.verdict, Verdict::Compliant);
+        assert_eq!(done.requirements[1].detail, "none; 0 requests refused");
     }
 }

@@ -244,6 +244,7 @@ fn compliance(
 ) -> super::compliance::Compliance {
     let mut c = Checklist::default();
     c.common(o.quick, s.warmup.as_ref(), o.seed);
+    c.guardrails("4.8.1", o.disclosure.guardrails.as_deref(), &s.levels);
     let d = duration.as_secs_f64();
     c.must(
         "5.3.2",

@@ -200,6 +200,7 @@ fn compliance(
 ) -> super::compliance::Compliance {
     let mut c = Checklist::default();
     c.common(o.quick, s.warmup.as_ref(), o.seed);
+    c.guardrails("4.8.1", o.disclosure.guardrails.as_deref(), &s.levels);
     c.must(
         "5.6.2",
         "a skewed workload with two or more request classes (Synthetic-Skewed REQUIRED; short and long classes)",

@@ -1,6 +1,7 @@
 //! 5.9 Long Context Scaling: TTFT at context lengths up to the server's limit, closed loop
 //! at low concurrency, fixed short output; Table 12 and the best of linear, quadratic and
-//! power-law fits (exponent k of TTFT ∝ length^k, R², microseconds per input token).
+//! power-law fits (exponent k of TTFT = a + b·length^k, R², microseconds per input token);
+//! the best by BIC, the simpler model on a near tie (`stats::fit::best_fit`).
 //!
 //! Lengths: `--lengths`, else powers of two up to the longest prompt the server takes
 //! (its context limit, less the output and a tenth for the chat template), plus that
@@ -40,9 +41,11 @@ pub struct LengthRow {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LongContextResult {
     pub rows: Vec<LengthRow>,
-    /// "linear", "quadratic" or "power_law": the highest adjusted R².
+    /// "linear", "quadratic" or "power_law": the lowest BIC, the fewest parameters among
+    /// fits within 2 of it.
     pub best_fit: Option<String>,
-    /// k of TTFT ∝ length^k (power-law fit).
+    /// k of TTFT = a + b·length^k (power-law fit with an intercept: the fixed overhead a
+    /// does not bend k).
     pub scaling_exponent: Option<f64>,
     /// R² of the best fit.
     pub r2: Option<f64>,
@@ -195,7 +198,7 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
     }
     let answer = match (&result.best_fit, result.scaling_exponent) {
         (Some(best), Some(k)) => format!(
-            "best fit {} (R² = {:.4}), TTFT ∝ length^{k:.2}{}; {} lengths from {} to {} tokens",
+            "best fit {} (R² = {:.4}), TTFT = a + b·length^{k:.2}{}; {} lengths from {} to {} tokens",
             best.replace('_', " "),
             result.r2.unwrap_or(f64::NAN),
             // A per-token cost is a fair summary only when the cost is linear; otherwise the
@@ -209,7 +212,7 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
             result.rows.last().map_or(0, |r| r.context_tokens)
         ),
         _ => format!(
-            "{} lengths measured: too few to fit a scaling model (3 needed)",
+            "{} lengths measured: too few to fit the scaling models (4 needed for the exponent)",
             result.rows.len()
         ),
     };
@@ -278,6 +281,7 @@ fn compliance(
 ) -> super::compliance::Compliance {
     let mut c = Checklist::default();
     c.common(o.quick, s.warmup.as_ref(), o.seed);
+    c.guardrails("4.8.1", o.disclosure.guardrails.as_deref(), &s.levels);
     c.must(
         "5.9.2",
         "Long Context workload (REQUIRED)",
@@ -339,12 +343,33 @@ mod tests {
         // token as prompts grow.
         let sublinear = with(
             "power_law",
-            vec![linear, Model::PowerLaw { a: 3.16, k: 0.5 }],
+            vec![
+                linear,
+                Model::PowerLaw {
+                    a: 0.0,
+                    b: 3.16,
+                    k: 0.5,
+                },
+            ],
         );
         assert_eq!(marginal_cost_trend(&sublinear), Some("shrinks"));
-        let superlinear = with("power_law", vec![Model::PowerLaw { a: 0.01, k: 1.3 }]);
+        let superlinear = with(
+            "power_law",
+            vec![Model::PowerLaw {
+                a: 5.0,
+                b: 0.01,
+                k: 1.3,
+            }],
+        );
         assert_eq!(marginal_cost_trend(&superlinear), Some("grows"));
-        let nearly = with("power_law", vec![Model::PowerLaw { a: 0.07, k: 0.97 }]);
+        let nearly = with(
+            "power_law",
+            vec![Model::PowerLaw {
+                a: 5.0,
+                b: 0.07,
+                k: 0.97,
+            }],
+        );
         assert_eq!(marginal_cost_trend(&nearly), Some("stays about constant"));
         let quad = with(
             "quadratic",

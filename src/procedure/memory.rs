@@ -178,6 +178,7 @@ fn compliance(
 ) -> super::compliance::Compliance {
     let mut c = Checklist::default();
     c.common(o.quick, s.warmup.as_ref(), o.seed);
+    c.guardrails("4.8.1", o.disclosure.guardrails.as_deref(), &s.levels);
     c.must(
         "5.8.3",
         "maximum concurrent capacity determined by 5.5",

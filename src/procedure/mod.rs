@@ -199,6 +199,52 @@ pub struct Options {
     pub arrival: String,
     /// 5.10: the safety systems of the filtered configurations, by name (draft 4.8.1).
     pub safety_systems: Option<String>,
+    /// What the report states about the main target that no record shows.
+    pub disclosure: Disclosure,
+}
+
+/// The main target's configuration as the report must state it and no record shows: its
+/// prefix caching state (draft 5.1.5.1) and its guardrails (4.8.1). From the tester
+/// (`--prefix-caching`, `--guardrails`), or from the built-in simulator, which knows its own.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Disclosure {
+    /// Prefix caching enabled or disabled, in words.
+    pub prefix_caching: Option<String>,
+    /// Input and output content filtering and the safety systems, in words.
+    pub guardrails: Option<String>,
+}
+
+impl Disclosure {
+    /// The built-in simulator's own configuration. `requests_use_cache`: the requests do not
+    /// ask the server to skip its prefix cache (`--no-prefix-cache` absent).
+    pub fn of_simulator(cfg: &crate::sim::SimConfig, requests_use_cache: bool) -> Self {
+        let prefix_caching = if !cfg.prefix_cache {
+            "disabled (the built-in simulator's prefix cache is off)".to_owned()
+        } else if !requests_use_cache {
+            "enabled in the built-in simulator, and every request asks not to use it (cache_prompt: false)".to_owned()
+        } else {
+            format!(
+                "enabled (the built-in simulator's prefix cache, {}-token blocks)",
+                cfg.block_size
+            )
+        };
+        let (input, output) = (cfg.input_guardrail_ms, cfg.output_guardrail_ms);
+        let refusals = cfg.faults.refusal_rate;
+        let guardrails = if input <= 0.0 && output <= 0.0 && refusals <= 0.0 {
+            "none: the built-in simulator filters neither input nor output".to_owned()
+        } else {
+            format!(
+                "the built-in simulator's stand-in filters: input {}, output {}, refusing {:.1} % of answers",
+                if input > 0.0 { format!("+{input} ms") } else { "off".to_owned() },
+                if output > 0.0 { format!("+{output} ms per token") } else { "off".to_owned() },
+                refusals * 100.0
+            )
+        };
+        Self {
+            prefix_caching: Some(prefix_caching),
+            guardrails: Some(guardrails),
+        }
+    }
 }
 
 impl Options {
@@ -236,5 +282,7 @@ pub fn common_parameters(o: &Options) -> serde_json::Value {
         "seed": o.seed,
         "workload": o.workload.name,
         "gpus": o.gpus,
+        "prefix_caching": o.disclosure.prefix_caching,
+        "guardrails": o.disclosure.guardrails,
     })
 }

@@ -247,6 +247,7 @@ fn compliance(
 ) -> super::compliance::Compliance {
     let mut c = Checklist::default();
     c.common(o.quick, s.warmup.as_ref(), o.seed);
+    c.guardrails("4.8.1", o.disclosure.guardrails.as_deref(), &s.levels);
     let off = r.rows.iter().any(|x| x.configuration == "Cache Disabled");
     let on = r.rows.iter().any(|x| x.configuration != "Cache Disabled");
     c.must(

@@ -111,6 +111,14 @@ fn compliance(
 ) -> super::compliance::Compliance {
     let mut c = Checklist::default();
     c.common(o.quick, s.warmup.as_ref(), o.seed);
+    // 5.1.5.1: the configuration summary states the prefix caching state and the guardrail
+    // configuration (the latter is 4.8.1's disclosure).
+    c.prefix_caching(o.disclosure.prefix_caching.as_deref());
+    c.guardrails(
+        "4.8.1, 5.1.5.1",
+        o.disclosure.guardrails.as_deref(),
+        &s.levels,
+    );
     c.must(
         "5.1.2.1",
         "at least 1,000 requests for P99",

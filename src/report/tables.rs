@@ -358,14 +358,15 @@ pub fn experience(e: &Experience) -> Vec<Table> {
         t.push([
             "Smooth goodput".to_string(),
             format!(
-                "{} tok/s (answer tokens in window: {} tok/s)",
+                "{} tok/s (answer tokens read: {} tok/s)",
                 fmt_rate(sg.value),
                 fmt_rate(sg.throughput_tokens_per_s)
             ),
             format!(
-                "α = {}, f = {}, T = {:.1} s{}",
+                "α = {}, f = {}, patience {} s, T = {:.1} s{}",
                 sg.alpha,
                 format!("{:?}", sg.f).to_lowercase(),
+                sg.patience_s,
                 sg.window.duration_s,
                 if sg.window.outcome_independent {
                     ""

@@ -303,6 +303,7 @@ fn charts(r: &TestReport) -> Vec<(Chart, String)> {
                         model,
                         r_squared: x.r2.unwrap_or(f64::NAN),
                         adj_r_squared: f64::NAN,
+                        bic: f64::NAN,
                     })
                 });
                 out.push((

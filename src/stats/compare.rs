@@ -226,29 +226,18 @@ pub fn compare(
         return invalid("tolerance must be a finite number >= 0");
     }
     let (Some(base_ci), Some(cand_ci), Some(diff_ci), Some(welch)) = (
-        bootstrap_mean_ci(baseline, config),
-        bootstrap_mean_ci(candidate, config),
+        mean_interval(baseline, config),
+        mean_interval(candidate, config),
         bootstrap_diff_of_means_ci(baseline, candidate, config),
         welch_t_test(baseline, candidate),
     ) else {
         return invalid("bootstrap configuration is invalid");
     };
-    // With 3 to 5 runs a percentile bootstrap is too narrow: it resamples a handful of
-    // values as if they were the population, and its 95 % interval covers the truth only
-    // about 80 % (3 runs) to 87 % (5 runs) of the time. Student's t knows the sample is
-    // small. Each interval is the hull of the two, so it keeps the bootstrap's freedom from
-    // a normal shape and the t interval's small-sample width.
-    let base_ci = widen(
-        base_ci,
-        mean_t_ci(baseline, config.confidence).map(|c| (c.lo, c.hi)),
-    );
-    let cand_ci = widen(
-        cand_ci,
-        mean_t_ci(candidate, config.confidence).map(|c| (c.lo, c.hi)),
-    );
+    // The difference's interval is the hull of the bootstrap's and Welch's, for the same
+    // reason as each mean's (see [`mean_interval`]).
     let diff_ci = widen(
         diff_ci,
-        welch_ci(&welch, diff_ci.estimate, config.confidence),
+        welch_ci(baseline, candidate, &welch, config.confidence),
     );
     let base_mean = base_ci.estimate;
     let difference = diff_ci.estimate;
@@ -275,6 +264,22 @@ pub fn compare(
     })
 }
 
+/// The interval of a mean over run-level `values`, as the comparison reports it for each
+/// system (table, chart and JSON alike): the hull of the percentile bootstrap and Student's
+/// t interval. With 3 to 5 runs a percentile bootstrap is too narrow: it resamples a handful
+/// of values as if they were the population, and its 95 % interval covers the truth only
+/// about 80 % (3 runs) to 87 % (5 runs) of the time; with 3 runs it never reaches past the
+/// smallest and largest value. Student's t knows the sample is small. The hull keeps the
+/// bootstrap's freedom from a normal shape and the t interval's small-sample width. None
+/// with fewer than [`MIN_RUNS`] values, a non-finite value or an invalid configuration.
+pub fn mean_interval(values: &[f64], config: &BootstrapConfig) -> Option<BootstrapCi> {
+    let bootstrap = bootstrap_mean_ci(values, config)?;
+    Some(widen(
+        bootstrap,
+        mean_t_ci(values, config.confidence).map(|c| (c.lo, c.hi)),
+    ))
+}
+
 /// The interval stretched to cover `other` too.
 fn widen(ci: BootstrapCi, other: Option<(f64, f64)>) -> BootstrapCi {
     match other {
@@ -287,14 +292,18 @@ fn widen(ci: BootstrapCi, other: Option<(f64, f64)>) -> BootstrapCi {
     }
 }
 
-/// Welch's interval of the difference of means: Δ ± t(df)·SE, SE = Δ / t.
-fn welch_ci(w: &WelchTest, difference: f64, confidence: f64) -> Option<(f64, f64)> {
-    if w.t == 0.0 || !w.t.is_finite() {
-        // No variance (or no difference): the bootstrap's interval stands.
+/// Welch's interval of the difference of means mean(b) − mean(a): Δ ± t(df)·SE with
+/// SE = sqrt(va/na + vb/nb) from the variances themselves (deriving it from the statistic,
+/// SE = Δ / t, loses it when the means are equal and t = 0). None when neither group varies:
+/// the bootstrap's interval then stands.
+fn welch_ci(a: &[f64], b: &[f64], w: &WelchTest, confidence: f64) -> Option<(f64, f64)> {
+    let se2 = sample_variance(a)? / a.len() as f64 + sample_variance(b)? / b.len() as f64;
+    if !(se2 > 0.0 && se2.is_finite()) {
         return None;
     }
-    let se = (difference / w.t).abs();
+    let se = se2.sqrt();
     let q = student_t_quantile(0.5 + confidence / 2.0, w.df)?;
+    let difference = mean(b)? - mean(a)?;
     Some((difference - q * se, difference + q * se))
 }
 
@@ -451,6 +460,44 @@ mod tests {
         );
         assert_eq!(c.verdict, Verdict::Inconclusive);
         assert_eq!(regressed(&BASE, &shifted(5.0), true, 0.05), Some(false));
+    }
+
+    #[test]
+    fn each_mean_carries_the_hull_of_bootstrap_and_t() {
+        // Runs 10, 11, 12: mean 11, s = 1, t(0.975, df 2) = 4.302653, half-width
+        // 4.302653 × 1 / √3 = 2.484138: t interval [8.515862, 13.484138]. The bootstrap
+        // of three values never leaves [10, 12], so the hull is the t interval.
+        let runs = [10.0, 11.0, 12.0];
+        let ci = mean_interval(&runs, &BootstrapConfig::default()).unwrap();
+        assert_eq!(ci.estimate, 11.0);
+        assert!((ci.lo - 8.515_862).abs() < 1e-5, "{}", ci.lo);
+        assert!((ci.hi - 13.484_138).abs() < 1e-5, "{}", ci.hi);
+        let c = compared(&runs, &[20.0, 21.0, 22.0], Direction::LowerIsBetter, 0.05);
+        assert!((c.baseline.ci.0 - 8.515_862).abs() < 1e-5);
+        assert!((c.candidate.ci.1 - 23.484_138).abs() < 1e-5);
+        assert!(mean_interval(&runs[..2], &BootstrapConfig::default()).is_none());
+    }
+
+    #[test]
+    fn equal_means_keep_welchs_part_of_the_difference() {
+        // Both groups 10, 11, 12: Δ = 0, SE = sqrt(1/3 + 1/3) = 0.816497, df = 4,
+        // t(0.975, 4) = 2.776445: Welch's interval ±2.266958. (Before, t = 0 made
+        // SE = Δ / t undefined and only the bootstrap's narrower interval was kept.)
+        let runs = [10.0, 11.0, 12.0];
+        let c = compared(&runs, &runs, Direction::LowerIsBetter, 0.05);
+        assert_eq!(c.difference, 0.0);
+        assert!(
+            (c.difference_ci.0 + 2.266_958).abs() < 1e-5,
+            "{:?}",
+            c.difference_ci
+        );
+        assert!(
+            (c.difference_ci.1 - 2.266_958).abs() < 1e-5,
+            "{:?}",
+            c.difference_ci
+        );
+        // ±2.27 against a 5 % tolerance of 11 (±0.55): not shown to be the same.
+        assert_eq!(c.verdict, Verdict::Inconclusive);
     }
 
     #[test]

@@ -8,12 +8,16 @@
 //!
 //! * linear, y = a + b·x — compute-bound prefill with a fixed overhead;
 //! * quadratic, y = a + b·x + c·x² — attention's quadratic term showing;
-//! * power law, y = a·x^k — the draft's exponent, fitted by OLS of ln y on
-//!   ln x.
+//! * power law with an intercept, y = a + b·x^k — the draft's exponent k of
+//!   the length-dependent part. Without the intercept (y = b·x^k), a fixed
+//!   overhead bends the log-log line, and an exactly linear TTFT with an
+//!   overhead reads as k ≈ 0.9.
 //!
-//! All three report R² in the original (ms) space, including the power law
-//! whose parameters come from log space: a log-space R² measures relative
-//! error and would not be comparable with the other two.
+//! All three are least-squares fits in the original (ms) space and report R²
+//! there. The best model is the one with the lowest BIC (n·ln(RSS/n) +
+//! p·ln n), and among models within 2 of the lowest, the one with the
+//! fewest parameters: a third parameter must earn its place, so exactly
+//! linear data come out linear.
 //!
 //! Lengths span two or three orders of magnitude (1K to 128K), so x² spans
 //! five or six, and textbook normal equations lose most of their digits.
@@ -29,7 +33,7 @@ pub enum ModelKind {
     Linear,
     /// y = a + b·x + c·x²
     Quadratic,
-    /// y = a·x^k
+    /// y = a + b·x^k
     PowerLaw,
 }
 
@@ -40,8 +44,8 @@ pub enum Model {
     Linear { a: f64, b: f64 },
     /// `a` in ms, `b` in ms per token, `c` in ms per token².
     Quadratic { a: f64, b: f64, c: f64 },
-    /// `a` in ms per token^k, `k` dimensionless.
-    PowerLaw { a: f64, k: f64 },
+    /// `a` in ms (the fixed overhead), `b` in ms per token^k, `k` dimensionless.
+    PowerLaw { a: f64, b: f64, k: f64 },
 }
 
 impl Model {
@@ -57,8 +61,8 @@ impl Model {
     /// Number of fitted parameters (2 or 3).
     pub fn parameters(&self) -> usize {
         match self {
-            Model::Quadratic { .. } => 3,
-            _ => 2,
+            Model::Linear { .. } => 2,
+            Model::Quadratic { .. } | Model::PowerLaw { .. } => 3,
         }
     }
 
@@ -67,7 +71,7 @@ impl Model {
         match *self {
             Model::Linear { a, b } => a + b * x,
             Model::Quadratic { a, b, c } => a + b * x + c * x * x,
-            Model::PowerLaw { a, k } => a * x.powf(k),
+            Model::PowerLaw { a, b, k } => a + b * x.powf(k),
         }
     }
 }
@@ -83,6 +87,11 @@ pub struct Fit {
     /// R² adjusted for the number of parameters p over n points:
     /// 1 − (1 − R²)(n − 1)/(n − p).
     pub adj_r_squared: f64,
+    /// Bayesian information criterion n·ln(RSS/n) + p·ln n (lower is better; only
+    /// differences between fits to the same points mean anything). A residual sum of
+    /// squares below 10⁻¹² of the total counts as that floor, so exact fits tie.
+    #[serde(default)]
+    pub bic: f64,
 }
 
 /// Solves min ‖A·β − y‖ by Householder QR. `columns` holds the columns of
@@ -136,9 +145,13 @@ fn standardise(xs: &[f64]) -> Option<(Vec<f64>, f64, f64)> {
     Some((xs.iter().map(|x| (x - m) / s).collect(), m, s))
 }
 
-/// R² and adjusted R² of predictions against `ys`, or None when the ys
+/// Residual sums of squares below this share of the total count as this share: exact
+/// fits then tie on BIC instead of racing rounding residue to −∞.
+const RSS_FLOOR: f64 = 1e-12;
+
+/// R², adjusted R² and BIC of predictions against `ys`, or None when the ys
 /// have no variance (nothing to explain) or n ≤ p.
-fn goodness(ys: &[f64], predicted: &[f64], params: usize) -> Option<(f64, f64)> {
+fn goodness(ys: &[f64], predicted: &[f64], params: usize) -> Option<(f64, f64, f64)> {
     let n = ys.len();
     if n <= params {
         return None;
@@ -155,7 +168,10 @@ fn goodness(ys: &[f64], predicted: &[f64], params: usize) -> Option<(f64, f64)> 
         .sum();
     let r2 = 1.0 - ss_res / ss_tot;
     let adj = 1.0 - (1.0 - r2) * (n - 1) as f64 / (n - params) as f64;
-    Some((r2, adj))
+    let nf = n as f64;
+    let rss = ss_res.max(ss_tot * RSS_FLOOR);
+    let bic = nf * (rss / nf).ln() + params as f64 * nf.ln();
+    Some((r2, adj, bic))
 }
 
 fn usable(xs: &[f64], ys: &[f64], min_points: usize) -> bool {
@@ -171,7 +187,7 @@ pub fn fit_linear(xs: &[f64], ys: &[f64]) -> Option<Fit> {
     let (u, m, s) = standardise(xs)?;
     let beta = least_squares(&[vec![1.0; u.len()], u.clone()], ys)?;
     let predicted: Vec<f64> = u.iter().map(|ui| beta[0] + beta[1] * ui).collect();
-    let (r_squared, adj_r_squared) = goodness(ys, &predicted, 2)?;
+    let (r_squared, adj_r_squared, bic) = goodness(ys, &predicted, 2)?;
     // y = α + β(x − m)/s.
     let b = beta[1] / s;
     Some(Fit {
@@ -181,6 +197,7 @@ pub fn fit_linear(xs: &[f64], ys: &[f64]) -> Option<Fit> {
         },
         r_squared,
         adj_r_squared,
+        bic,
     })
 }
 
@@ -196,7 +213,7 @@ pub fn fit_quadratic(xs: &[f64], ys: &[f64]) -> Option<Fit> {
         .iter()
         .map(|ui| beta[0] + beta[1] * ui + beta[2] * ui * ui)
         .collect();
-    let (r_squared, adj_r_squared) = goodness(ys, &predicted, 3)?;
+    let (r_squared, adj_r_squared, bic) = goodness(ys, &predicted, 3)?;
     // y = α + β(x − m)/s + γ(x − m)²/s², expanded in powers of x.
     let (alpha, b1, g) = (beta[0], beta[1] / s, beta[2] / (s * s));
     Some(Fit {
@@ -207,29 +224,73 @@ pub fn fit_quadratic(xs: &[f64], ys: &[f64]) -> Option<Fit> {
         },
         r_squared,
         adj_r_squared,
+        bic,
     })
 }
 
-/// Fits y = a·x^k by OLS of ln y on ln x. Needs 3 points or more with
-/// x > 0 and y > 0. R² is computed from a·x^k against y in ms, not in logs.
+/// Exponents the power law searches: a grid from `K_MIN` to `K_MAX` in steps of `K_STEP`,
+/// then refined between the best grid point's neighbours.
+const K_MIN: f64 = 0.1;
+const K_MAX: f64 = 4.0;
+const K_STEP: f64 = 0.05;
+
+/// y = a + b·x^k at a fixed k, with a and b by least squares: (a, b, RSS, dRSS/dk). With a
+/// and b optimal for k, dRSS/dk = −2·Σ rᵢ·b·xᵢ^k·ln xᵢ (their own change adds nothing).
+fn power_at(xs: &[f64], ys: &[f64], k: f64) -> Option<(f64, f64, f64, f64)> {
+    let z: Vec<f64> = xs.iter().map(|x| x.powf(k)).collect();
+    let (u, m, s) = standardise(&z)?;
+    let beta = least_squares(&[vec![1.0; u.len()], u.clone()], ys)?;
+    let b = beta[1] / s;
+    let (mut rss, mut slope) = (0.0, 0.0);
+    for ((ui, zi), (x, y)) in u.iter().zip(&z).zip(xs.iter().zip(ys)) {
+        let r = y - (beta[0] + beta[1] * ui);
+        rss += r * r;
+        slope -= 2.0 * r * b * zi * x.ln();
+    }
+    Some((beta[0] - b * m, b, rss, slope))
+}
+
+/// The k of least RSS for y = a + b·x^k: the best point of the grid, then bisection on the
+/// sign of dRSS/dk between its neighbours (to the edge of the grid when the least RSS lies
+/// beyond it).
+fn best_exponent(xs: &[f64], ys: &[f64]) -> Option<f64> {
+    let steps = ((K_MAX - K_MIN) / K_STEP).round() as usize;
+    let grid: Vec<(f64, f64)> = (0..=steps)
+        .filter_map(|i| {
+            let k = K_MIN + i as f64 * K_STEP;
+            Some((k, power_at(xs, ys, k)?.2))
+        })
+        .collect();
+    let best = (0..grid.len()).min_by(|&i, &j| grid[i].1.total_cmp(&grid[j].1))?;
+    let mut lo = grid[best.saturating_sub(1)].0;
+    let mut hi = grid[(best + 1).min(grid.len() - 1)].0;
+    for _ in 0..100 {
+        let mid = 0.5 * (lo + hi);
+        match power_at(xs, ys, mid) {
+            Some((_, _, _, slope)) if slope > 0.0 => hi = mid,
+            Some(_) => lo = mid,
+            None => break,
+        }
+    }
+    Some(0.5 * (lo + hi))
+}
+
+/// Fits y = a + b·x^k (a fixed overhead plus a power of the length) by least squares in ms:
+/// for each k the best a and b, and the k of least residual (see [`best_exponent`]). Needs
+/// 4 points or more (three parameters), x > 0 and some spread in x and in y.
 pub fn fit_power_law(xs: &[f64], ys: &[f64]) -> Option<Fit> {
-    if !usable(xs, ys, 3) || xs.iter().chain(ys).any(|&v| v <= 0.0) {
+    if !usable(xs, ys, 4) || xs.iter().any(|&x| x <= 0.0) {
         return None;
     }
-    let lx: Vec<f64> = xs.iter().map(|x| x.ln()).collect();
-    let ly: Vec<f64> = ys.iter().map(|y| y.ln()).collect();
-    let (u, m, s) = standardise(&lx)?;
-    let beta = least_squares(&[vec![1.0; u.len()], u.clone()], &ly)?;
-    let predicted: Vec<f64> = u.iter().map(|ui| (beta[0] + beta[1] * ui).exp()).collect();
-    let (r_squared, adj_r_squared) = goodness(ys, &predicted, 2)?;
-    let k = beta[1] / s;
+    let k = best_exponent(xs, ys)?;
+    let (a, b, _, _) = power_at(xs, ys, k)?;
+    let predicted: Vec<f64> = xs.iter().map(|x| a + b * x.powf(k)).collect();
+    let (r_squared, adj_r_squared, bic) = goodness(ys, &predicted, 3)?;
     Some(Fit {
-        model: Model::PowerLaw {
-            a: (beta[0] - k * m).exp(),
-            k,
-        },
+        model: Model::PowerLaw { a, b, k },
         r_squared,
         adj_r_squared,
+        bic,
     })
 }
 
@@ -252,12 +313,13 @@ pub struct Scaling {
     pub linear: Option<Fit>,
     /// Quadratic fit, when it could be made (4+ points).
     pub quadratic: Option<Fit>,
-    /// Power-law fit, when it could be made (positive x and y).
+    /// Power-law fit (with its intercept), when it could be made (4+ points, positive x).
     pub power_law: Option<Fit>,
-    /// The model with the highest adjusted R² (see [`best_fit`]).
+    /// The model BIC prefers, the simpler on a near tie (see [`best_fit`]).
     pub best: Option<ModelKind>,
-    /// Scaling exponent k of y ∝ x^k from the power-law fit (the draft's
-    /// 5.9.4 "Scaling exponent"), whichever model fits best.
+    /// Scaling exponent k of y = a + b·x^k from the power-law fit (the draft's
+    /// 5.9.4 "Scaling exponent" of the length-dependent part), whichever model
+    /// fits best.
     pub exponent: Option<f64>,
     /// Marginal cost: slope of the linear fit × 1000, ms per 1K tokens.
     pub ms_per_1k_tokens: Option<f64>,
@@ -265,28 +327,33 @@ pub struct Scaling {
     pub per_length: Vec<LengthRatio>,
 }
 
-/// Two adjusted R² closer than this count as a tie, so that rounding does
-/// not hand an exact straight line to the quadratic.
-const TIE: f64 = 1e-12;
+/// Models whose BIC is within this of the lowest are as well supported by the data (a
+/// difference under 2 is "not worth more than a bare mention", Kass and Raftery 1995).
+const BIC_TIE: f64 = 2.0;
 
-/// The fit with the highest adjusted R². Adjusted, not plain, R²: the
-/// quadratic nests the linear model, so its plain R² can never be lower and
-/// would win on every data set; the adjustment charges it for the extra
-/// parameter. Ties (within 1e-12) go to the model with fewer parameters,
-/// then to the one listed first (`scaling` lists linear, power law,
-/// quadratic).
+/// The model the data support: among fits whose BIC is within [`BIC_TIE`] of the lowest,
+/// the one with the fewest parameters, then the lowest BIC, then the one listed first
+/// (`scaling` lists linear, power law, quadratic). BIC charges each parameter ln n, so the
+/// quadratic and the power law, which both nest a straight line, must fit clearly better
+/// than it to be chosen; adjusted R² alone let noise hand a straight line to the quadratic.
 pub fn best_fit(fits: &[Option<Fit>]) -> Option<Fit> {
-    let mut candidates: Vec<Fit> = fits.iter().flatten().copied().collect();
-    // Stable sort keeps linear before power law among two-parameter models
-    // when the caller lists them in that order, as `scaling` does.
-    candidates.sort_by_key(|f| f.model.parameters());
-    let top = candidates
+    let candidates: Vec<Fit> = fits.iter().flatten().copied().collect();
+    let lowest = candidates
         .iter()
-        .map(|f| f.adj_r_squared)
-        .fold(f64::NEG_INFINITY, f64::max);
-    candidates
+        .map(|f| f.bic)
+        .fold(f64::INFINITY, f64::min);
+    let mut supported: Vec<Fit> = candidates
         .into_iter()
-        .find(|f| f.adj_r_squared >= top - TIE)
+        .filter(|f| f.bic <= lowest + BIC_TIE)
+        .collect();
+    // Stable: equal keys keep the caller's order.
+    supported.sort_by(|a, b| {
+        a.model
+            .parameters()
+            .cmp(&b.model.parameters())
+            .then(a.bic.total_cmp(&b.bic))
+    });
+    supported.into_iter().next()
 }
 
 /// Fits all three models to latency `ys_ms` against input length
@@ -382,32 +449,84 @@ mod tests {
 
     #[test]
     fn power_law_k2_recovered() {
-        // y = 3·x²: ln y = ln 3 + 2 ln x exactly.
+        // y = 3·x²: a = 0, b = 3, k = 2 exactly.
         let xs = lengths();
         let ys: Vec<f64> = xs.iter().map(|x| 3.0 * x * x).collect();
         let f = fit_power_law(&xs, &ys).unwrap();
-        let Model::PowerLaw { a, k } = f.model else {
+        let Model::PowerLaw { a, b, k } = f.model else {
             panic!()
         };
         assert!((k - 2.0).abs() < 1e-9, "{k}");
-        assert!(rel(a, 3.0) < 1e-9, "{a}");
+        assert!(rel(b, 3.0) < 1e-9, "{b}");
+        assert!(a.abs() < 1e-3, "{a}");
         assert!((f.r_squared - 1.0).abs() < 1e-12);
         let s = scaling(&xs, &ys).unwrap();
         assert!((s.exponent.unwrap() - 2.0).abs() < 1e-9);
-        // Pure x² is also an exact quadratic (a = b = 0), and with one more
-        // parameter the tie goes to the power law.
+        // Pure x² is also an exact quadratic (a = b = 0): two exact three-parameter fits
+        // tie on BIC, and the tie goes to the one listed first, the power law.
         assert_eq!(s.best, Some(ModelKind::PowerLaw));
     }
 
     #[test]
     fn power_law_fractional_exponent_beats_linear() {
-        // y = 0.5·x^1.5: no straight line or parabola through the origin
-        // matches it exactly; the power law does.
+        // y = 0.5·x^1.5: no straight line or parabola matches it exactly; the power law does.
         let xs = lengths();
         let ys: Vec<f64> = xs.iter().map(|x| 0.5 * x.powf(1.5)).collect();
         let s = scaling(&xs, &ys).unwrap();
         assert_eq!(s.best, Some(ModelKind::PowerLaw));
         assert!((s.exponent.unwrap() - 1.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn an_overhead_does_not_bend_the_exponent() {
+        // TTFT = 30 ms + 0.068 ms per token at 256 … 4,096 tokens: exactly linear. The old
+        // power law without an intercept (OLS of ln y on ln x) read k = 0.679 here; with the
+        // intercept, k = 1, a = 30, b = 0.068, and the straight line is the best fit (three
+        // exact fits: BIC ties, and linear has the fewest parameters).
+        let xs = [256.0, 512.0, 1024.0, 2048.0, 4096.0];
+        let ys: Vec<f64> = xs.iter().map(|x| 30.0 + 0.068 * x).collect();
+        let f = fit_power_law(&xs, &ys).unwrap();
+        let Model::PowerLaw { a, b, k } = f.model else {
+            panic!()
+        };
+        assert!((k - 1.0).abs() < 1e-9, "{k}");
+        assert!((a - 30.0).abs() < 1e-6 && rel(b, 0.068) < 1e-9, "{a} {b}");
+        let s = scaling(&xs, &ys).unwrap();
+        assert_eq!(s.best, Some(ModelKind::Linear));
+        assert!((s.exponent.unwrap() - 1.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn noise_on_a_straight_line_does_not_make_it_quadratic() {
+        // TTFT = 30 + 0.068·x ms, off by −2, −1, 0, −1, +2, +2 ms at 1K … 32K tokens:
+        // y = 97.632, 168.264, 308.528, 586.056, 1146.112, 2260.224. The quadratic's
+        // adjusted R² (0.9999988) beats the line's (0.9999986), which made it the "best fit"
+        // beside k = 0.911 from the intercept-free power law. BIC = n·ln(RSS/n) + p·ln n
+        // (n = 6): linear 1.106, quadratic 0.027, power law 0.375. The line is within 2 of
+        // the lowest, and simpler: linear. The power law with its intercept gives k = 0.998.
+        let xs: Vec<f64> = (0..6).map(|i| 1024.0 * f64::from(1u32 << i)).collect();
+        let noise = [-2.0, -1.0, 0.0, -1.0, 2.0, 2.0];
+        let ys: Vec<f64> = xs
+            .iter()
+            .zip(noise)
+            .map(|(x, e)| 30.0 + 0.068 * x + e)
+            .collect();
+        let s = scaling(&xs, &ys).unwrap();
+        let (lin, quad, pow) = (
+            s.linear.unwrap(),
+            s.quadratic.unwrap(),
+            s.power_law.unwrap(),
+        );
+        assert!(quad.adj_r_squared > lin.adj_r_squared);
+        assert!((lin.bic - 1.1058).abs() < 1e-3, "{}", lin.bic);
+        assert!((quad.bic - 0.0268).abs() < 1e-3, "{}", quad.bic);
+        assert!((pow.bic - 0.3751).abs() < 1e-3, "{}", pow.bic);
+        assert_eq!(s.best, Some(ModelKind::Linear));
+        assert!(
+            (s.exponent.unwrap() - 0.998_17).abs() < 1e-4,
+            "{:?}",
+            s.exponent
+        );
     }
 
     #[test]
@@ -427,21 +546,21 @@ mod tests {
     }
 
     #[test]
-    fn power_law_r_squared_is_in_ms_space() {
-        // x = 1, 2, 4; y = 2, 4, 16. Log fit: ln x = 0, L, 2L (L = ln 2),
-        // ln y = L, 2L, 4L → k = 1.5, ln a = L·(7/3 − 1.5) = (5/6)L,
-        // so a = 2^(5/6) and predictions 2^(5/6), 2^(7/3), 2^(23/6)
-        // = 1.781797, 5.039684, 14.254379. Residuals 0.218203, −1.039684,
-        // 1.745621: SS_res = 4.175747; ȳ = 22/3, deviations −16/3, −10/3,
-        // 26/3, SS_tot = 1032/9 = 114.666667; R² = 0.963584 — not the
-        // log-space R² (27/28 = 0.964286).
-        let f = fit_power_law(&[1.0, 2.0, 4.0], &[2.0, 4.0, 16.0]).unwrap();
-        let Model::PowerLaw { a, k } = f.model else {
+    fn power_law_with_an_intercept_by_hand() {
+        // x = 1, 2, 3, 4; y = 2 + x² = 3, 6, 11, 18: a power law with a = 2, b = 1, k = 2,
+        // exact in ms: R² = 1. ȳ = 9.5, SS_tot = 42.25 + 12.25 + 2.25 + 72.25 = 129; the
+        // residual counts as the floor 129 × 1e-12, so BIC = 4·ln(1.29e-10 / 4) + 3·ln 4
+        // = −92.4711.
+        let f = fit_power_law(&[1.0, 2.0, 3.0, 4.0], &[3.0, 6.0, 11.0, 18.0]).unwrap();
+        let Model::PowerLaw { a, b, k } = f.model else {
             panic!()
         };
-        assert!((k - 1.5).abs() < 1e-12);
-        assert!((a - 2f64.powf(5.0 / 6.0)).abs() < 1e-12);
-        assert!((f.r_squared - 0.963_583_6).abs() < 1e-6, "{}", f.r_squared);
+        assert!((k - 2.0).abs() < 1e-9, "{k}");
+        assert!((a - 2.0).abs() < 1e-8 && (b - 1.0).abs() < 1e-8, "{a} {b}");
+        assert!((f.r_squared - 1.0).abs() < 1e-12, "{}", f.r_squared);
+        assert!((f.bic + 92.4711).abs() < 1e-3, "{}", f.bic);
+        // Three points leave a three-parameter fit nothing to judge it by.
+        assert!(fit_power_law(&[1.0, 2.0, 3.0], &[3.0, 6.0, 11.0]).is_none());
     }
 
     #[test]

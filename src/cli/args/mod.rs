@@ -255,7 +255,8 @@ impl DatasetFormatArg {
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum DeadlinesArg {
-    /// A reader at --reading-rate tokens/s who accepts --d0-ms before the first token.
+    /// A reader at --reading-rate tokens/s: token k is due k/R after sending (the paper's
+    /// equation 4), or with --d0-ms, D0 + (k − 1)/R.
     Reading,
     /// --deadline-ttft-ms for the first token, then --deadline-tbt-ms after each one.
     #[value(name = "ttft+tbt", alias = "ttft-tbt")]
@@ -512,9 +513,10 @@ pub struct UxArgs {
     /// Reading deadlines: the reader's speed R, tokens/s.
     #[arg(long, default_value_t = 20.0)]
     pub reading_rate: f64,
-    /// Reading deadlines: D0, the wait for the first token a user accepts, ms.
-    #[arg(long, default_value_t = 1000.0)]
-    pub d0_ms: f64,
+    /// Reading deadlines: D0, the wait for the first token a user accepts, ms; then token
+    /// k is due at D0 + (k − 1)/R. Without it, the paper's d_k = k/R.
+    #[arg(long)]
+    pub d0_ms: Option<f64>,
     /// ttft+tbt deadlines: TTFT bound, ms.
     #[arg(long, default_value_t = 1000.0)]
     pub deadline_ttft_ms: f64,
@@ -530,6 +532,10 @@ pub struct UxArgs {
     /// Smooth goodput: idle cost f(l), l in seconds.
     #[arg(long, value_enum, default_value = "linear")]
     pub idle_cost: IdleCostArg,
+    /// Smooth goodput: how long past a token's deadline a user waits before giving up on
+    /// the request; a failed request is charged this wait, wherever in the run it failed.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub patience: Duration,
     /// Fluidity-index: decode deadline D_d for the reported distribution, ms.
     #[arg(long, default_value_t = 50.0)]
     pub fluidity_tbt_ms: f64,

@@ -97,6 +97,15 @@ pub struct ProcedureArgs {
     /// (draft 4.8.1).
     #[arg(long, value_name = "TEXT")]
     pub safety_systems: Option<String>,
+    /// The target's prefix caching state, which every report states (draft 5.1.5.1), e.g.
+    /// 'enabled' or 'disabled'; the built-in simulator states its own.
+    #[arg(long, value_name = "TEXT")]
+    pub prefix_caching: Option<String>,
+    /// The target's guardrails, which every report discloses (draft 4.8.1): input and
+    /// output content filtering and the safety systems, e.g. 'none' or 'input and output:
+    /// Llama Guard 3'; the built-in simulator states its own.
+    #[arg(long, value_name = "TEXT")]
+    pub guardrails: Option<String>,
     /// Prefix cache (5.7): compose earlier runs instead of running, off=RUN_DIR and
     /// on=RUN_DIR.
     #[arg(long = "from", value_name = "NAME=RUN_DIR")]
