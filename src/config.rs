@@ -674,6 +674,12 @@ pub struct RunConfig {
     #[serde(skip)]
     #[schemars(skip)]
     pub shard: Option<crate::scaleout::shard::ShardRun>,
+    /// How fast the server answered the test request sent before any load
+    /// (`runner::preflight`): what the warm-up's and the run's planned lengths are estimated
+    /// from. `None` when no test request was sent (a configuration built in code).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub preflight: Option<crate::runner::preflight::Speed>,
 }
 
 #[cfg(test)]

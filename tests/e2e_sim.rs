@@ -28,14 +28,15 @@ fn closed_loop_records_every_chunk_the_server_wrote() {
     );
     let (out, summary) = run(&cfg);
 
-    // Every request is accounted for: 5 warm-up + 40 measured, all ok.
-    assert_eq!(out.records.len(), 45);
+    // Every request is accounted for: 5 warm-up, one lead-in per stream (warm-up requests
+    // that carry the load into the measurement) and 40 measured, all ok.
+    assert_eq!(out.records.len(), 5 + 4 + 40);
     assert_eq!(
         out.records
             .iter()
             .filter(|r| r.phase == Phase::Warmup)
             .count(),
-        5
+        5 + 4
     );
     assert_eq!(summary.requests.total, 40);
     assert_eq!(summary.requests.completed, 40);

@@ -120,7 +120,7 @@ pub fn find(s: &mut Session, o: &Options) -> (CapacityResult, Option<Stop>, f64,
         ..Default::default()
     };
     let stop: Option<Stop>;
-    let mut reference = LevelSpec::new(
+    let mut reference = LevelSpec::calibration(
         "reference: one request at a time",
         Role::Reference,
         Load::Concurrency { concurrency: 1 },

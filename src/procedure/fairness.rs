@@ -168,7 +168,7 @@ fn estimate_with(s: &mut Session, o: &Options, w: &WorkloadSpec) -> Result<f64, 
         return Ok(r);
     }
     let c = o.estimate_concurrency.max(1);
-    let mut spec = LevelSpec::new(
+    let mut spec = LevelSpec::calibration(
         format!("estimate: concurrency {c}"),
         Role::Estimate,
         Load::Concurrency { concurrency: c },

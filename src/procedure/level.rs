@@ -98,6 +98,10 @@ pub enum WarmupChoice {
     AsConfigured,
     /// None: the server was warmed by an earlier level.
     Skip,
+    /// None, and the level does not take the test's warm-up: a calibration level (the
+    /// concurrency-1 reference, the closed-loop capacity estimate) runs at a load of its
+    /// own, so the test warms up at the load of its own first level instead.
+    Calibration,
 }
 
 /// What a procedure asks the bench to run.
@@ -125,6 +129,19 @@ pub struct LevelSpec {
 }
 
 impl LevelSpec {
+    /// A calibration level (see [`WarmupChoice::Calibration`]) of `load` for `duration`.
+    pub fn calibration(
+        label: impl Into<String>,
+        role: Role,
+        load: Load,
+        duration: Duration,
+    ) -> Self {
+        Self {
+            warmup: WarmupChoice::Calibration,
+            ..Self::new(label, role, load, duration)
+        }
+    }
+
     /// A level of `load` for `duration`, no overrides.
     pub fn new(label: impl Into<String>, role: Role, load: Load, duration: Duration) -> Self {
         Self {

@@ -109,10 +109,15 @@ impl<'a> Session<'a> {
         }
     }
 
-    /// Runs a level; the first level on each target gets the configured warm-up.
+    /// Runs a level; the first level on each target gets the configured warm-up, at its own
+    /// load. Calibration levels (the reference, the capacity estimate) run at loads of
+    /// their own, so they leave the warm-up to the first level of the test's own.
     fn run(&mut self, mut spec: LevelSpec) -> Result<(LevelSpec, LevelRun), Stop> {
         // A cold-cache level measures from an empty cache: no warm-up may fill it.
-        if !self.warmed.contains(&spec.target) && !spec.flush_cache {
+        if !self.warmed.contains(&spec.target)
+            && !spec.flush_cache
+            && spec.warmup != WarmupChoice::Calibration
+        {
             spec.warmup = WarmupChoice::AsConfigured;
         }
         let run = self.bench.run_level(&spec)?;
@@ -171,7 +176,7 @@ impl<'a> Session<'a> {
     /// Runs the concurrency-1 reference level and keeps its P50 end-to-end latency and its
     /// P99 latency per output token.
     pub fn reference(&mut self, duration: Duration) -> Result<(), Stop> {
-        let spec = LevelSpec::new(
+        let spec = LevelSpec::calibration(
             "reference: one request at a time",
             Role::Reference,
             Load::Concurrency { concurrency: 1 },
@@ -305,8 +310,69 @@ pub fn summary_line(o: &LevelOutcome) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::out_of_memory_failures;
+    use super::*;
     use crate::record::{FailureKind, Outcome, Phase, RequestRecord};
+
+    /// A bench that notes what each level asked for and answers with a fixture run.
+    #[derive(Default)]
+    struct Recorder {
+        asked: Vec<(WarmupChoice, Load)>,
+    }
+
+    impl Bench for Recorder {
+        fn run_level(&mut self, spec: &LevelSpec) -> Result<LevelRun, Stop> {
+            self.asked.push((spec.warmup, spec.load));
+            Ok(LevelRun {
+                run: String::new(),
+                report: crate::export::fixture::report(),
+                records: Vec::new(),
+                note: None,
+            })
+        }
+        fn progress(&mut self, _line: &str) {}
+        fn load_run(&mut self, _dir: &std::path::Path) -> Result<LevelRun, Stop> {
+            unreachable!("no --from here")
+        }
+    }
+
+    /// Issue 23: `--quick` tests warmed up at the capacity estimate's fixed concurrency (32,
+    /// against a server of 4 slots). The calibration levels now leave the warm-up to the
+    /// test's own first level, which warms up at its own load; later levels skip it.
+    #[test]
+    fn a_test_warms_up_at_its_own_first_levels_load() {
+        let d = Duration::from_secs(1);
+        let c = |n| Load::Concurrency { concurrency: n };
+        let rate = |r| Load::Rate { rate_per_s: r };
+        let mut bench = Recorder::default();
+        let mut s = Session::new(&mut bench, None);
+        s.run(LevelSpec::calibration(
+            "reference",
+            Role::Reference,
+            c(1),
+            d,
+        ))
+        .unwrap();
+        s.run(LevelSpec::calibration("estimate", Role::Estimate, c(32), d))
+            .unwrap();
+        s.run(LevelSpec::new("rate 2", Role::Bracket, rate(2.0), d))
+            .unwrap();
+        s.run(LevelSpec::new("rate 4", Role::Bracket, rate(4.0), d))
+            .unwrap();
+        assert!(
+            s.warmup.is_some(),
+            "the warm-up is the test's, for compliance"
+        );
+        drop(s);
+        assert_eq!(
+            bench.asked,
+            vec![
+                (WarmupChoice::Calibration, c(1)),
+                (WarmupChoice::Calibration, c(32)),
+                (WarmupChoice::AsConfigured, rate(2.0)),
+                (WarmupChoice::Skip, rate(4.0)),
+            ]
+        );
+    }
 
     fn failed(detail: &str, phase: Phase) -> RequestRecord {
         RequestRecord {

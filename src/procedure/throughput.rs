@@ -55,7 +55,7 @@ pub fn estimate(s: &mut Session, o: &Options) -> Result<f64, Stop> {
         return Ok(r);
     }
     let c = o.estimate_concurrency.max(1);
-    let spec = LevelSpec::new(
+    let spec = LevelSpec::calibration(
         format!("estimate: concurrency {c}"),
         Role::Estimate,
         Load::Concurrency { concurrency: c },

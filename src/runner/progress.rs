@@ -5,6 +5,10 @@
 //! plain status line every few seconds, so a long run is never silent. Counters belong to
 //! the current phase: `sent`, `done` and `failed` restart at each phase, and the token rate
 //! is smoothed over the last few seconds.
+//!
+//! The ETA is right from the first second: it starts from the phase's planned length
+//! (`plan`, from the server's measured speed) and moves to what the progress so far
+//! says as the phase advances ([`eta_s`]).
 
 use crate::record::Phase;
 use crate::store::writer::Counters;
@@ -28,6 +32,8 @@ pub struct PhaseView {
     pub sent_base: u64,
     pub max_requests: Option<u64>,
     pub max_duration: Option<Duration>,
+    /// How long the phase is expected to take (`plan`), for the ETA of its first seconds.
+    pub planned: Option<Duration>,
     pub started: Instant,
 }
 
@@ -39,6 +45,7 @@ impl PhaseView {
             sent_base,
             max_requests: None,
             max_duration: None,
+            planned: None,
             started: Instant::now(),
         }
     }
@@ -107,16 +114,19 @@ impl Progress {
                         rate.smoothed
                     );
                     let elapsed = view.started.elapsed();
-                    let fraction = match (view.max_requests, view.max_duration) {
-                        (Some(n), Some(d)) => Some(
-                            (sent_now as f64 / n.max(1) as f64)
-                                .max(elapsed.as_secs_f64() / d.as_secs_f64().max(1e-9)),
-                        ),
-                        (Some(n), None) => Some(sent_now as f64 / n.max(1) as f64),
-                        (None, Some(d)) => Some(elapsed.as_secs_f64() / d.as_secs_f64().max(1e-9)),
-                        (None, None) => None,
-                    }
-                    .map(|f| f.clamp(0.0, 1.0));
+                    let fraction = fraction_done(&view, sent_now, elapsed);
+                    let left = eta_s(
+                        elapsed.as_secs_f64(),
+                        fraction,
+                        view.planned.map(|p| p.as_secs_f64()),
+                    );
+                    let eta = match (fraction, left) {
+                        (Some(f), Some(left)) => {
+                            format!(" · {:.0} % · ~{left:.0} s left", f * 100.0)
+                        }
+                        (None, Some(left)) => format!(" · ~{left:.0} s left"),
+                        _ => String::new(),
+                    };
                     match &b {
                         Some(bar) => {
                             match fraction {
@@ -127,20 +137,13 @@ impl Progress {
                                 }
                                 None => bar.set_style(spinner_style()),
                             }
-                            bar.set_message(line);
+                            bar.set_message(format!("{line}{eta}"));
                             bar.tick();
                         }
                         None => {
                             // A line at each phase change, then every few seconds.
                             if new_phase || last_plain.elapsed() >= PLAIN_EVERY {
                                 last_plain = Instant::now();
-                                let eta = fraction
-                                    .filter(|f| *f > 0.01)
-                                    .map(|f| {
-                                        let left = elapsed.as_secs_f64() * (1.0 - f) / f;
-                                        format!(" · {:.0} % · ~{left:.0} s left", f * 100.0)
-                                    })
-                                    .unwrap_or_default();
                                 eprintln!(
                                     "[servebench {:>5.0} s] {line}{eta}",
                                     elapsed.as_secs_f64()
@@ -175,8 +178,42 @@ impl Progress {
     }
 }
 
+/// The share of the phase done: of its request limit sent, or of its duration passed,
+/// whichever is further; `None` without a limit.
+fn fraction_done(view: &PhaseView, sent: u64, elapsed: Duration) -> Option<f64> {
+    let by_time = view
+        .max_duration
+        .map(|d| elapsed.as_secs_f64() / d.as_secs_f64().max(1e-9));
+    let by_count = view.max_requests.map(|n| sent as f64 / n.max(1) as f64);
+    match (by_count, by_time) {
+        (Some(c), Some(t)) => Some(c.max(t)),
+        (c, t) => c.or(t),
+    }
+    .map(|f| f.clamp(0.0, 1.0))
+}
+
+/// Share of the phase after which the ETA is read from its progress alone.
+const TRUST_PROGRESS_AFTER: f64 = 0.2;
+
+/// Seconds left in a phase `elapsed_s` in: at first its planned length less what has
+/// passed, then more and more what its progress (`fraction` done) extrapolates, alone once
+/// [`TRUST_PROGRESS_AFTER`] of it is done or the plan has run out. `None` when neither is
+/// known.
+pub fn eta_s(elapsed_s: f64, fraction: Option<f64>, planned_s: Option<f64>) -> Option<f64> {
+    let by_plan = planned_s.map(|p| p - elapsed_s).filter(|left| *left > 0.0);
+    let done = fraction.map(|f| f.clamp(0.0, 1.0));
+    let by_progress = done.filter(|f| *f > 0.0).map(|f| elapsed_s * (1.0 - f) / f);
+    match (by_plan, by_progress) {
+        (Some(p), Some(g)) => {
+            let w = (done.unwrap_or(0.0) / TRUST_PROGRESS_AFTER).min(1.0);
+            Some((1.0 - w) * p + w * g)
+        }
+        (p, g) => p.or(g),
+    }
+}
+
 fn bar_style() -> ProgressStyle {
-    ProgressStyle::with_template("{elapsed_precise} [{wide_bar}] ETA {eta} {msg}")
+    ProgressStyle::with_template("{elapsed_precise} [{wide_bar}] {msg}")
         .unwrap_or_else(|_| ProgressStyle::default_bar())
         .progress_chars("=> ")
 }
@@ -223,5 +260,39 @@ impl Rate {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_eta_starts_from_the_plan_and_moves_to_the_progress() {
+        // Before anything is done: the plan.
+        assert_eq!(eta_s(0.0, Some(0.0), Some(60.0)), Some(60.0));
+        assert_eq!(eta_s(5.0, None, Some(60.0)), Some(55.0));
+        // 5 % done after 10 s: a quarter of the way to trusting the progress alone
+        // (50 s left by the plan, 190 s by the progress).
+        let e = eta_s(10.0, Some(0.05), Some(60.0)).unwrap();
+        assert!((e - 85.0).abs() < 1e-9, "{e}");
+        // Half done after 30 s: the progress alone.
+        assert_eq!(eta_s(30.0, Some(0.5), Some(60.0)), Some(30.0));
+        // The plan has run out: the progress alone.
+        assert_eq!(eta_s(70.0, Some(0.5), Some(60.0)), Some(70.0));
+        // Nothing known yet.
+        assert_eq!(eta_s(5.0, Some(0.0), None), None);
+        assert_eq!(eta_s(5.0, None, None), None);
+    }
+
+    #[test]
+    fn the_share_done_is_the_further_of_count_and_time() {
+        let mut v = PhaseView::new("measuring", Phase::Measure, 0);
+        assert_eq!(fraction_done(&v, 10, Duration::from_secs(1)), None);
+        v.max_requests = Some(100);
+        assert_eq!(fraction_done(&v, 10, Duration::from_secs(1)), Some(0.1));
+        v.max_duration = Some(Duration::from_secs(4));
+        assert_eq!(fraction_done(&v, 10, Duration::from_secs(1)), Some(0.25));
+        assert_eq!(fraction_done(&v, 500, Duration::from_secs(1)), Some(1.0));
     }
 }

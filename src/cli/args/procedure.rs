@@ -30,8 +30,9 @@ pub struct SuiteArgs {
 #[derive(Debug, Args, Clone)]
 #[command(next_help_heading = "Test procedure")]
 pub struct ProcedureArgs {
-    /// Shortened levels and counts for smoke tests and CI; the test is then always
-    /// reported "not compliant".
+    /// Shortened levels and counts for smoke tests and CI, and a short warm-up (about 10 s
+    /// of the first level's load, with --warmup auto); the test is then always reported
+    /// "not compliant".
     #[arg(long)]
     pub quick: bool,
     /// Time budget for the whole test, e.g. 30m: a level starts only if it should end in
