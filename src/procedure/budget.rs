@@ -355,6 +355,7 @@ mod tests {
             cache_switch: false,
             arrival: "poisson".into(),
             safety_systems: None,
+            disclosure: Default::default(),
         }
     }
 
