@@ -669,6 +669,9 @@ pub struct RunConfig {
     pub command_line: Vec<String>,
     /// Draw no progress line.
     pub quiet: bool,
+    /// In a terminal, draw the live view rather than a one-line bar (`--no-live-view`).
+    #[serde(default)]
+    pub live_view: bool,
     /// Scale-out: the share of a plan this process sends (`run --plan --shard`); `None` in
     /// a plain run. Recorded in the shard's `shard.json`, not in `run.json`.
     #[serde(skip)]

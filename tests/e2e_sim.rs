@@ -80,7 +80,8 @@ fn closed_loop_records_every_chunk_the_server_wrote() {
     // The run folder has one JSON line per request, with the per-request figures written
     // once when the record settled: they equal what the summary computes.
     let lines = std::fs::read_to_string(out_dir.join("requests.jsonl")).unwrap();
-    assert_eq!(lines.lines().count(), 45);
+    // 5 warm-up requests, one lead-in request per stream (4), 40 measured.
+    assert_eq!(lines.lines().count(), 49);
     // Ids count within a phase (warm-up requests come from a stream of their own).
     let by_id: HashMap<(String, u64), &servebench::record::RequestRecord> = out
         .records

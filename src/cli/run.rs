@@ -448,6 +448,7 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
         out_dir: std::path::PathBuf::new(),
         command_line: redacted_command_line(),
         quiet: args.output.quiet,
+        live_view: !args.output.no_live_view,
         shard: None,
         preflight: None,
     };

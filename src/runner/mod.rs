@@ -7,6 +7,7 @@
 //! that is `metrics`' job.
 
 pub mod cpu;
+pub mod dashboard;
 pub mod feeder;
 pub mod host_net;
 pub mod phase;
@@ -181,9 +182,14 @@ async fn run_async(
     };
     let progress = Progress::start(
         config.quiet,
-        counters.clone(),
-        shared.sent.clone(),
-        shared.in_flight.clone(),
+        config.live_view,
+        progress::Sources {
+            counters: counters.clone(),
+            sent: shared.sent.clone(),
+            in_flight: shared.in_flight.clone(),
+            queue_waiting: Some(collector.waiting()),
+            clock,
+        },
     );
     let ctrl_c = tokio::spawn(watch_ctrl_c(
         controls.clone(),

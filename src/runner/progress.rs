@@ -10,6 +10,8 @@
 //! (`plan`, from the server's measured speed) and moves to what the progress so far
 //! says as the phase advances ([`eta_s`]).
 
+use super::dashboard::{Dashboard, Snapshot};
+use crate::metrics::live::WINDOW_S;
 use crate::record::Phase;
 use crate::store::writer::Counters;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -54,40 +56,63 @@ impl PhaseView {
 /// Draws progress until dropped.
 pub struct Progress {
     bar: Option<ProgressBar>,
+    /// The live view, in a terminal unless `--no-live-view` (it replaces the bar).
+    dashboard: Option<Arc<Mutex<Dashboard>>>,
     stop: Arc<AtomicBool>,
     view: Arc<Mutex<PhaseView>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
+/// What the progress thread reads.
+pub struct Sources {
+    pub counters: Arc<Counters>,
+    pub sent: Arc<AtomicU64>,
+    pub in_flight: Arc<AtomicU64>,
+    /// The server's waiting queue at the latest scrape (f64 bits, NaN when unknown).
+    pub queue_waiting: Option<Arc<AtomicU64>>,
+    /// The run's clock (the live window's values are stamped on it).
+    pub clock: crate::clock::RunClock,
+}
+
 impl Progress {
-    /// Starts drawing; nothing is drawn when `quiet`.
-    pub fn start(
-        quiet: bool,
-        counters: Arc<Counters>,
-        sent: Arc<AtomicU64>,
-        in_flight: Arc<AtomicU64>,
-    ) -> Self {
+    /// Starts drawing; nothing is drawn when `quiet`. In a terminal, the live view
+    /// (`live_view`) or a one-line bar; elsewhere plain lines.
+    pub fn start(quiet: bool, live_view: bool, src: Sources) -> Self {
         let view = Arc::new(Mutex::new(PhaseView::new("starting", Phase::Warmup, 0)));
         let stop = Arc::new(AtomicBool::new(false));
         if quiet {
             return Self {
                 bar: None,
+                dashboard: None,
                 stop,
                 view,
                 thread: None,
             };
         }
         let terminal = std::io::stderr().is_terminal();
-        let bar = terminal.then(|| {
+        let dashboard = (terminal && live_view)
+            .then(Dashboard::open)
+            .flatten()
+            .map(|d| Arc::new(Mutex::new(d)));
+        let Sources {
+            counters,
+            sent,
+            in_flight,
+            queue_waiting,
+            clock,
+        } = src;
+        let bar = (terminal && dashboard.is_none()).then(|| {
             let b = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(4));
             b.set_style(spinner_style());
             b
         });
         let (b, s, v) = (bar.clone(), stop.clone(), view.clone());
+        let dash = dashboard.clone();
         let thread = std::thread::Builder::new()
             .name("progress".into())
             .spawn(move || {
                 let mut rate = Rate::default();
+                let (mut sent_rate, mut done_rate) = (Rate::default(), Rate::default());
                 let mut last_plain = Instant::now();
                 let mut last_phase_label = String::new();
                 while !s.load(Ordering::Relaxed) {
@@ -101,10 +126,18 @@ impl Progress {
                     let new_phase = view.label != last_phase_label;
                     if new_phase {
                         rate = Rate::default();
+                        (sent_rate, done_rate) = (Rate::default(), Rate::default());
                         last_phase_label = view.label.clone();
+                        if let Ok(mut w) = counters.live.lock() {
+                            w.new_phase();
+                        }
                     }
                     rate.update(tokens);
                     let sent_now = sent.load(Ordering::Relaxed).saturating_sub(view.sent_base);
+                    let finished =
+                        c.completed.load(Ordering::Relaxed) + c.failed.load(Ordering::Relaxed);
+                    sent_rate.update(sent_now);
+                    done_rate.update(finished);
                     let line = format!(
                         "{}: sent {sent_now} · in flight {} · done {} · failed {} · {:.0} tok/s",
                         view.label,
@@ -127,6 +160,21 @@ impl Progress {
                         (None, Some(left)) => format!(" · ~{left:.0} s left"),
                         _ => String::new(),
                     };
+                    if let Some(d) = &dash {
+                        let snapshot = snapshot(
+                            &view,
+                            &counters,
+                            [sent_now, in_flight.load(Ordering::Relaxed)],
+                            [sent_rate.smoothed, done_rate.smoothed, rate.smoothed],
+                            (fraction, left),
+                            queue_waiting.as_deref(),
+                            clock.now() as f64 / 1e9,
+                        );
+                        if let Ok(mut d) = d.lock() {
+                            d.draw(&snapshot);
+                        }
+                        continue;
+                    }
                     match &b {
                         Some(bar) => {
                             match fraction {
@@ -156,6 +204,7 @@ impl Progress {
             .ok();
         Self {
             bar,
+            dashboard,
             stop,
             view,
             thread,
@@ -171,10 +220,57 @@ impl Progress {
 
     /// Prints a line above the bar (or plainly).
     pub fn println(&self, line: &str) {
+        if let Some(d) = &self.dashboard {
+            if let Ok(mut d) = d.lock() {
+                d.println(line);
+                return;
+            }
+        }
         match &self.bar {
             Some(b) => b.println(line),
             None => eprintln!("{line}"),
         }
+    }
+}
+
+/// The live view's figures now: `counts` are [sent, in flight] of the phase, `rates`
+/// [sent, completed, tokens] per second, `progress` the share done and seconds left.
+fn snapshot(
+    view: &PhaseView,
+    counters: &Counters,
+    counts: [u64; 2],
+    rates: [f64; 3],
+    progress: (Option<f64>, Option<f64>),
+    queue: Option<&AtomicU64>,
+    now_s: f64,
+) -> Snapshot {
+    let c = counters.of(view.phase);
+    let (ttft_ms, itl_ms, failures) = match counters.live.lock() {
+        Ok(w) => (
+            w.ttft_ms.p50_p99(now_s - WINDOW_S),
+            w.itl_ms.p50_p99(now_s - WINDOW_S),
+            w.failures.iter().map(|(k, n)| (k.clone(), *n)).collect(),
+        ),
+        Err(_) => (None, None, Vec::new()),
+    };
+    Snapshot {
+        label: view.label.clone(),
+        elapsed_s: view.started.elapsed().as_secs_f64(),
+        fraction: progress.0,
+        eta_s: progress.1,
+        sent: counts[0],
+        in_flight: counts[1],
+        done: c.completed.load(Ordering::Relaxed),
+        failed: c.failed.load(Ordering::Relaxed),
+        sent_per_s: rates[0],
+        done_per_s: rates[1],
+        tokens_per_s: rates[2],
+        ttft_ms,
+        itl_ms,
+        failures,
+        queue_waiting: queue
+            .map(|q| f64::from_bits(q.load(Ordering::Relaxed)))
+            .filter(|q| q.is_finite()),
     }
 }
 
@@ -228,6 +324,11 @@ impl Drop for Progress {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
+        }
+        if let Some(d) = &self.dashboard {
+            if let Ok(mut d) = d.lock() {
+                d.close();
+            }
         }
         if let Some(b) = &self.bar {
             b.finish_and_clear();

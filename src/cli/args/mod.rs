@@ -628,6 +628,11 @@ pub struct OutputArgs {
     /// No progress output.
     #[arg(long, short)]
     pub quiet: bool,
+    /// In a terminal, show a one-line progress bar instead of the live view (in flight,
+    /// rates, tokens/s, TTFT and ITL over the last 10 s, failures by kind, the server's
+    /// queue). Outside a terminal progress is always plain lines.
+    #[arg(long)]
+    pub no_live_view: bool,
     /// Worker threads of the client (default: all cores).
     #[arg(long)]
     pub client_threads: Option<usize>,
