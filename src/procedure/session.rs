@@ -93,6 +93,12 @@ pub struct Session<'a> {
     pub slo: Option<SloSpec>,
     /// The warm-up of the first level (4.5), for compliance.
     pub warmup: Option<WarmupReport>,
+    /// The target of every level whose spec names none (guardrails runs the throughput
+    /// search on each configuration by setting it); `None`: the test's only target.
+    pub target: Option<String>,
+    /// The workload of every level whose spec gives none (fairness runs the throughput
+    /// search on its class mix); `None`: the run's.
+    pub workload: Option<crate::workload::WorkloadSpec>,
     warmed: BTreeSet<Option<String>>,
 }
 
@@ -105,6 +111,8 @@ impl<'a> Session<'a> {
             reference_ms_per_token_p99: None,
             slo,
             warmup: None,
+            target: None,
+            workload: None,
             warmed: BTreeSet::new(),
         }
     }
@@ -113,6 +121,12 @@ impl<'a> Session<'a> {
     /// load. Calibration levels (the reference, the capacity estimate) run at loads of
     /// their own, so they leave the warm-up to the first level of the test's own.
     fn run(&mut self, mut spec: LevelSpec) -> Result<(LevelSpec, LevelRun), Stop> {
+        if spec.target.is_none() {
+            spec.target = self.target.clone();
+        }
+        if spec.workload.is_none() {
+            spec.workload = self.workload.clone();
+        }
         // A cold-cache level measures from an empty cache: no warm-up may fill it.
         if !self.warmed.contains(&spec.target)
             && !spec.flush_cache
