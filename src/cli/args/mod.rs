@@ -91,7 +91,9 @@ pub enum Command {
     /// checklist (docs/compare.md).
     Compare(CompareArgs),
     /// CI gate: exit 1 when a key metric of the candidate runs is worse than the baseline's
-    /// beyond the tolerance with confidence, 0 otherwise, 2 on usage errors or too few runs.
+    /// beyond the tolerance with confidence, 0 otherwise, 2 on usage errors or too few runs
+    /// (fewer than 3 a side), 3 when too few runs still show a key metric worse by more than
+    /// 20 % (a likely regression, no statistical claim).
     Regress(RegressArgs),
     /// Write a run in another format: CSV of requests or of run summaries, vLLM's
     /// `bench serve` result JSON, AIPerf's profile exports.
