@@ -104,7 +104,7 @@ fn short_model(model: &str) -> String {
         return model.to_owned();
     }
     model
-        .rsplit(|c: char| c == '/' || c == '\\')
+        .rsplit(['/', '\\'])
         .find(|part| !part.is_empty())
         .unwrap_or(model)
         .to_owned()
