@@ -167,7 +167,9 @@ pub fn table(rows: &[RunRow]) -> String {
             c.set_constraint(ColumnConstraint::ContentWidth);
         }
     }
-    format!("{t}\nstarted: UTC; tok/s: output tokens per second; TTFT: P50/P99 ms; TPOT: P50 ms; ok: requests that succeeded\n")
+    format!(
+        "{t}\nstarted: UTC; tok/s: output tokens per second; TTFT: P50/P99 ms; TPOT: P50 ms;\nok: requests that succeeded\n"
+    )
 }
 
 /// The run an argument names; a run folder not indexed yet is indexed first, so labelling
