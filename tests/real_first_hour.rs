@@ -2,15 +2,13 @@
 //! CPU): a wrong route fails before any load, the warm-up says what it will cost before it
 //! starts, and a run whose offered load mostly never completed is called overloaded.
 //!
-//! `#[ignore]`d like the other real-server tests: CI installs the server and runs it with
-//! `--include-ignored`; without a server it fails and says how to get one.
+//! A step of `real_server.rs`'s one test (which owns the server: its scenarios run in
+//! order, so no other test's load shows in the server's counters), like `real_apis.rs`.
 
 use crate::common::{servebench, temp_dir};
 
-#[test]
-#[ignore = "needs llama.cpp: run scripts/real-server.sh install, then cargo test -- --include-ignored"]
-fn the_first_hour_against_llama_cpp() {
-    let url = crate::common::real_server_url();
+pub fn the_first_hour_against_llama_cpp(url: &str) {
+    let url = url.to_owned();
     let text = |o: &std::process::Output| String::from_utf8_lossy(&o.stderr).into_owned();
 
     // 1. A route the server does not serve (TGI's /generate_stream on llama.cpp) fails on the

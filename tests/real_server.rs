@@ -106,7 +106,15 @@ fn llama_cpp_server_end_to_end() {
         s.window.start,
         out.idle_until,
         &servebench::telemetry::summary::ClientTotals {
-            output_tokens: s.total_output_tokens,
+            // What the client saw over the span the counters are read (as the report
+            // counts it).
+            output_tokens: servebench::telemetry::summary::client_counts_in_window(
+                &out.records,
+                &out.telemetry,
+                s.window.start,
+                s.window.end,
+            )
+            .output_tokens,
             completed: s.requests.completed,
             ended: s.requests.total,
             mean_ttft_ms: None,
@@ -262,6 +270,9 @@ fn llama_cpp_server_end_to_end() {
 
     // 5b. The other APIs llama.cpp serves agree with its chat route.
     crate::real_apis::apis_agree_with_chat(&url);
+    // The first hour (issue 23): a wrong route fails before any load, the warm-up says its
+    // cost, an overloaded run says so.
+    crate::real_first_hour::the_first_hour_against_llama_cpp(&url);
 
     // 6. The server is killed mid-run: cut streams are recorded as such, every request is
     //    accounted for, and the summary is still produced.

@@ -800,10 +800,17 @@ pub fn verdict(r: &crate::metrics::RunSummary, config: &RunConfig, interrupted: 
         .unwrap_or(0);
     let counted = r.requests.total.saturating_sub(cancelled);
     let mut failed = Vec::new();
-    if r.requests.total > 0 && r.requests.completed == 0 {
+    // Requests the run itself cancelled at its end are not the server's failures: a run
+    // whose requests were all still unanswered is overloaded (below), not failed.
+    if r.requests.total > 0 && r.requests.completed == 0 && counted > 0 {
         failed.push(format!(
-            "no request succeeded ({} failed)",
-            r.requests.failed
+            "no request succeeded ({} failed{})",
+            r.requests.failed.saturating_sub(cancelled),
+            if cancelled > 0 {
+                format!(", {cancelled} still unanswered at the end")
+            } else {
+                String::new()
+            }
         ));
     } else if counted > 0 {
         let share = r.requests.failed.saturating_sub(cancelled) as f64 / counted as f64;
@@ -815,7 +822,7 @@ pub fn verdict(r: &crate::metrics::RunSummary, config: &RunConfig, interrupted: 
             ));
         }
     }
-    if !interrupted && r.requests.completed > 0 {
+    if !interrupted && (r.requests.completed > 0 || cancelled > 0) {
         failed.extend(unfinished_reason(
             r.requests.total,
             r.requests.completed,
