@@ -15,7 +15,7 @@ use ratatui::backend::CrosstermBackend;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Gauge, Paragraph, Widget};
+use ratatui::widgets::{Block, Borders, Gauge, Paragraph, Widget, Wrap};
 use ratatui::{Frame, Terminal, TerminalOptions, Viewport};
 
 /// Height of the view, lines.
@@ -131,11 +131,16 @@ impl Dashboard {
         let _ = self.terminal.draw(|f| render(f, f.area(), s));
     }
 
-    /// Prints a line above the view (it stays in the scrollback).
+    /// Prints a line above the view (it stays in the scrollback), wrapped to the
+    /// terminal's width.
     pub fn println(&mut self, line: &str) {
+        let width = self.terminal.size().map_or(100, |s| s.width).max(20) as usize;
+        let height = line.chars().count().div_ceil(width).max(1) as u16;
         let text = line.to_owned();
-        let _ = self.terminal.insert_before(1, |buf| {
-            Paragraph::new(text).render(buf.area, buf);
+        let _ = self.terminal.insert_before(height, |buf| {
+            Paragraph::new(text)
+                .wrap(Wrap { trim: false })
+                .render(buf.area, buf);
         });
     }
 
