@@ -158,8 +158,11 @@ impl Bench for LevelRunner {
         if let Some(on) = spec.prefix_cache {
             config.request.prefix_cache = on;
         }
-        if spec.warmup == WarmupChoice::Skip {
+        if spec.warmup != WarmupChoice::AsConfigured {
             config.warmup = Warmup::None;
+        }
+        if let Some(cap) = spec.warmup_max {
+            config.warmup_max = config.warmup_max.min(cap);
         }
         if let Some(c) = &t.curve {
             config.prefill = PrefillSetup::Curve(c.clone());

@@ -1,25 +1,37 @@
 //! 5.2 Output Token Throughput: the most load the server sustains (and, with an SLO, the
-//! most that meets it), by bracketing from a short closed-loop estimate and bisecting.
+//! most that meets it), by bracketing from the server's own pace and bisecting.
 //!
-//! Levels: a concurrency-1 reference (the low-load latency the blow-up signal compares
-//! against), a closed-loop estimate at high concurrency (its completion rate is the first
-//! rate tried, unless `--capacity` gives one), then open-loop levels doubling or halving
-//! until one passes and one fails, then bisection to `--tolerance`. The sustainable level's
-//! figures are the draft's Tables 3 and 4.
+//! Levels: one request alone, the concurrency-1 reference (the synchronous anchor: the
+//! low-load latency the blow-up signal compares against), a closed-loop probe at
+//! `--estimate-concurrency` sized to complete enough requests at the anchor's rate (its
+//! completion rate is the first rate tried, unless `--capacity` gives one: [`super::pace`]),
+//! then open-loop levels doubling or halving until one passes and one fails, then bisection
+//! to `--tolerance`. Every level lasts long enough for 50 completions (`--quick`; 200
+//! otherwise) at the rate the server can have. The sustainable level's figures are the
+//! draft's Tables 3 and 4; the answer's rate is what that level sustained (its arrivals'
+//! rate, less what the server did not complete at that rate), beside the rate asked.
 
 use super::compliance::Checklist;
-use super::level::{rate, Bench, LevelSpec, LevelVerdict, Load, Role, Stop};
+use super::level::{rate, Bench, LevelSpec, LevelVerdict, Load, Stop};
+use super::pace::{calibrate, Pace};
 use super::report::Finding;
 use super::search::{search_concurrency, search_rate, ConcurrencyPlan, Probe, RatePlan};
 use super::session::{Criteria, Session};
 use super::{common_parameters, Options};
 use serde::{Deserialize, Serialize};
+use std::time::Duration;
 
 /// `result` of a throughput test.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ThroughputResult {
-    /// Highest open-loop rate that passed, requests per second.
+    /// Highest open-loop rate that passed (the rate asked), requests per second.
     pub sustainable_rate_per_s: Option<f64>,
+    /// What that level sustained, requests per second: the rate its steady span's arrivals
+    /// came at (a seeded Poisson schedule of n arrivals is off the rate asked by about
+    /// 1/√n) times the share of them completed at that rate
+    /// ([`super::arrivals::ArrivalOutcomes::sustained_rate_per_s`]).
+    #[serde(default)]
+    pub sustained_rate_per_s: Option<f64>,
     /// Highest closed-loop concurrency that passed (`--closed-loop`).
     pub sustainable_concurrency: Option<u32>,
     /// Lowest load above it that failed.
@@ -33,7 +45,8 @@ pub struct ThroughputResult {
     pub max_input_tokens_per_s: Option<f64>,
     /// Output tokens per second per GPU (`--gpus`).
     pub tokens_per_gpu_s: Option<f64>,
-    /// The closed-loop estimate the search started from, requests per second.
+    /// The capacity the search started from, requests per second: the closed-loop probe's
+    /// completion rate, or `--capacity`.
     pub estimate_rate_per_s: Option<f64>,
     /// P50 end-to-end latency at concurrency 1, ms.
     pub reference_e2e_p50_ms: Option<f64>,
@@ -41,6 +54,9 @@ pub struct ThroughputResult {
     /// blow-up reference (a level's P99 above 10× this one is saturated).
     #[serde(default)]
     pub reference_ms_per_token_p99: Option<f64>,
+    /// The server's own pace the levels were sized from.
+    #[serde(default)]
+    pub pace: Option<Pace>,
     /// Index of the sustainable level in `levels`.
     pub sustainable_level: Option<usize>,
     /// The search narrowed the bracket to the tolerance.
@@ -49,28 +65,16 @@ pub struct ThroughputResult {
     pub search: String,
 }
 
-/// Runs the closed-loop estimate (unless `--capacity` gave one): requests per second.
+/// The capacity the procedures take shares of: the server's pace measured (one request
+/// alone, the synchronous anchor, the closed-loop probe; [`super::pace`]), or `--capacity`
+/// (after the request alone and the anchor, which size the levels). Requests per second.
 pub fn estimate(s: &mut Session, o: &Options) -> Result<f64, Stop> {
-    if let Some(r) = o.capacity_rate_per_s {
-        return Ok(r);
-    }
-    let c = o.estimate_concurrency.max(1);
-    let spec = LevelSpec::new(
-        format!("estimate: concurrency {c}"),
-        Role::Estimate,
-        Load::Concurrency { concurrency: c },
-        o.calibration(),
-    );
-    let level = s.measure(spec)?;
-    let r = level.summary.steady_state.requests_per_s;
-    if r > 0.0 && r.is_finite() {
-        Ok(r)
-    } else {
-        Err(Stop::Failed(anyhow::anyhow!(
-            "the capacity estimate (concurrency {c} for {:.0} s) completed no request in its steady window; give --capacity RATE, or a longer --level-duration",
-            o.calibration().as_secs_f64()
-        )))
-    }
+    let pace = calibrate(s, o, None, true)?;
+    pace.capacity_rate_per_s.ok_or_else(|| {
+        Stop::Failed(anyhow::anyhow!(
+            "no capacity estimate: give --capacity RATE"
+        ))
+    })
 }
 
 /// Runs the test.
@@ -78,89 +82,23 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
     let mut s = Session::new(bench, o.slo.clone());
     let duration = o.duration(60.0, 6.0);
     let mut result = ThroughputResult::default();
-    let criteria = Criteria {
-        saturation: true,
-        min_success: None,
-        no_out_of_memory: false,
-    };
-    let stop: Option<Stop>;
-    let setup = s
-        .reference(o.calibration())
-        .and_then(|_| estimate(&mut s, o));
+    let setup = calibrate(&mut s, o, None, true);
     result.reference_e2e_p50_ms = s.reference_e2e_p50_ms;
     result.reference_ms_per_token_p99 = s.reference_ms_per_token_p99;
-    match setup {
-        Err(e) => stop = Some(e),
-        Ok(est) if !o.closed_loop => {
+    let stop = match setup {
+        Err(e) => Some(e),
+        Ok(pace) => {
+            let est = pace.capacity_rate_per_s.unwrap_or(pace.sync_rate_per_s);
             result.estimate_rate_per_s = Some(est);
-            let plan = RatePlan {
-                start_per_s: est,
-                tolerance: o.tolerance,
-                max_doublings: 8,
-                min_rate_per_s: est / 1024.0,
-            };
-            let (found, stopped) = search_rate(&plan, |r, role| {
-                let spec = LevelSpec::new(
-                    format!("rate {} req/s", rate(r)),
-                    role,
-                    Load::Rate { rate_per_s: r },
-                    duration,
-                );
-                s.probe(spec, criteria).map(probe_of)
-            });
-            stop = stopped;
-            result.sustainable_rate_per_s = found.sustainable;
-            result.failing_rate_per_s = found.failing;
-            result.converged = found.converged;
-            result.search = found.note;
+            result.pace = Some(pace);
+            if o.closed_loop {
+                search_closed(&mut s, o, duration, &mut result)
+            } else {
+                search_open(&mut s, o, duration, est, &mut result)
+            }
         }
-        Ok(est) => {
-            result.estimate_rate_per_s = Some(est);
-            let plan = ConcurrencyPlan {
-                start: o.start_concurrency.max(1),
-                max: o.concurrency_limit.max(1),
-                tolerance: o.tolerance,
-            };
-            let (found, stopped) = search_concurrency(&plan, |c, role| {
-                let spec = LevelSpec::new(
-                    format!("concurrency {c}"),
-                    role,
-                    Load::Concurrency { concurrency: c },
-                    duration,
-                );
-                s.probe(spec, criteria).map(probe_of)
-            });
-            stop = stopped;
-            result.sustainable_concurrency = found.sustainable;
-            result.failing_concurrency = found.failing;
-            result.converged = found.converged;
-            result.search = found.note;
-        }
-    }
-    let load = match (
-        result.sustainable_rate_per_s,
-        result.sustainable_concurrency,
-    ) {
-        (Some(r), _) => Some(Load::Rate { rate_per_s: r }),
-        (_, Some(c)) => Some(Load::Concurrency { concurrency: c }),
-        _ => None,
     };
-    if let Some(level) = load.and_then(|l| {
-        s.levels
-            .iter()
-            .rev()
-            .find(|x| x.load == l && x.verdict == LevelVerdict::Pass)
-    }) {
-        let st = &level.summary.steady_state;
-        result.sustainable_level = Some(level.index);
-        result.max_output_tokens_per_s = Some(st.output_tokens_per_s);
-        result.max_requests_per_s = Some(st.requests_per_s);
-        result.max_input_tokens_per_s = Some(st.input_tokens_per_s);
-        result.tokens_per_gpu_s = o
-            .gpus
-            .filter(|&g| g > 0)
-            .map(|g| st.output_tokens_per_s / g as f64);
-    }
+    read_sustainable(&s, o, &mut result);
     let answer = answer(&result, o);
     let compliance = compliance(&s, o, duration, &result);
     Finding {
@@ -178,6 +116,104 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
         }),
         stopped: stop.map(|e| e.to_string()),
     }
+}
+
+/// What the search's levels are judged by: the saturation signals.
+const CRITERIA: Criteria = Criteria {
+    saturation: true,
+    min_success: None,
+    no_out_of_memory: false,
+};
+
+/// The open-loop rate search from `est`; fills the result's search fields.
+fn search_open(
+    s: &mut Session,
+    o: &Options,
+    duration: Duration,
+    est: f64,
+    result: &mut ThroughputResult,
+) -> Option<Stop> {
+    let plan = RatePlan {
+        start_per_s: est,
+        tolerance: o.tolerance,
+        max_doublings: 8,
+        min_rate_per_s: est / 1024.0,
+    };
+    let (found, stopped) = search_rate(&plan, |r, role| {
+        let spec = LevelSpec::new(
+            format!("rate {} req/s", rate(r)),
+            role,
+            Load::Rate { rate_per_s: r },
+            duration,
+        );
+        s.probe(spec, CRITERIA).map(probe_of)
+    });
+    result.sustainable_rate_per_s = found.sustainable;
+    result.failing_rate_per_s = found.failing;
+    result.converged = found.converged;
+    result.search = found.note;
+    stopped
+}
+
+/// The closed-loop concurrency search (`--closed-loop`); fills the result's search fields.
+fn search_closed(
+    s: &mut Session,
+    o: &Options,
+    duration: Duration,
+    result: &mut ThroughputResult,
+) -> Option<Stop> {
+    let plan = ConcurrencyPlan {
+        start: o.start_concurrency.max(1),
+        max: o.concurrency_limit.max(1),
+        tolerance: o.tolerance,
+    };
+    let (found, stopped) = search_concurrency(&plan, |c, role| {
+        let spec = LevelSpec::new(
+            format!("concurrency {c}"),
+            role,
+            Load::Concurrency { concurrency: c },
+            duration,
+        );
+        s.probe(spec, CRITERIA).map(probe_of)
+    });
+    result.sustainable_concurrency = found.sustainable;
+    result.failing_concurrency = found.failing;
+    result.converged = found.converged;
+    result.search = found.note;
+    stopped
+}
+
+/// Reads Tables 3 and 4 and the sustained rate off the sustainable level.
+fn read_sustainable(s: &Session, o: &Options, result: &mut ThroughputResult) {
+    let load = match (
+        result.sustainable_rate_per_s,
+        result.sustainable_concurrency,
+    ) {
+        (Some(r), _) => Some(Load::Rate { rate_per_s: r }),
+        (_, Some(c)) => Some(Load::Concurrency { concurrency: c }),
+        _ => None,
+    };
+    let Some(level) = load.and_then(|l| {
+        s.levels
+            .iter()
+            .rev()
+            .find(|x| x.load == l && x.verdict == LevelVerdict::Pass)
+    }) else {
+        return;
+    };
+    let st = &level.summary.steady_state;
+    result.sustainable_level = Some(level.index);
+    result.sustained_rate_per_s = level
+        .signals
+        .arrivals
+        .and_then(|a| a.sustained_rate_per_s());
+    result.max_output_tokens_per_s = Some(st.output_tokens_per_s);
+    result.max_requests_per_s = Some(st.requests_per_s);
+    result.max_input_tokens_per_s = Some(st.input_tokens_per_s);
+    result.tokens_per_gpu_s = o
+        .gpus
+        .filter(|&g| g > 0)
+        .map(|g| st.output_tokens_per_s / g as f64);
 }
 
 fn probe_of(v: LevelVerdict) -> Probe {
@@ -201,8 +237,9 @@ fn answer(r: &ThroughputResult, o: &Options) -> String {
         r.max_output_tokens_per_s,
     ) {
         (Some(rate_per_s), _, Some(tok)) => format!(
-            "max sustainable: {} req/s, {} tok/s{under}{}",
-            rate(rate_per_s),
+            "max sustainable: {} req/s{}, {} tok/s{under}{}",
+            rate(r.sustained_rate_per_s.unwrap_or(rate_per_s)),
+            asked(r.sustained_rate_per_s, rate_per_s),
             thousands(tok),
             r.failing_rate_per_s
                 .map(|f| format!(" ({} req/s failed)", rate(f)))
@@ -216,6 +253,17 @@ fn answer(r: &ThroughputResult, o: &Options) -> String {
                 .unwrap_or_default()
         ),
         _ => format!("no load level was sustained{under}: {}", r.search),
+    }
+}
+
+/// ` (asked 0.36 req/s)` when the level sustained a rate that reads differently from the
+/// one asked, else nothing.
+fn asked(sustained: Option<f64>, asked_per_s: f64) -> String {
+    match sustained {
+        Some(x) if rate(x) != rate(asked_per_s) => {
+            format!(" (asked {} req/s)", rate(asked_per_s))
+        }
+        _ => String::new(),
     }
 }
 
@@ -317,6 +365,31 @@ fn compliance(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 19, item 12: the answer states what the sustainable level sustained, beside
+    /// the rate asked when they differ (the old answer gave the rate asked alone).
+    #[test]
+    fn the_answer_is_what_the_level_sustained() {
+        let o = crate::procedure::conformance::options_for(
+            true,
+            None,
+            crate::workload::WorkloadSpec::fixed(256, 640),
+            1,
+        );
+        let mut r = ThroughputResult {
+            sustainable_rate_per_s: Some(0.36),
+            sustained_rate_per_s: Some(0.3213),
+            failing_rate_per_s: Some(0.378),
+            max_output_tokens_per_s: Some(205.4),
+            ..Default::default()
+        };
+        assert_eq!(
+            answer(&r, &o),
+            "max sustainable: 0.321 req/s (asked 0.36 req/s), 205 tok/s with no saturation signal (0.378 req/s failed)"
+        );
+        r.sustained_rate_per_s = Some(0.36);
+        assert!(answer(&r, &o).starts_with("max sustainable: 0.36 req/s, 205 tok/s"));
+    }
 
     #[test]
     fn thousands_separators() {

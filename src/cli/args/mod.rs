@@ -26,7 +26,17 @@ options apply to every level. --duration is each level's length (as --level-dura
 the whole test's: --budget bounds the whole test. --requests is the count of the \
 single-level tests (ttft: default 10,000, the draft's count behind P99.9; prefix-cache: \
 per configuration). --rate/--concurrency set the load of ttft and prefix-cache; the \
-searches and sweeps choose their own loads. --max-concurrency is not used.";
+searches and sweeps choose their own loads. --max-concurrency is not used.
+
+How long a test takes: the tests that take a capacity (throughput, curve, itl, ttft, \
+fairness, capacity) first measure the server's own speed: one request alone, then requests \
+one at a time (10 of them with --quick, 30 without), then a closed-loop probe (20 \
+completions, 60 without --quick; --capacity skips it, and the capacity test needs none). Every level then lasts at least \
+--level-duration (60 s; 6 s with --quick) and long enough for 50 completions at the rate \
+the server can have (200 without --quick; 10 and 50 for a sweep's point), at most 300 s \
+with --quick. On a server of 0.3 req/s --quick takes up to about 35 min (throughput, \
+curve), 15 (ttft, itl, capacity); checked on the simulator's engine model by `servebench \
+selfbench --procedures`.";
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -183,6 +193,15 @@ pub struct SelfbenchArgs {
     /// Concurrent streams of the per-API run (0 skips it).
     #[arg(long, default_value_t = 256)]
     pub protocol_streams: u32,
+    /// Only the procedures' conformance: `test throughput --quick` on engine models of known
+    /// capacity (fixed lengths, Synthetic-Skewed lengths, requests longer than 0.2 × the
+    /// level, a server of 0.33 req/s), run in virtual time with five seeds, the median answer
+    /// against the analytic capacity (within 10 %); then every `--quick` test that sizes
+    /// its levels from a capacity on the slow server, against the time `servebench test
+    /// --help` states. Takes seconds to a minute of CPU, whatever the machine's load; exit 1
+    /// when a check misses.
+    #[arg(long)]
+    pub procedures: bool,
 }
 
 /// `--endpoint`: the API to drive (docs/apis.md).
