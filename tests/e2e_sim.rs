@@ -28,14 +28,15 @@ fn closed_loop_records_every_chunk_the_server_wrote() {
     );
     let (out, summary) = run(&cfg);
 
-    // Every request is accounted for: 5 warm-up + 40 measured, all ok.
-    assert_eq!(out.records.len(), 45);
+    // Every request is accounted for: 5 warm-up, one lead-in per stream (warm-up requests
+    // that carry the load into the measurement) and 40 measured, all ok.
+    assert_eq!(out.records.len(), 5 + 4 + 40);
     assert_eq!(
         out.records
             .iter()
             .filter(|r| r.phase == Phase::Warmup)
             .count(),
-        5
+        5 + 4
     );
     assert_eq!(summary.requests.total, 40);
     assert_eq!(summary.requests.completed, 40);
@@ -79,7 +80,8 @@ fn closed_loop_records_every_chunk_the_server_wrote() {
     // The run folder has one JSON line per request, with the per-request figures written
     // once when the record settled: they equal what the summary computes.
     let lines = std::fs::read_to_string(out_dir.join("requests.jsonl")).unwrap();
-    assert_eq!(lines.lines().count(), 45);
+    // 5 warm-up requests, one lead-in request per stream (4), 40 measured.
+    assert_eq!(lines.lines().count(), 49);
     // Ids count within a phase (warm-up requests come from a stream of their own).
     let by_id: HashMap<(String, u64), &servebench::record::RequestRecord> = out
         .records

@@ -3,7 +3,7 @@
 //! logs, verdicts that blame the right side, a short report, complete files.
 
 use crate::common::{config, generator, run, servebench, servebench_command, temp_dir};
-use servebench::record::Phase;
+use servebench::record::{Phase, RequestRecord};
 use servebench::sim::{Faults, SimConfig, SimServer};
 
 fn text(o: &std::process::Output) -> (String, String) {
@@ -718,4 +718,195 @@ fn docs_cover_every_workload_and_cite_sources_by_title() {
             assert!(!t.contains(bad), "{} mentions `{bad}`", f.display());
         }
     }
+}
+
+/// The line of `err` that contains `needle`, by index.
+fn line_with(err: &str, needle: &str) -> usize {
+    err.lines()
+        .position(|l| l.contains(needle))
+        .unwrap_or_else(|| panic!("no line with `{needle}` in:\n{err}"))
+}
+
+/// Issue 23, items 3 and 5: nothing said how long a run would take. Before anything is
+/// sent it now prints its planned length (the warm-up and the measured requests at the rate
+/// the test request measured), then the warm-up's size against the draft's minimum, and
+/// its progress lines carry an ETA.
+#[test]
+fn a_run_says_how_long_it_will_take_before_it_starts() {
+    let o = servebench(&[
+        "run",
+        "--requests",
+        "40",
+        "--concurrency",
+        "4",
+        "--warmup",
+        "10",
+        "--input-tokens",
+        "16",
+        "--output-tokens",
+        "8",
+        "--sim-ttft-ms",
+        "5",
+        "--sim-itl-ms",
+        "1",
+        "--no-fluidity",
+        "--out",
+        temp_dir("planned").to_str().unwrap(),
+    ]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    let planned = line_with(&err, "Planned: warm-up ~");
+    let warming = line_with(&err, "warming up: ~10 requests, ~");
+    let measuring = err
+        .lines()
+        .position(|l| l.starts_with("[servebench") && l.contains("measuring"))
+        .unwrap_or_else(|| panic!("no measuring line in:\n{err}"));
+    assert!(planned < warming && warming < measuring, "{err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert!(
+        lines[planned].contains("40 measured requests at ~") && lines[planned].contains("in all"),
+        "{err}"
+    );
+    assert!(
+        lines[warming].contains(
+            "draft 4.5: >= 100 requests and >= 10,000 output tokens; --warmup 10 is short of it"
+        ),
+        "{err}"
+    );
+    assert!(lines[measuring].contains("s left"), "the ETA: {err}");
+}
+
+/// Issue 23, item 3: against a server of four slots, the draft's warm-up does not fit in its
+/// cap; it used to run to the cap and only then say "NOT compliant". The speed the test
+/// request measured (four requests at a time) says so before the warm-up starts, with the
+/// cap that would meet it, and the run reports the same.
+#[test]
+fn a_warm_up_that_cannot_meet_the_draft_says_so_before_it_starts() {
+    let dir = temp_dir("warm-plan");
+    let sim_cfg = dir.join("four-slots.toml");
+    std::fs::write(&sim_cfg, "preset = \"cpu-tiny\"\ntime_scale = 10.0\n").unwrap();
+    let run_dir = dir.join("run");
+    let o = servebench(&[
+        "run",
+        "--sim-config",
+        sim_cfg.to_str().unwrap(),
+        "--concurrency",
+        "8",
+        "--requests",
+        "8",
+        "--warmup-max",
+        "200ms",
+        "--input-tokens",
+        "16",
+        "--output-tokens",
+        "16",
+        "--no-fluidity",
+        "--out",
+        run_dir.to_str().unwrap(),
+    ]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    // 16-token answers: the draft's 10,000 tokens are 625 requests, seconds of this server.
+    let line = err.lines().nth(line_with(&err, "warming up: ~")).unwrap();
+    assert!(
+        line.contains("NOT compliant") && line.contains("would meet it"),
+        "{line}"
+    );
+    assert!(line.contains("more than --warmup-max 200ms"), "{line}");
+    let w = &run_json(&run_dir)["warmup"];
+    assert_eq!(w["capped"], true, "{w}");
+    assert_eq!(w["compliant"], false, "{w}");
+}
+
+/// Issue 23, item 4: the warm-up drained the server, then every stream of the measured
+/// phase started at once, and that burst was the run's P99 TTFT. A closed loop now carries
+/// the load on: each stream first sends one more warm-up request, the streams spread over
+/// one request's time, and the measured requests start as those end, while the later ones
+/// are still in flight.
+#[test]
+fn a_closed_loop_carries_the_warm_ups_load_into_the_measurement() {
+    // 20 ms to the first token, 2 ms a token: 34 ms a request of 8 tokens, whatever the load.
+    let sim = SimServer::spawn(SimConfig::fixed(20.0, 2.0), 0).unwrap();
+    let (out, s) = run(&config(
+        &sim.base_url(),
+        &[
+            "--concurrency",
+            "8",
+            "--requests",
+            "40",
+            "--warmup",
+            "16",
+            "--input-tokens",
+            "16",
+            "--output-tokens",
+            "8",
+        ],
+        &temp_dir("lead-in"),
+    ));
+    assert_eq!(s.requests.completed, 40);
+    let mut warm: Vec<&RequestRecord> = out
+        .records
+        .iter()
+        .filter(|r| r.phase == Phase::Warmup)
+        .collect();
+    assert_eq!(warm.len(), 16 + 8, "one lead-in request per stream");
+    warm.sort_by_key(|r| r.queued_at);
+    let (proper, lead) = warm.split_at(16);
+    // The warm-up drained (draft 4.5) before the lead-in started…
+    let drained = proper.iter().map(|r| r.finished_at).max().unwrap();
+    assert!(lead.iter().all(|r| r.queued_at >= drained));
+    // …which spreads the streams over one request's time under the warm-up's load (at
+    // least the 34 ms a request takes; 7/8 of it from the first stream to the last)…
+    let spread = lead[7].queued_at - lead[0].queued_at;
+    assert!(spread >= 10_000_000, "lead-in spread {spread} ns");
+    // …and the measurement starts as lead-in requests end, with others still in flight.
+    let first = out
+        .records
+        .iter()
+        .filter(|r| r.phase == Phase::Measure)
+        .map(|r| r.attempted_at())
+        .min()
+        .unwrap();
+    assert!(lead.iter().any(|r| r.finished_at <= first), "{first}");
+    assert!(
+        lead.iter().any(|r| r.finished_at > first),
+        "no drain before the measurement"
+    );
+}
+
+/// Issue 23, item 5: a test prints its plan (its levels, how long each, the total) before
+/// its first level, and each level's line the time left of it.
+#[test]
+fn a_test_says_how_long_it_will_take_before_it_starts() {
+    let dir = temp_dir("test-planned");
+    let o = servebench(&[
+        "test",
+        "ttft",
+        "--quick",
+        "--capacity",
+        "20",
+        "--requests",
+        "20",
+        "--warmup",
+        "5",
+        "--sim-preset",
+        "fast",
+        "--input-tokens",
+        "16",
+        "--output-tokens",
+        "8",
+        "--no-fluidity",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    // 20 requests at half of --capacity 20 req/s: 2 s.
+    let planned = line_with(&err, "Planned: TTFT 20 requests (~2s); 1 level, about ");
+    let level = line_with(&err, "[test] level 1");
+    assert!(planned < level, "{err}");
+    assert!(
+        err.lines().nth(level).unwrap().contains("left of the plan"),
+        "{err}"
+    );
 }

@@ -246,7 +246,8 @@ fn regress_fails_a_slowdown_and_passes_a_rerun() {
     ]);
     assert_eq!(code, Some(0), "{out}{err}");
     assert!(out.contains("no regression"), "{out}");
-    // One run on a side decides nothing: a usage error, not a pass.
+    // One run on a side decides nothing statistically, but a gross slowdown (TPOT more
+    // than doubled) is still flagged: a likely regression, no statistical claim, exit 3.
     let (code, out, _) = sb(&[
         "regress",
         "--baseline",
@@ -255,6 +256,15 @@ fn regress_fails_a_slowdown_and_passes_a_rerun() {
         "--store",
         store,
     ]);
+    assert_eq!(code, Some(3), "{out}");
+    assert!(out.contains("LIKELY REGRESSION in"), "{out}");
+    // (The verdict wraps at 100 columns: read it as one line.)
+    let words = out.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(words.contains("no statistical claim"), "{out}");
+    // One run against itself: no change to flag, and nothing decided: a usage error, not
+    // a pass.
+    let fast = r.fast[0].to_str().unwrap();
+    let (code, out, _) = sb(&["regress", "--baseline", fast, fast, "--store", store]);
     assert_eq!(code, Some(2), "{out}");
     assert!(out.contains("NOT DECIDED"), "{out}");
     // The JSON says which metric regressed and by how much.

@@ -176,6 +176,16 @@ fn llama_cpp_server_end_to_end() {
     };
     assert_eq!(server_info.engine.as_deref(), Some("llama.cpp"));
     assert!(server_info.version.is_some());
+    // The server the script built names its own llama.cpp build (issue 23, item 8: built
+    // inside this repository, it used to report this repository's commit, `b86-76c98df`).
+    if std::env::var("SERVEBENCH_REAL_SERVER_URL").is_err() {
+        let build = script_build();
+        assert_eq!(
+            server_info.version.as_deref(),
+            Some(format!("{build}-unknown").as_str()),
+            "the engine's version is llama.cpp's {build}"
+        );
+    }
     let ctx = server_info
         .context_tokens
         .expect("llama.cpp's /props gives n_ctx");
@@ -310,6 +320,18 @@ fn llama_cpp_server_end_to_end() {
     let _ = Command::new(crate::common::real_server_script())
         .arg("stop")
         .status();
+}
+
+/// The llama.cpp build `scripts/real-server.sh` installs (`b11434`), from its `paths`.
+fn script_build() -> String {
+    let out = Command::new(crate::common::real_server_script())
+        .arg("paths")
+        .output()
+        .expect("running scripts/real-server.sh paths");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("build=").map(str::to_owned))
+        .expect("the script names its build")
 }
 
 /// llama.cpp's `n_decode_total` counter (decode calls since the server started).

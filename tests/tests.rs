@@ -13,6 +13,7 @@ mod first_hour;
 mod history;
 mod hostile;
 mod real_apis;
+mod real_first_hour;
 mod real_server;
 mod reports;
 mod scaleout;

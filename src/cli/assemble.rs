@@ -70,6 +70,12 @@ pub fn assemble(i: Inputs<'_>) -> Result<RunReport> {
             .iter()
             .filter_map(|r| r.derived.as_ref()?.ttft_ms)
             .collect();
+        let seen = crate::telemetry::summary::client_counts_in_window(
+            i.records,
+            i.telemetry,
+            w.start,
+            w.end,
+        );
         crate::telemetry::summary::summarize(
             i.telemetry,
             w.start,
@@ -77,9 +83,9 @@ pub fn assemble(i: Inputs<'_>) -> Result<RunReport> {
             w.start + (w.end.saturating_sub(w.start)) / 10,
             i.idle_until,
             &crate::telemetry::summary::ClientTotals {
-                output_tokens: summary.total_output_tokens,
+                output_tokens: seen.output_tokens,
                 completed: summary.requests.completed,
-                ended: measured.iter().filter(|r| r.http_status.is_some()).count() as u64,
+                ended: seen.ended,
                 mean_ttft_ms: (!ttfts.is_empty())
                     .then(|| ttfts.iter().sum::<f64>() / ttfts.len() as f64),
             },

@@ -108,7 +108,9 @@ pub fn regress(args: RegressArgs) -> Result<u8> {
     } else {
         print!("{}", regress::render(&report));
     }
-    Ok(if !report.decided {
+    Ok(if !report.decided && report.likely_regression {
+        exit::LIKELY_REGRESSION
+    } else if !report.decided {
         exit::USAGE
     } else if report.regressed {
         exit::FAILED

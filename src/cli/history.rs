@@ -7,7 +7,7 @@ use super::exit;
 use crate::store::history::{self, store_path, Filter, History, RunRef, RunRow};
 use anyhow::{Context, Result};
 use comfy_table::presets::NOTHING;
-use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
+use comfy_table::{Cell, CellAlignment, ColumnConstraint, ContentArrangement, Table};
 use std::path::Path;
 
 /// Indexes a finished run (or test) folder with its labels; prints a warning instead of
@@ -89,10 +89,36 @@ fn short_load(load: Option<&str>) -> String {
     l.to_owned()
 }
 
+/// A model that is a file path, shortened to its file name
+/// (`/root/.cache/llama.cpp/gemma-3-270m-it-Q8_0.gguf` → `gemma-3-270m-it-Q8_0.gguf`); a
+/// hub id (`meta-llama/Llama-3.1-8B-Instruct`) or a plain name stays as it is. Only the
+/// listing shortens: `--json` keeps the full value.
+fn short_model(model: &str) -> String {
+    let path_like = model.starts_with('/')
+        || model.starts_with("~/")
+        || model.starts_with("./")
+        || model.starts_with("../")
+        || model.contains('\\')
+        || model.matches('/').count() >= 2;
+    if !path_like {
+        return model.to_owned();
+    }
+    model
+        .rsplit(['/', '\\'])
+        .find(|part| !part.is_empty())
+        .unwrap_or(model)
+        .to_owned()
+}
+
+/// Columns of the listing that hold figures (id, start, load, tok/s, TTFT, TPOT, ok): each
+/// keeps its content's width, so a figure never wraps inside its cell; the text columns
+/// (run, model, workload, labels) share what is left and wrap instead.
+const FIGURE_COLUMNS: [usize; 7] = [0, 1, 5, 6, 7, 8, 9];
+
 /// The listing: one line per run with its key figures.
 pub fn table(rows: &[RunRow]) -> String {
     let mut t = Table::new();
-    // No borders: ten columns fit 100 characters without wrapping names.
+    // No borders: the most room for the text columns within 100 characters.
     t.load_style(NOTHING);
     t.set_content_arrangement(ContentArrangement::Dynamic);
     t.set_width(crate::report::terminal::WIDTH as u16);
@@ -119,7 +145,7 @@ pub fn table(rows: &[RunRow]) -> String {
             format!("#{}", r.id),
             started,
             name,
-            r.model.clone().unwrap_or_default(),
+            r.model.as_deref().map(short_model).unwrap_or_default(),
             r.workload.clone().unwrap_or_default(),
             short_load(r.load.as_deref()),
             f(r.output_tokens_per_s, 0),
@@ -136,7 +162,14 @@ pub fn table(rows: &[RunRow]) -> String {
             c.set_cell_alignment(CellAlignment::Right);
         }
     }
-    format!("{t}\nstarted: UTC; tok/s: output tokens per second; TTFT: P50/P99 ms; TPOT: P50 ms; ok: requests that succeeded\n")
+    for i in FIGURE_COLUMNS {
+        if let Some(c) = t.column_mut(i) {
+            c.set_constraint(ColumnConstraint::ContentWidth);
+        }
+    }
+    format!(
+        "{t}\nstarted: UTC; tok/s: output tokens per second; TTFT: P50/P99 ms; TPOT: P50 ms;\nok: requests that succeeded\n"
+    )
 }
 
 /// The run an argument names; a run folder not indexed yet is indexed first, so labelling
@@ -193,4 +226,115 @@ pub fn reindex(args: ReindexArgs) -> Result<u8> {
         eprintln!("  skipped {}: {}", u.path.display(), u.reason);
     }
     Ok(exit::OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    /// A listed run with long text columns and wide figures, as a real server's runs have.
+    fn row(model: &str) -> RunRow {
+        RunRow {
+            id: 12,
+            kind: history::Kind::Run,
+            path: PathBuf::from("/runs/20261122-211639-abcdef"),
+            name: "20261122-211639-abcdef".into(),
+            parent_test: Some(11),
+            test_name: Some("throughput-sweep".into()),
+            schema_version: Some(1),
+            started_at: Some("2026-11-22T21:16:39.462Z".into()),
+            started_at_us: Some(1_795_382_199_462_000),
+            finished_at_us: None,
+            interrupted: Some(false),
+            command_line: None,
+            target: Some("http://127.0.0.1:8080/v1".into()),
+            endpoint: Some("chat".into()),
+            model: Some(model.into()),
+            engine: Some("llama.cpp".into()),
+            engine_version: None,
+            workload: Some("synthetic-uniform".into()),
+            workload_key: None,
+            seed: Some(1),
+            load: Some("closed c=64".into()),
+            limit_requests: None,
+            limit_duration_s: None,
+            hardware: None,
+            gpus: None,
+            hostname: None,
+            requests_total: Some(40),
+            completed: Some(30),
+            failed: Some(10),
+            duration_s: Some(60.0),
+            ttft_p50_ms: Some(1234.5),
+            ttft_p99_ms: Some(56789.0),
+            tpot_p50_ms: Some(12.34),
+            tpot_p99_ms: None,
+            itl_p99_ms: None,
+            e2e_p50_ms: None,
+            e2e_p99_ms: None,
+            output_tokens_per_s: Some(1234.0),
+            requests_per_s: None,
+            success_rate: Some(0.75),
+            slo: None,
+            goodput_requests_per_s: None,
+            exit_status: Some(1),
+            verdict: None,
+            indexed_at: "2026-11-22T21:17:40.000Z".into(),
+            labels: vec!["baseline".into(), "vllm-0.6.3".into()],
+            notes: Vec::new(),
+        }
+    }
+
+    /// Issue 23: `history` wrapped figures inside their cells (`11-22` over `21:16`, a TTFT
+    /// split in two) and showed a model's whole cache path.
+    #[test]
+    fn figures_stay_on_one_line_and_model_paths_are_shortened() {
+        let model = "/root/.cache/llama.cpp/unsloth_gemma-3-270m-it-GGUF_gemma-3-270m-it-Q8_0.gguf";
+        let r = row(model);
+        let text = table(std::slice::from_ref(&r));
+        let first = text
+            .lines()
+            .find(|l| l.contains("#12"))
+            .unwrap_or_else(|| panic!("no row #12 in\n{text}"));
+        for figure in [
+            "11-22 21:16",
+            "c=64",
+            "1234",
+            "1234.5/56789.0",
+            "12.34",
+            "75%",
+        ] {
+            assert!(first.contains(figure), "{figure:?} wrapped in\n{text}");
+        }
+        for line in text.lines() {
+            assert!(line.chars().count() <= 100, "{line}");
+        }
+        assert!(
+            !text.contains("/root") && !text.contains(".cache"),
+            "{text}"
+        );
+        // JSON keeps the full value.
+        assert_eq!(serde_json::to_value(&r).unwrap()["model"], model);
+    }
+
+    #[test]
+    fn only_paths_are_shortened_to_their_file_name() {
+        for (model, short) in [
+            (
+                "/root/.cache/llama.cpp/gemma-3-270m-it-Q8_0.gguf",
+                "gemma-3-270m-it-Q8_0.gguf",
+            ),
+            ("./models/qwen.gguf", "qwen.gguf"),
+            ("~/models/llama/", "llama"),
+            ("C:\\models\\phi.gguf", "phi.gguf"),
+            (
+                "meta-llama/Llama-3.1-8B-Instruct",
+                "meta-llama/Llama-3.1-8B-Instruct",
+            ),
+            ("gpt-4o", "gpt-4o"),
+        ] {
+            assert_eq!(short_model(model), short, "{model}");
+        }
+    }
 }

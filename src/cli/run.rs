@@ -448,7 +448,9 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
         out_dir: std::path::PathBuf::new(),
         command_line: redacted_command_line(),
         quiet: args.output.quiet,
+        live_view: !args.output.no_live_view,
         shard: None,
+        preflight: None,
     };
     // Last: the folder is created only once everything else is known to be valid.
     let mut config = config;
@@ -667,11 +669,15 @@ pub fn ready(args: &RunArgs) -> Result<std::result::Result<Ready, u8>> {
         PrefillSetup::Off => {}
     }
     // One real request before any load: a server that does not speak the API as configured
-    // (an HTML page, a refused key, a missing route, no streaming) ends the run now.
-    if let Err(why) = preflight(args, &resolved.config, &rt) {
-        eprintln!("error: {why}");
-        remove_if_empty(&resolved.config.out_dir);
-        return Ok(Err(exit::USAGE));
+    // (an HTML page, a refused key, a missing route, no streaming) ends the run now. Its
+    // speed sizes the warm-up and the planned lengths printed before each phase.
+    match preflight(args, &resolved.config, &rt) {
+        Ok(speed) => resolved.config.preflight = speed,
+        Err(why) => {
+            eprintln!("error: {why}");
+            remove_if_empty(&resolved.config.out_dir);
+            return Ok(Err(exit::USAGE));
+        }
     }
     drop(rt);
     let tokenizer = tokenizer::load_for(&resolved.tokenizer_name, &resolved.config.target)?;
@@ -684,13 +690,13 @@ pub fn ready(args: &RunArgs) -> Result<std::result::Result<Ready, u8>> {
     }))
 }
 
-/// Sends the one test request of `runner::preflight`; `Err`: why the server cannot be used
-/// as configured, and the fix.
+/// Sends the one test request of `runner::preflight` and measures the server's speed with
+/// it; `Err`: why the server cannot be used as configured, and the fix.
 fn preflight(
     args: &RunArgs,
     config: &RunConfig,
     rt: &tokio::runtime::Runtime,
-) -> std::result::Result<(), String> {
+) -> std::result::Result<Option<runner::preflight::Speed>, String> {
     let t = &config.target;
     let key_env = args
         .target
@@ -967,6 +973,9 @@ pub fn execute(
             config.target.model,
             config.out_dir.join("requests.jsonl").display()
         );
+        if !config.quiet {
+            eprintln!("{}", runner::plan::describe_run(&config));
+        }
     }
     let output = match runner::run(&config, e.tokenizer.clone(), e.server) {
         Ok(o) => o,

@@ -14,11 +14,14 @@ use crate::config::{
     Arrival, BaseUrl, Limits, LoadPattern, PrefillSetup, RunConfig, Target, Warmup,
 };
 use crate::metrics::fluidity::ProfiledCurve;
-use crate::procedure::budget::Budget;
+use crate::procedure::budget::{Budget, DEFAULT_OVERHEAD_S};
 use crate::procedure::level::{Bench, LevelRun, LevelSpec, Load, Stop, WarmupChoice};
 use crate::procedure::report::{Finding, TargetInfo, TestReport, TestStatus, TEST_SCHEMA_VERSION};
 use crate::procedure::{self, Options, TestName};
 use crate::report::{RunReport, SystemInfo, ToolInfo};
+use crate::runner::plan::{
+    expected_rate, human, quick_warmup_requests, warmup_plan, QUICK_WARMUP_S,
+};
 use crate::runner::ServerInfo;
 use crate::sim::SimServer;
 use crate::store::prepare_run_dir;
@@ -72,6 +75,11 @@ pub struct LevelRunner {
     quiet: bool,
     /// Completed requests per second of the latest level, to predict request-count levels.
     last_rps: Option<f64>,
+    /// `--quick`: the first level's warm-up is a short one sized from the server's speed.
+    quick: bool,
+    /// The current test's plan: the budget spent when it started and its planned length
+    /// (the longer end), s, for the time left shown after each level.
+    planned: Option<(f64, f64)>,
     /// Keeps the built-in simulators alive.
     _sims: Vec<SimServer>,
 }
@@ -81,6 +89,56 @@ impl LevelRunner {
     fn start_test(&mut self, dir: PathBuf) {
         self.dir = dir;
         self.count = 0;
+    }
+
+    /// The main target's configuration (the unlabelled one, else the first).
+    fn main_config(&self) -> Option<&RunConfig> {
+        self.targets
+            .get(&None)
+            .or_else(|| self.targets.values().next())
+            .map(|t| &t.config)
+    }
+
+    /// Says what `test` will take before it starts, and keeps it for the time left.
+    fn announce_plan(&mut self, test: TestName, o: &Options) {
+        let Some(config) = self.main_config() else {
+            return;
+        };
+        let warm_s = planned_warmup_s(config, o.quick);
+        let plan = procedure::budget::plan(test, o, &rate_at(config));
+        let line = plan.describe(DEFAULT_OVERHEAD_S, warm_s);
+        let total = plan.seconds(DEFAULT_OVERHEAD_S, warm_s).1;
+        if !self.quiet {
+            eprintln!("Planned: {line} (estimated from the test request's speed)");
+        }
+        self.planned = Some((self.budget.spent_s(), total));
+    }
+
+    /// The suite's planned length: its tests' plans added up.
+    fn suite_plan(&self, tests: &[TestName], o: &Options) -> Option<String> {
+        let config = self.main_config()?;
+        let warm_s = planned_warmup_s(config, o.quick);
+        let rate = rate_at(config);
+        let runs: Vec<TestName> = tests
+            .iter()
+            .copied()
+            .filter(|t| *t != TestName::Guardrails || o.targets.len() >= 2)
+            .collect();
+        let (mut lo, mut hi) = (0.0, 0.0);
+        for t in &runs {
+            let plan = procedure::budget::plan(*t, o, &rate);
+            let (x, y) = plan.seconds(DEFAULT_OVERHEAD_S, warm_s);
+            lo += x;
+            hi += y;
+        }
+        let names: Vec<&str> = runs.iter().map(|t| t.slug()).collect();
+        Some(format!(
+            "Planned suite: {} tests ({}), about {}-{} in all (estimated from the test request's speed; each test's plan is printed as it starts)",
+            runs.len(),
+            names.join(", "),
+            human(lo),
+            human(hi)
+        ))
     }
 
     fn target_info(&self) -> TargetInfo {
@@ -129,6 +187,7 @@ impl Bench for LevelRunner {
         let count = self.count;
         let dir = self.dir.clone();
         let quiet = self.quiet;
+        let quick = self.quick;
         let Some(t) = self.targets.get_mut(&spec.target) else {
             return Err(Stop::Failed(anyhow::anyhow!(
                 "the level needs the target `{}`: give it with --target {}=URL",
@@ -137,16 +196,7 @@ impl Bench for LevelRunner {
             )));
         };
         let mut config = t.config.clone();
-        config.load = match spec.load {
-            Load::Rate { rate_per_s } => LoadPattern::Open {
-                rate_per_s,
-                arrival: match t.config.load {
-                    LoadPattern::Open { arrival, .. } => arrival,
-                    _ => Arrival::Poisson,
-                },
-            },
-            Load::Concurrency { concurrency } => LoadPattern::Closed { concurrency },
-        };
+        config.load = load_pattern(spec.load, t.config.load);
         config.max_concurrency = None;
         config.limits = Limits {
             requests: spec.requests,
@@ -160,6 +210,12 @@ impl Bench for LevelRunner {
         }
         if spec.warmup != WarmupChoice::AsConfigured {
             config.warmup = Warmup::None;
+        } else if quick && config.warmup == Warmup::Auto {
+            // A --quick test is never compliant: rather than the draft's warm-up (up to
+            // --warmup-max), about ten seconds of the level's load at the server's speed.
+            let out = config.workload.output.mean();
+            let n = quick_warmup_requests(config.load, out, config.preflight.as_ref());
+            config.warmup = Warmup::Requests(n);
         }
         if let Some(cap) = spec.warmup_max {
             config.warmup_max = config.warmup_max.min(cap);
@@ -246,7 +302,14 @@ impl Bench for LevelRunner {
             Some(left) => format!(" | {} left of the budget", human(left)),
             None => format!(" | {} so far", human(self.budget.spent_s())),
         };
-        eprintln!("[test] {line}{budget}");
+        let planned = self
+            .planned
+            .map(|(at, total)| {
+                let left = (at + total - self.budget.spent_s()).max(0.0);
+                format!(" | ~{} left of the plan", human(left))
+            })
+            .unwrap_or_default();
+        eprintln!("[test] {line}{budget}{planned}");
     }
 
     fn load_run(&mut self, dir: &Path) -> Result<LevelRun, Stop> {
@@ -273,13 +336,40 @@ impl Bench for LevelRunner {
     }
 }
 
-/// `1h02m`, `4m10s`, `12s`.
-fn human(s: f64) -> String {
-    let s = s.max(0.0).round() as u64;
-    match (s / 3600, (s % 3600) / 60, s % 60) {
-        (0, 0, sec) => format!("{sec}s"),
-        (0, m, sec) => format!("{m}m{sec:02}s"),
-        (h, m, _) => format!("{h}h{m:02}m"),
+/// A level's load as the run options' load pattern (open-loop levels keep the arrival
+/// process given, Poisson by default).
+fn load_pattern(load: Load, configured: LoadPattern) -> LoadPattern {
+    match load {
+        Load::Rate { rate_per_s } => LoadPattern::Open {
+            rate_per_s,
+            arrival: match configured {
+                LoadPattern::Open { arrival, .. } => arrival,
+                _ => Arrival::Poisson,
+            },
+        },
+        Load::Concurrency { concurrency } => LoadPattern::Closed { concurrency },
+    }
+}
+
+/// The server's expected completion rate at a level's load, from the speed the test request
+/// measured on `config`'s target (`None` without one).
+fn rate_at(config: &RunConfig) -> impl Fn(Load) -> Option<f64> + '_ {
+    move |load| {
+        let speed = config.preflight.as_ref()?;
+        let out = config.workload.output.mean();
+        expected_rate(load_pattern(load, config.load), out, speed)
+    }
+}
+
+/// What a test's warm-up should take: a `--quick` test's short one, else the configured
+/// one at the run options' load (its cap when the server's speed is unknown).
+fn planned_warmup_s(config: &RunConfig, quick: bool) -> f64 {
+    match config.warmup {
+        Warmup::None => 0.0,
+        Warmup::Auto if quick => QUICK_WARMUP_S,
+        _ => warmup_plan(config)
+            .and_then(|p| p.seconds)
+            .unwrap_or(config.warmup_max.as_secs_f64()),
     }
 }
 
@@ -523,6 +613,8 @@ fn setup(
             count: 0,
             quiet: args.output.quiet,
             last_rps: None,
+            quick: p.quick,
+            planned: None,
             _sims: sims,
         },
         options,
@@ -644,6 +736,7 @@ fn one_test(
             runner.dir.join("levels").display()
         );
     }
+    runner.announce_plan(test, o);
     let f = run_procedure(test, runner, o);
     let mut parameters = f.parameters;
     if let Some(obj) = parameters.as_object_mut() {
@@ -773,6 +866,9 @@ pub fn suite(args: SuiteArgs) -> Result<u8> {
         Ok(s) => s,
         Err(code) => return Ok(code),
     };
+    if let (Some(line), false) = (runner.suite_plan(&wanted, &options), runner.quiet) {
+        eprintln!("{line}");
+    }
     let suite_dir = runner.dir.clone();
     let started = crate::clock::RunClock::start().unix_us(0);
     let mut entries = Vec::new();

@@ -130,7 +130,8 @@ fn charts(r: &ComparisonReport) -> Section {
     let mut section = Section::new("charts", "Run-level values").paragraph(&format!(
         "Each small dot is one run; the large dot beside them is the system's mean and the \
          bar its {:.0} % interval (bootstrap and Student's t; drawn with at least {} runs). \
-         The value axes do not start at zero: read differences from the tables.",
+         The value axes do not start at zero, so that the spread between runs stays visible: \
+         a break on each axis marks the cut. Read differences from the tables.",
         r.confidence * 100.0,
         r.min_runs
     ));

@@ -219,7 +219,7 @@ One value per run (its P50, its throughput): the run is the unit of evidence. Wi
 \n\
 ## Run-level values\n\
 \n\
-Each small dot is one run; the large dot beside them is the system's mean and the bar its 95 % interval (bootstrap and Student's t; drawn with at least 3 runs). The value axes do not start at zero: read differences from the tables.\n\
+Each small dot is one run; the large dot beside them is the system's mean and the bar its 95 % interval (bootstrap and Student's t; drawn with at least 3 runs). The value axes do not start at zero, so that the spread between runs stays visible: a break on each axis marks the cut. Read differences from the tables.\n\
 \n\
 **Figure: Output throughput per run** (chart `compare-output-tokens-per-s` in compare.html, 8 data points). Output throughput (higher is better). b: no difference: +2.00 tok/s (+0.2 %).\n\
 \n\
@@ -282,6 +282,20 @@ fn every_run_is_a_data_point_in_the_html() {
         .contains("(chart `compare-ttft-p50-ms` in cmp.html, 8 data points)"));
 }
 
+/// Issue 23: a chart whose value axis does not start at zero says so where it is drawn.
+#[test]
+fn value_axes_that_miss_zero_show_a_break() {
+    let p = page(&three_runs(), &command());
+    for f in p.figures() {
+        assert_eq!(f.svg.matches("class=\"axis-break\"").count(), 1, "{}", f.id);
+        assert!(
+            f.svg.contains("The value axis starts at ") && f.svg.contains(", not at zero"),
+            "{}",
+            f.id
+        );
+    }
+}
+
 #[test]
 fn too_few_runs_give_values_and_no_claim() {
     let mut r = three_runs();
@@ -340,7 +354,7 @@ One value per run (its P50, its throughput): the run is the unit of evidence. Wi
 \n\
 ## Run-level values\n\
 \n\
-Each small dot is one run; the large dot beside them is the system's mean and the bar its 95 % interval (bootstrap and Student's t; drawn with at least 3 runs). The value axes do not start at zero: read differences from the tables.\n\
+Each small dot is one run; the large dot beside them is the system's mean and the bar its 95 % interval (bootstrap and Student's t; drawn with at least 3 runs). The value axes do not start at zero, so that the spread between runs stays visible: a break on each axis marks the cut. Read differences from the tables.\n\
 \n\
 **Figure: TTFT P50 per run** (chart `compare-ttft-p50-ms` in compare.html, 5 data points). TTFT P50 (lower is better). b: +18.0 ms (+17.6 %) (no claim: fewer than 3 runs).\n\
 \n\

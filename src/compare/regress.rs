@@ -3,12 +3,20 @@
 //! confidence* (the whole interval of the difference past it, see
 //! `stats::compare::regressed`), so that noise never fails a pipeline and a real slowdown
 //! always does once there are enough runs. Pure.
+//!
+//! With too few runs to decide, a change too large for noise still counts: a key metric
+//! worse than the baseline by more than [`GROSS_CHANGE`] (or the tolerance, if larger) is a
+//! *likely regression*, reported with no statistical claim and its own exit status.
 
 use super::metrics::{Metric, Normalisation};
 use super::{signed, signed_bare, RunInput};
 use crate::stats::compare::{compare, regressed, Outcome, Verdict};
 use crate::stats::interval::{mean, BootstrapConfig, MIN_RUNS};
 use serde::{Deserialize, Serialize};
+
+/// The relative change in the bad direction beyond which a gate with too few runs to decide
+/// still reports a likely regression (0.20 = 20 %; the tolerance when that is larger).
+pub const GROSS_CHANGE: f64 = 0.20;
 
 /// One metric of the gate.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -28,6 +36,10 @@ pub struct MetricGate {
     pub outcome: Outcome,
     /// Worse beyond the tolerance with confidence; `None` when there were too few runs.
     pub regressed: Option<bool>,
+    /// With too few runs to decide: worse than the baseline by more than the report's
+    /// `gross_change` (no statistical claim). Always false when the gate could decide.
+    #[serde(default)]
+    pub likely_regression: bool,
 }
 
 /// The gate's result; serialised as `regress --json`.
@@ -43,7 +55,25 @@ pub struct RegressionReport {
     pub min_runs: usize,
     /// A key metric regressed.
     pub regressed: bool,
+    /// The relative change in the bad direction that counts as a likely regression when
+    /// the gate cannot decide: [`GROSS_CHANGE`] or the tolerance, whichever is larger.
+    #[serde(default)]
+    pub gross_change: f64,
+    /// Not decided, but a key metric changed by more than `gross_change` in the bad
+    /// direction: a likely regression, with no statistical claim.
+    #[serde(default)]
+    pub likely_regression: bool,
     pub metrics: Vec<MetricGate>,
+}
+
+/// Whether a relative change (candidate − baseline over |baseline|) goes the bad way by
+/// more than `gross`.
+fn grossly_worse(relative: Option<f64>, lower_is_better: bool, gross: f64) -> bool {
+    match relative {
+        Some(x) if lower_is_better => x > gross,
+        Some(x) => x < -gross,
+        None => false,
+    }
 }
 
 /// Gates `candidate` against `baseline` on every key metric both sides have.
@@ -54,6 +84,8 @@ pub fn gate(baseline: &[RunInput], candidate: &[RunInput], tolerance: f64) -> Re
             .filter_map(|r| m.value(&r.report, &norm))
             .collect()
     };
+    let decided = baseline.len() >= MIN_RUNS && candidate.len() >= MIN_RUNS;
+    let gross = GROSS_CHANGE.max(tolerance);
     let mut metrics = Vec::new();
     for m in Metric::KEY {
         let (b, c) = (values(baseline, m), values(candidate, m));
@@ -61,6 +93,7 @@ pub fn gate(baseline: &[RunInput], candidate: &[RunInput], tolerance: f64) -> Re
             continue;
         };
         let lower_is_better = m.direction() == crate::stats::compare::Direction::LowerIsBetter;
+        let relative = (bm != 0.0).then(|| (cm - bm) / bm.abs());
         metrics.push(MetricGate {
             metric: m,
             label: m.label().into(),
@@ -68,7 +101,7 @@ pub fn gate(baseline: &[RunInput], candidate: &[RunInput], tolerance: f64) -> Re
             baseline_mean: bm,
             candidate_mean: cm,
             difference: cm - bm,
-            relative_difference: (bm != 0.0).then(|| (cm - bm) / bm.abs()),
+            relative_difference: relative,
             outcome: compare(
                 &b,
                 &c,
@@ -77,9 +110,9 @@ pub fn gate(baseline: &[RunInput], candidate: &[RunInput], tolerance: f64) -> Re
                 &BootstrapConfig::default(),
             ),
             regressed: regressed(&b, &c, lower_is_better, tolerance),
+            likely_regression: !decided && grossly_worse(relative, lower_is_better, gross),
         });
     }
-    let decided = baseline.len() >= MIN_RUNS && candidate.len() >= MIN_RUNS;
     RegressionReport {
         schema_version: super::SCHEMA_VERSION,
         tolerance,
@@ -88,6 +121,8 @@ pub fn gate(baseline: &[RunInput], candidate: &[RunInput], tolerance: f64) -> Re
         decided,
         min_runs: MIN_RUNS,
         regressed: metrics.iter().any(|g| g.regressed == Some(true)),
+        gross_change: gross,
+        likely_regression: metrics.iter().any(|g| g.likely_regression),
         metrics,
     }
 }
@@ -108,16 +143,7 @@ pub fn render(r: &RegressionReport) -> String {
             .relative_difference
             .map(|x| format!("({:+.1} %)", x * 100.0))
             .unwrap_or_default();
-        let state = match (&g.outcome, g.regressed) {
-            (_, Some(true)) => "REGRESSED",
-            (Outcome::Compared(c), _) => match c.verdict {
-                Verdict::Better => "better",
-                Verdict::NoDifference => "no difference",
-                Verdict::Inconclusive => "within noise",
-                Verdict::Worse => "worse",
-            },
-            _ => "not decided",
-        };
+        let state = state(g);
         let _ = writeln!(
             out,
             "  {:<18} {:>9} → {:>9} {:<5} {:>12} {:>10}  {state}",
@@ -151,24 +177,61 @@ pub fn render(r: &RegressionReport) -> String {
             );
         }
     }
-    let verdict = if !r.decided {
+    let _ = writeln!(out, "{}", verdict(r));
+    out
+}
+
+/// A metric's state in words: `REGRESSED`, `LIKELY REGRESSION` (too few runs, a gross
+/// change), the comparison's verdict, or `not decided`.
+fn state(g: &MetricGate) -> &'static str {
+    match (&g.outcome, g.regressed) {
+        (_, Some(true)) => "REGRESSED",
+        _ if g.likely_regression => "LIKELY REGRESSION",
+        (Outcome::Compared(c), _) => match c.verdict {
+            Verdict::Better => "better",
+            Verdict::NoDifference => "no difference",
+            Verdict::Inconclusive => "within noise",
+            Verdict::Worse => "worse",
+        },
+        _ => "not decided",
+    }
+}
+
+/// The gate's last line: a regression, a likely one, no decision, or none.
+fn verdict(r: &RegressionReport) -> String {
+    let names = |pick: fn(&MetricGate) -> bool| {
+        r.metrics
+            .iter()
+            .filter(|g| pick(g))
+            .map(|g| g.label.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let wrap = |text: String| crate::report::terminal::wrap(&text, 100, 2);
+    if !r.decided && r.likely_regression {
+        wrap(format!(
+            "LIKELY REGRESSION in {}: worse than the baseline by more than {:.0} % with {} \
+             baseline and {} candidate run(s); no statistical claim (a gate decides with at \
+             least {} runs on each side)",
+            names(|g| g.likely_regression),
+            r.gross_change * 100.0,
+            r.baseline_runs,
+            r.candidate_runs,
+            r.min_runs
+        ))
+    } else if !r.decided {
         format!(
             "NOT DECIDED: a gate needs at least {} runs on each side (got {} baseline, {} candidate); with fewer, noise and a regression look alike",
             r.min_runs, r.baseline_runs, r.candidate_runs
         )
     } else if r.regressed {
-        let names: Vec<&str> = r
-            .metrics
-            .iter()
-            .filter(|g| g.regressed == Some(true))
-            .map(|g| g.label.as_str())
-            .collect();
-        crate::report::terminal::wrap(&format!("REGRESSION in {}", names.join(", ")), 100, 2)
+        wrap(format!(
+            "REGRESSION in {}",
+            names(|g| g.regressed == Some(true))
+        ))
     } else {
         "no regression beyond the tolerance".into()
-    };
-    let _ = writeln!(out, "{verdict}");
-    out
+    }
 }
 
 fn short(v: f64) -> String {

@@ -317,11 +317,68 @@ fn the_regression_gate() {
     // With no tolerance the 3 % slowdown fails the gate.
     let g = regress::gate(&base, &system("pr", 1.03, &SEEDS, 5).runs, 0.0);
     assert!(g.regressed);
-    // Two runs decide nothing.
-    let g = regress::gate(&base, &slower[..2], 0.05);
-    assert!(!g.decided && !g.regressed);
+    // Two runs decide nothing; a 10 % slowdown is within what noise can do to so few.
+    let g = regress::gate(&base, &system("pr", 1.1, &SEEDS, 5).runs[..2], 0.05);
+    assert!(!g.decided && !g.regressed && !g.likely_regression);
     assert!(g.metrics.iter().all(|m| m.regressed.is_none()));
     assert!(regress::render(&g).contains("NOT DECIDED"));
+}
+
+/// Issue 23: an 84 % throughput drop with one run per side read "not decided". Beyond a
+/// gross change (20 %, or the tolerance if larger) in the bad direction it is a likely
+/// regression, with no statistical claim.
+#[test]
+fn one_run_per_side_still_flags_a_gross_change() {
+    let base = system("main", 1.0, &[1], 0).runs;
+    let one = |level: f64| system("pr", level, &[1], 5).runs;
+    let g = regress::gate(&base, &one(1.0 / 0.16), 0.05);
+    assert!(!g.decided && !g.regressed && g.likely_regression);
+    assert!((g.gross_change - 0.2).abs() < 1e-12);
+    let tput = g
+        .metrics
+        .iter()
+        .find(|m| m.metric == Metric::OutputTokensPerS)
+        .unwrap();
+    assert!(tput.likely_regression && tput.regressed.is_none());
+    assert!((tput.relative_difference.unwrap() + 0.84).abs() < 1e-9);
+    let success = g
+        .metrics
+        .iter()
+        .find(|m| m.metric == Metric::SuccessRate)
+        .unwrap();
+    assert!(!success.likely_regression);
+    let text = regress::render(&g);
+    assert!(text.contains("LIKELY REGRESSION in "), "{text}");
+    assert!(text.contains("Output throughput"), "{text}");
+    assert!(text.contains("no statistical claim"), "{text}");
+    assert!(!text.contains("NOT DECIDED"), "{text}");
+    for line in text.lines() {
+        assert!(line.chars().count() <= 100, "{line}");
+    }
+    // A faster candidate is no regression, however large the change.
+    let g = regress::gate(&base, &one(0.5), 0.05);
+    assert!(!g.likely_regression);
+    assert!(regress::render(&g).contains("NOT DECIDED"));
+    // The threshold: 25 % slower is flagged, 15 % is not, and a larger tolerance raises it.
+    assert!(regress::gate(&base, &one(1.25), 0.05).likely_regression);
+    assert!(!regress::gate(&base, &one(1.15), 0.05).likely_regression);
+    let g = regress::gate(&base, &one(1.25), 0.30);
+    assert!(!g.likely_regression && (g.gross_change - 0.3).abs() < 1e-12);
+    // With enough runs the statistics decide, and nothing is merely "likely".
+    let g = regress::gate(
+        &system("main", 1.0, &SEEDS, 0).runs,
+        &system("pr", 2.0, &SEEDS, 5).runs,
+        0.05,
+    );
+    assert!(g.decided && g.regressed && !g.likely_regression);
+    // The JSON carries the flag; a report without it (an older servebench) still reads.
+    let json = serde_json::to_value(&g).unwrap();
+    assert_eq!(json["likely_regression"], false);
+    let mut old = json.clone();
+    old.as_object_mut().unwrap().remove("likely_regression");
+    old.as_object_mut().unwrap().remove("gross_change");
+    let back: regress::RegressionReport = serde_json::from_value(old).unwrap();
+    assert!(!back.likely_regression);
 }
 
 /// The interval beside each system's mean (terminal table, page chart and JSON alike) is

@@ -15,6 +15,7 @@ pub mod failures;
 pub mod fairness;
 pub mod fluidity;
 pub mod generator;
+pub mod live;
 pub mod modality;
 pub mod request;
 pub mod slo;

@@ -497,6 +497,12 @@ pub fn summarize(records: &[RequestRecord], params: &SummaryParams) -> RunSummar
         warnings: Vec::new(),
     };
     summary.warnings = warnings(&summary);
+    summary.warnings.extend(startup_transient(
+        &measured,
+        &per_request,
+        window,
+        ttft_ms.map(|d| d.p99),
+    ));
     summary
         .warnings
         .extend(params.extra_warnings.iter().cloned());
@@ -725,6 +731,54 @@ fn warnings(s: &RunSummary) -> Vec<Warning> {
     w
 }
 
+/// The start of a run that counts as its "first seconds": this share of the window…
+const STARTUP_SHARE: f64 = 0.1;
+/// …and at least this long, s.
+const STARTUP_MIN_S: f64 = 1.0;
+/// A start-up transient: the first seconds' TTFT P99 at least this many times the rest's…
+const STARTUP_RATIO: f64 = 3.0;
+/// …and at least this much above it, ms (a few ms either way is not a transient).
+const STARTUP_MIN_EXCESS_MS: f64 = 20.0;
+
+/// A start-up transient: the TTFT P99 of the requests attempted in the run's first seconds
+/// ([`STARTUP_SHARE`] of the window, at least [`STARTUP_MIN_S`], at most half) far above
+/// the rest's. Needs 5 early and 20 later requests with a TTFT.
+pub fn startup_transient(
+    measured: &[&RequestRecord],
+    per_request: &[Option<RequestMetrics>],
+    window: Window,
+    p99_ms: Option<f64>,
+) -> Option<Warning> {
+    let span_s = window.duration_s;
+    let early_s = (span_s * STARTUP_SHARE)
+        .max(STARTUP_MIN_S)
+        .min(span_s / 2.0);
+    let cut = window.start + (early_s * 1e9) as Nanos;
+    let (mut early, mut rest): (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
+    for (r, m) in measured.iter().zip(per_request) {
+        let Some(m) = m else { continue };
+        if r.attempted_at() < cut {
+            early.push(m.ttft_ms);
+        } else {
+            rest.push(m.ttft_ms);
+        }
+    }
+    if early.len() < 5 || rest.len() < 20 {
+        return None;
+    }
+    let early_p99_ms = Distribution::of(&mut early)?.p99;
+    let rest_p99_ms = Distribution::of(&mut rest)?.p99;
+    let p99_ms = p99_ms.unwrap_or(early_p99_ms);
+    (early_p99_ms >= STARTUP_RATIO * rest_p99_ms
+        && early_p99_ms - rest_p99_ms >= STARTUP_MIN_EXCESS_MS)
+        .then_some(Warning::StartupTransient {
+            early_s,
+            early_p99_ms,
+            rest_p99_ms,
+            p99_ms,
+        })
+}
+
 /// The failure kinds present, for callers that decide an exit status.
 pub fn failed_share(s: &RunSummary) -> f64 {
     if s.requests.total == 0 {
@@ -769,6 +823,47 @@ mod tests {
         assert!((s.steady_state.input_tokens_per_s - 200.0 / 1.8).abs() < 1e-9);
         // Output over the same span: every token at or after 200 ms, 5 of them.
         assert!((s.steady_state.output_tokens_per_s - 5.0 / 1.8).abs() < 1e-9);
+    }
+
+    /// Issue 23: every stream started at once on an idle server, TTFT 690 ms in the first
+    /// second and 35 ms after, and the run's P99 TTFT was that burst. It is flagged; the
+    /// same run without the burst is not.
+    #[test]
+    fn a_start_up_burst_is_flagged_as_a_transient() {
+        // One request every 100 ms for 20 s; the first 10 wait 690 ms for their first token.
+        let run = |burst: bool| -> Vec<RequestRecord> {
+            (0..200u64)
+                .map(|i| {
+                    let sent = i * 100;
+                    let ttft = if burst && i < 10 { 690 } else { 35 };
+                    ok(i, sent, &[sent + ttft, sent + ttft + 10])
+                })
+                .collect()
+        };
+        let s = summarize_plain(&run(true));
+        let w = s
+            .warnings
+            .iter()
+            .find(|w| w.kind() == "startup_transient")
+            .expect("the burst is flagged");
+        let Warning::StartupTransient {
+            early_s,
+            early_p99_ms,
+            rest_p99_ms,
+            ..
+        } = w
+        else {
+            unreachable!()
+        };
+        // The first 10 % of the 19.945-s window, 20 requests of which 10 in the burst.
+        assert!((early_s - 1.9945).abs() < 1e-9, "{early_s}");
+        assert_eq!((*early_p99_ms, *rest_p99_ms), (690.0, 35.0));
+        assert!(w.to_string().contains("the run's P99 TTFT"), "{w}");
+        let steady = summarize_plain(&run(false));
+        assert!(steady
+            .warnings
+            .iter()
+            .all(|w| w.kind() != "startup_transient"));
     }
 
     #[test]

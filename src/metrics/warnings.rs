@@ -46,6 +46,17 @@ pub enum Warning {
     /// The measured phase stopped sending after this many requests in a row failed with
     /// none succeeding (`runner::phase::GIVE_UP_AFTER`).
     GaveUpOnFailures { failures: u64 },
+    /// The requests sent in the run's first seconds waited far longer for their first token
+    /// than the rest (a start-up transient: every stream starting at once on an idle
+    /// server), and the run's P99 TTFT includes them.
+    StartupTransient {
+        /// The start counted as "first seconds", s.
+        early_s: f64,
+        early_p99_ms: f64,
+        rest_p99_ms: f64,
+        /// The run's P99 TTFT, all requests.
+        p99_ms: f64,
+    },
     /// A warning read back from a run folder: its kind and message as written.
     Recorded { kind: String, message: String },
 }
@@ -66,6 +77,7 @@ impl Warning {
             Self::ServerSaturated { .. } => "server_saturated",
             Self::PrefillCurveElsewhere { .. } => "prefill_curve_elsewhere",
             Self::GaveUpOnFailures { .. } => "gave_up_on_failures",
+            Self::StartupTransient { .. } => "startup_transient",
             Self::Recorded { .. } => "recorded",
         }
     }
@@ -117,6 +129,14 @@ impl Warning {
             Self::GaveUpOnFailures { failures } => {
                 format!("sending stopped after {failures} failures in a row, none succeeded")
             }
+            Self::StartupTransient {
+                early_s,
+                early_p99_ms,
+                rest_p99_ms,
+                ..
+            } => format!(
+                "start-up transient: TTFT P99 {early_p99_ms:.0} ms in the first {early_s:.1} s, {rest_p99_ms:.0} ms after"
+            ),
             other => other.to_string(),
         }
     }
@@ -185,6 +205,16 @@ impl fmt::Display for Warning {
             Self::GaveUpOnFailures { failures } => write!(
                 f,
                 "sending stopped after {failures} requests in a row failed and none had succeeded: the server is not answering this API as configured (see the failures and their hints), so more requests would only have added failures"
+            ),
+            Self::StartupTransient {
+                early_s,
+                early_p99_ms,
+                rest_p99_ms,
+                p99_ms,
+            } => write!(
+                f,
+                "start-up transient: the requests sent in the first {early_s:.1} s had a TTFT P99 of {early_p99_ms:.0} ms, {:.0}× the {rest_p99_ms:.0} ms of the rest, and the run's P99 TTFT ({p99_ms:.0} ms) includes them: many streams started at once on an idle server. Read the figures after the start (the report's time series), or run longer; after a warm-up a closed loop spreads its first requests (docs/run.md#start-up)",
+                early_p99_ms / rest_p99_ms.max(1e-9)
             ),
             Self::Recorded { message, .. } => f.write_str(message),
         }

@@ -1,17 +1,25 @@
 //! 5.3 Throughput-Latency Tradeoff: open-loop levels from 10 % to 120 % of the estimated
-//! capacity, read for the knee, the saturation point and the optimal operating point.
+//! capacity, read for the knee, the saturation point and the optimal operating point. The
+//! capacity is `--capacity`, else the throughput search's answer (5.2: "a preliminary
+//! throughput test"), so the levels past 100 % are past saturation; the draft's "levels
+//! from 10 % to saturation" is met only when the sweep shows saturation
+//! ([`reached_saturation`]).
 //!
 //! The readings are `stats::curve`'s: knee = first level from which every level's P99 TTFT
 //! exceeds twice the sweep's minimum P99 (a single spiking level is not a knee: see
 //! `stats::curve::sustained_knee`); saturation = first level whose achieved throughput falls below the
 //! previous level's by more than their intervals allow (null when none does); optimal =
-//! highest throughput that met the SLO (without an SLO: below the knee).
+//! highest throughput that met the SLO (without an SLO: below the knee). A level met the SLO
+//! when its 95 % interval says so, and, when the interval straddles the target (too few
+//! requests to decide: a P99 bound needs 381 values all within it), when its observed
+//! values do ([`slo_reading`]); the table marks those readings.
 
 use super::compliance::Checklist;
 use super::level::{rate, Bench, LevelSpec, Load, Role, Stop};
 use super::report::Finding;
 use super::session::Session;
-use super::throughput::{estimate, thousands};
+use super::slo_check::SloCheck;
+use super::throughput::{capacity, thousands};
 use super::{common_parameters, Options};
 use crate::stats::curve::{self, Level, OperatingBasis};
 use crate::stats::interval::SloVerdict;
@@ -47,7 +55,16 @@ pub struct CurvePoint {
     pub cancelled: u64,
     /// "stable" or "growing".
     pub queue: String,
+    /// Whether the level met the SLO (null without one), as [`slo_reading`] reads it.
     pub slo_met: Option<bool>,
+    /// How `slo_met` was decided: "interval" (the 95 % interval lies on one side of the
+    /// target) or "observed" (it straddles the target, too few requests to decide: the
+    /// observed share within the bound against the target). Null without an SLO.
+    #[serde(default)]
+    pub slo_reading: Option<String>,
+    /// The saturation signals that fired at the level (5.2.3.1), by name.
+    #[serde(default)]
+    pub saturation_signals: Vec<String>,
 }
 
 /// `result` of a curve test.
@@ -55,8 +72,12 @@ pub struct CurvePoint {
 pub struct CurveResult {
     /// The capacity the levels are shares of, requests per second.
     pub capacity_rate_per_s: Option<f64>,
-    /// "estimate" (closed-loop level) or "given" (`--capacity`).
+    /// "given (--capacity)", or the throughput search's answer ("throughput search: …");
+    /// "estimate" (a closed-loop level) in older reports.
     pub capacity_source: String,
+    /// The SLO the levels were judged against, as given (`--slo`); null without one.
+    #[serde(default)]
+    pub slo: Option<String>,
     pub knee_rate_per_s: Option<f64>,
     /// First level whose throughput fell beyond its interval; null when none did.
     pub saturation_rate_per_s: Option<f64>,
@@ -84,18 +105,16 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
     let mut s = Session::new(bench, o.slo.clone());
     let duration = o.duration(60.0, 6.0);
     let mut result = CurveResult {
-        capacity_source: if o.capacity_rate_per_s.is_some() {
-            "given".into()
-        } else {
-            "estimate".into()
-        },
+        slo: o.slo.as_ref().map(|x| x.to_string()),
         ..Default::default()
     };
     let mut stop: Option<Stop> = None;
-    match estimate(&mut s, o) {
+    match capacity(&mut s, o) {
         Err(e) => stop = Some(e),
-        Ok(cap) => {
+        Ok(found) => {
+            let cap = found.rate_per_s;
             result.capacity_rate_per_s = Some(cap);
+            result.capacity_source = found.source;
             for share in shares(o.curve_levels) {
                 let r = cap * share;
                 let spec = LevelSpec::new(
@@ -118,7 +137,7 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
         }
     }
     read_curve(&mut result);
-    let answer = answer(&result, o);
+    let answer = answer(&result);
     let compliance = compliance(&s, o, duration, &result);
     Finding {
         answered: !result.points.is_empty(),
@@ -137,9 +156,27 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
     }
 }
 
+/// A level's SLO reading on the curve: `(met, how)`. The 95 % interval's verdict when it
+/// decides ("interval"); when it straddles the target ("observed"), the observed values:
+/// every bound's share within it at or above its target ([`SloCheck::observed_met`]; for a
+/// P99 bound, the level's own P99 within the bound). An undecided level is not a miss: a P99
+/// bound needs 381 values all within it before its interval can pass (381 ÷ (381 + 1.96²)
+/// ≥ 0.99), so a 60-s level below 6.35 req/s could never meet one. `(None, None)` without
+/// an SLO.
+pub fn slo_reading(c: Option<&SloCheck>) -> (Option<bool>, Option<String>) {
+    let Some(c) = c else {
+        return (None, None);
+    };
+    match c.verdict {
+        SloVerdict::Undecided => (Some(c.observed_met()), Some("observed".into())),
+        v => (Some(v == SloVerdict::Pass), Some("interval".into())),
+    }
+}
+
 /// A Table 5 row from a level.
 pub fn point(l: &super::LevelOutcome, share: f64) -> CurvePoint {
     let s = &l.summary;
+    let (slo_met, reading) = slo_reading(l.slo.as_ref());
     let pick = |d: Option<crate::metrics::Distribution>,
                 f: fn(&crate::metrics::Distribution) -> f64| d.map(|d| f(&d));
     CurvePoint {
@@ -171,7 +208,9 @@ pub fn point(l: &super::LevelOutcome, share: f64) -> CurvePoint {
         success_rate: l.outcomes.completion_rate(),
         cancelled: l.outcomes.cancelled,
         queue: l.signals.queue_indicator().into(),
-        slo_met: l.slo.as_ref().map(|c| c.verdict == SloVerdict::Pass),
+        slo_met,
+        slo_reading: reading,
+        saturation_signals: l.signals.fired.clone(),
     }
 }
 
@@ -210,7 +249,54 @@ pub fn read_curve(r: &mut CurveResult) {
     r.peak_output_tokens_per_s = peak.map(|l| l.achieved_tokens_per_s);
 }
 
-fn answer(r: &CurveResult, o: &Options) -> String {
+/// The highest offered level of the sweep.
+fn top(r: &CurveResult) -> Option<&CurvePoint> {
+    r.points
+        .iter()
+        .max_by(|a, b| a.offered_rate_per_s.total_cmp(&b.offered_rate_per_s))
+}
+
+/// Whether the sweep reached saturation: a level's throughput fell (the saturation point),
+/// or the top level shows one of the draft's saturation signals (5.2.3.1: its queue grew, its
+/// arrivals completed at under 90 % of their rate, or its latency blew up). Levels past 100 %
+/// of a capacity that none of them saturated did not reach saturation: the capacity was low.
+pub fn reached_saturation(r: &CurveResult) -> bool {
+    r.saturation_rate_per_s.is_some() || top(r).is_some_and(|t| !t.saturation_signals.is_empty())
+}
+
+/// 5.3.2's "at least 10 load levels spanning from low load (10 % of estimated capacity) to
+/// saturation": ten levels or more, the lowest at 10 % or below, and the sweep reaching
+/// saturation ([`reached_saturation`]), not merely a top share of 100 % or more. (met, detail)
+pub fn levels_to_saturation(r: &CurveResult) -> (bool, String) {
+    let lowest = r.points.iter().map(|p| p.share).reduce(f64::min);
+    let highest = r.points.iter().map(|p| p.share).reduce(f64::max);
+    let reached = match (r.saturation_rate_per_s, top(r)) {
+        (Some(x), _) => format!("saturated: throughput fell at {} req/s", rate(x)),
+        (None, Some(t)) if !t.saturation_signals.is_empty() => format!(
+            "saturated at the top level, {} req/s: {}",
+            rate(t.offered_rate_per_s),
+            t.saturation_signals.join("; ")
+        ),
+        (None, Some(t)) => format!(
+            "not shown to reach saturation: the top level, {} req/s, showed no saturation signal (give a higher --capacity, or more --levels)",
+            rate(t.offered_rate_per_s)
+        ),
+        (None, None) => "no level ran".to_string(),
+    };
+    let met =
+        r.points.len() >= 10 && lowest.is_some_and(|l| l <= 0.1 + 1e-9) && reached_saturation(r);
+    let detail = format!(
+        "{} levels from {:.0} % to {:.0} %; {reached}",
+        r.points.len(),
+        lowest.unwrap_or(0.0) * 100.0,
+        highest.unwrap_or(0.0) * 100.0
+    );
+    (met, detail)
+}
+
+/// The one-line answer: knee, saturation, and the optimal point with the SLO it is under
+/// (and whether it met it on its observed values only).
+fn answer(r: &CurveResult) -> String {
     if r.points.is_empty() {
         return "no level of the curve ran".into();
     }
@@ -218,21 +304,25 @@ fn answer(r: &CurveResult, o: &Options) -> String {
     let optimal = r.optimal_rate_per_s.and_then(|x| {
         let p = r.points.iter().find(|p| p.offered_rate_per_s == x)?;
         Some(format!(
-            "{} req/s ({} tok/s)",
+            "{} req/s ({} tok/s{})",
             rate(x),
-            thousands(p.achieved_tokens_per_s)
+            thousands(p.achieved_tokens_per_s),
+            if p.slo_reading.as_deref() == Some("observed") {
+                "; met on its observed values: too few requests for a 95 % decision"
+            } else {
+                ""
+            }
         ))
     });
+    let (best, none) = match &r.slo {
+        Some(slo) => (format!("under the SLO {slo}"), "no level met it"),
+        None => ("below the knee".to_string(), "none"),
+    };
     format!(
-        "knee at {}, saturation at {}, best {}: {}",
+        "knee at {}, saturation at {}, best {best}: {}",
         at(r.knee_rate_per_s).unwrap_or_else(|| "none (P99 never doubled)".into()),
         at(r.saturation_rate_per_s).unwrap_or_else(|| "none (throughput never fell)".into()),
-        if o.slo.is_some() {
-            "under the SLO"
-        } else {
-            "below the knee"
-        },
-        optimal.unwrap_or_else(|| "none".into())
+        optimal.unwrap_or_else(|| none.into())
     )
 }
 
@@ -252,20 +342,12 @@ fn compliance(
         d >= 60.0,
         format!("{d:.0} s per level"),
     );
-    let lowest = r.points.first().map(|p| p.share);
-    let highest = r.points.last().map(|p| p.share);
+    let (to_saturation, detail) = levels_to_saturation(r);
     c.must(
         "5.3.2",
         "at least 10 load levels from 10 % of estimated capacity to saturation",
-        r.points.len() >= 10
-            && lowest.is_some_and(|l| l <= 0.1 + 1e-9)
-            && highest.is_some_and(|h| h >= 1.0),
-        format!(
-            "{} levels from {:.0} % to {:.0} %",
-            r.points.len(),
-            lowest.unwrap_or(0.0) * 100.0,
-            highest.unwrap_or(0.0) * 100.0
-        ),
+        to_saturation,
+        detail,
     );
     c.must(
         "5.3.2",
@@ -277,14 +359,10 @@ fn compliance(
         "5.3.3",
         "capacity estimated by a preliminary throughput test or published figures",
         r.capacity_rate_per_s.is_some(),
-        match r.capacity_source.as_str() {
-            "given" => "--capacity".to_string(),
-            _ => format!(
-                "closed-loop estimate: {}",
-                r.capacity_rate_per_s
-                    .map(|x| format!("{} req/s", rate(x)))
-                    .unwrap_or_else(|| "not reached".into())
-            ),
+        match (r.capacity_rate_per_s, r.capacity_source.as_str()) {
+            (None, _) => "not reached".to_string(),
+            (Some(x), "") => format!("{} req/s", rate(x)),
+            (Some(x), source) => format!("{} req/s: {source}", rate(x)),
         },
     );
     c.must("5.3.3", "levels run in ascending order", true, "ascending");
@@ -325,6 +403,8 @@ mod tests {
             cancelled: 0,
             queue: "stable".into(),
             slo_met: None,
+            slo_reading: None,
+            saturation_signals: Vec::new(),
         }
     }
 
@@ -352,5 +432,114 @@ mod tests {
         r.points[4] = p(5.0, 287.0, 5.0, 3000.0);
         read_curve(&mut r);
         assert_eq!(r.saturation_rate_per_s, None);
+    }
+
+    /// An SLO check of one percentile term, `met` of `trials` within the bound against
+    /// `target`, with the interval and verdict `slo_check` gives it.
+    fn check(met: u64, trials: u64, target: f64) -> SloCheck {
+        use crate::stats::interval::{slo_verdict, wilson};
+        let verdict = slo_verdict(met, trials, target, 0.95).unwrap_or(SloVerdict::Fail);
+        SloCheck {
+            spec: "p99(ttft_ms)<=10000".into(),
+            confidence: 0.95,
+            terms: vec![crate::procedure::slo_check::TermCheck {
+                term: "p99(ttft_ms)<=10000".into(),
+                met,
+                trials,
+                target: Some(target),
+                interval: wilson(met, trials, 0.95),
+                observed: None,
+                verdict,
+            }],
+            verdict,
+        }
+    }
+
+    /// Issue 19, item 3: `test curve --quick --slo 'p99(ttft_ms)<=10000'`, every P99 at
+    /// 11-39 ms. A 6-s level at 1.2 req/s has 7 requests, all within 10 s: Wilson 95 %
+    /// (7 ÷ (7 + 1.96²) = 0.646, 1] straddles 0.99, undecided, which the old reading
+    /// (`verdict == Pass`) called a miss at every level: optimal "none". Read on the observed
+    /// values, 7 of 7 = 100 % ≥ 99 %: met. 989 of 1,000 (Wilson (0.980, 0.994), undecided)
+    /// is 98.9 % < 99 %: missed. 990 of 1,000 (99.0 %, Wilson upper 0.995) is met. 900 of
+    /// 1,000 (Wilson upper 0.917 < 0.99) is missed on its interval.
+    #[test]
+    fn an_undecided_level_is_read_on_its_observed_values() {
+        let few = check(7, 7, 0.99);
+        assert_eq!(few.verdict, SloVerdict::Undecided);
+        assert_ne!(few.verdict, SloVerdict::Pass, "the old reading: missed");
+        assert_eq!(
+            slo_reading(Some(&few)),
+            (Some(true), Some("observed".to_string()))
+        );
+        assert_eq!(check(989, 1000, 0.99).verdict, SloVerdict::Undecided);
+        assert_eq!(slo_reading(Some(&check(989, 1000, 0.99))).0, Some(false));
+        assert_eq!(slo_reading(Some(&check(990, 1000, 0.99))).0, Some(true));
+        assert_eq!(
+            slo_reading(Some(&check(900, 1000, 0.99))),
+            (Some(false), Some("interval".to_string()))
+        );
+        assert_eq!(slo_reading(None), (None, None));
+        // The sweep: three such levels (100, 200, 300 tok/s), each met on its observed
+        // values. The optimal point is the highest throughput among them, 3 req/s, under the
+        // SLO (before: none, every level "missed").
+        let mut r = CurveResult {
+            slo: Some("p99(ttft_ms)<=10000".into()),
+            points: vec![
+                p(1.0, 100.0, 5.0, 11.0),
+                p(2.0, 200.0, 5.0, 25.0),
+                p(3.0, 300.0, 5.0, 39.0),
+            ],
+            ..Default::default()
+        };
+        for x in &mut r.points {
+            (x.slo_met, x.slo_reading) = slo_reading(Some(&few));
+        }
+        read_curve(&mut r);
+        assert_eq!(r.optimal_rate_per_s, Some(3.0));
+        assert_eq!(r.optimal_basis.as_deref(), Some("slo"));
+        let a = answer(&r);
+        assert!(
+            a.ends_with("best under the SLO p99(ttft_ms)<=10000: 3 req/s (300 tok/s; met on its observed values: too few requests for a 95 % decision)"),
+            "{a}"
+        );
+    }
+
+    /// Issue 19, item 6: twelve levels from 10 % to 120 % of the capacity used to meet "10
+    /// levels from 10 % to saturation" by their shares alone. With no fall in throughput and
+    /// no saturation signal at the top level (120 %, 12 req/s) the sweep did not reach
+    /// saturation: not met. A signal at the top level, or a fall, meets it.
+    #[test]
+    fn levels_to_saturation_need_the_sweep_to_saturate() {
+        let mut r = CurveResult {
+            points: shares(12)
+                .into_iter()
+                .map(|sh| CurvePoint {
+                    share: sh,
+                    ..p(10.0 * sh, 1000.0 * sh, 5.0, 100.0)
+                })
+                .collect(),
+            ..Default::default()
+        };
+        let (met, detail) = levels_to_saturation(&r);
+        assert!(!met, "{detail}");
+        assert!(
+            detail.starts_with("12 levels from 10 % to 120 %; not shown to reach saturation: the top level, 12 req/s,"),
+            "{detail}"
+        );
+        r.points[11].saturation_signals =
+            vec!["queue growth: in flight rose 40.0 requests over 5 s (p = 1.0e-4)".into()];
+        assert!(levels_to_saturation(&r).0);
+        r.points[11].saturation_signals.clear();
+        r.saturation_rate_per_s = Some(11.0);
+        assert_eq!(
+            levels_to_saturation(&r),
+            (
+                true,
+                "12 levels from 10 % to 120 %; saturated: throughput fell at 11 req/s".to_string()
+            )
+        );
+        // Nine levels are too few whatever they show.
+        r.points.truncate(9);
+        assert!(!levels_to_saturation(&r).0);
     }
 }

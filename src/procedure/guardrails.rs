@@ -5,7 +5,11 @@
 //! Configurations are targets (`--target baseline=URL --target input=URL …`); the one named
 //! `baseline` (else the first) is the reference. Every configuration gets the same offered
 //! loads (shares of the *baseline's* capacity) so their latencies compare at equal load;
-//! maximum throughput is each configuration's own closed-loop estimate. Overheads are the
+//! maximum throughput is each configuration's own throughput search (5.2, open loop, on
+//! saturation alone): the output throughput at the highest rate it sustained, so a filter
+//! that only adds latency costs no throughput there (at a fixed concurrency it would:
+//! throughput is concurrency ÷ latency). The baseline's sustained rate is the capacity the
+//! shares are of. Overheads are the
 //! draft's: input filter = TTFT(input) − TTFT(baseline), total = E2E(full) − E2E(baseline),
 //! at the P50 of the 50 % level.
 
@@ -13,7 +17,7 @@ use super::compliance::Checklist;
 use super::level::{rate, Bench, LevelOutcome, LevelSpec, Load, Role, Stop};
 use super::report::Finding;
 use super::session::Session;
-use super::throughput::thousands;
+use super::throughput::{capacity_of, saturation_search, thousands, ThroughputResult};
 use super::{common_parameters, Options};
 use serde::{Deserialize, Serialize};
 
@@ -36,11 +40,46 @@ pub struct GuardrailRow {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GuardrailCapacity {
     pub configuration: String,
-    pub level: usize,
-    /// Closed-loop output throughput, tokens per second.
+    /// Index in `levels` of the highest rate the configuration's throughput search
+    /// sustained; null when it sustained none.
+    pub level: Option<usize>,
+    /// Output tokens per second at that level (its steady window); 0 when none.
     pub max_output_tokens_per_s: f64,
-    /// Relative to the baseline (−0.2 = 20 % less); `None` for the baseline.
+    /// The highest rate the search sustained, requests per second.
+    #[serde(default)]
+    pub max_rate_per_s: Option<f64>,
+    /// How the configuration's search ended, in words.
+    #[serde(default)]
+    pub search: String,
+    /// Relative to the baseline (−0.2 = 20 % less); `None` for the baseline, and for a
+    /// configuration whose search sustained no rate.
     pub reduction: Option<f64>,
+}
+
+/// Table 14's row of one configuration from its throughput search.
+pub fn capacity_row(configuration: &str, found: &ThroughputResult) -> GuardrailCapacity {
+    GuardrailCapacity {
+        configuration: configuration.into(),
+        level: found.sustainable_level,
+        max_output_tokens_per_s: found.max_output_tokens_per_s.unwrap_or(0.0),
+        max_rate_per_s: found.sustainable_rate_per_s,
+        search: found.search.clone(),
+        reduction: None,
+    }
+}
+
+/// Each configuration's maximum throughput relative to the baseline's (−0.2 = 20 % less).
+pub fn reductions(rows: &mut [GuardrailCapacity], baseline: &str) {
+    let base = rows
+        .iter()
+        .find(|x| x.configuration == baseline && x.level.is_some())
+        .map(|x| x.max_output_tokens_per_s)
+        .filter(|b| *b > 0.0);
+    for x in rows.iter_mut().filter(|x| x.configuration != baseline) {
+        x.reduction = base
+            .filter(|_| x.level.is_some())
+            .map(|b| x.max_output_tokens_per_s / b - 1.0);
+    }
 }
 
 /// `result` of a guardrail test.
@@ -120,46 +159,16 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
     let c = o.estimate_concurrency.max(1);
     let mut baseline_rps = None;
     if stop.is_none() {
-        for name in &order {
-            let mut spec = LevelSpec::new(
-                format!("{name}: estimate at concurrency {c}"),
-                Role::Estimate,
-                Load::Concurrency { concurrency: c },
-                o.calibration(),
-            );
-            spec.target = Some(name.clone());
-            match s.measure(spec) {
-                Ok(l) => {
-                    let tput = l.summary.steady_state.output_tokens_per_s;
-                    if *name == baseline {
-                        baseline_rps = Some(l.summary.steady_state.requests_per_s);
-                    }
-                    result.capacity.push(GuardrailCapacity {
-                        configuration: name.clone(),
-                        level: l.index,
-                        max_output_tokens_per_s: tput,
-                        reduction: None,
-                    });
-                }
-                Err(e) => {
-                    stop = Some(e);
-                    break;
-                }
-            }
-        }
+        let (rows, base, stopped) = max_throughputs(&mut s, o, &order, &baseline);
+        result.capacity = rows;
+        baseline_rps = base;
+        stop = stopped;
     }
     let base_tput = result
         .capacity
         .iter()
         .find(|x| x.configuration == baseline)
         .map(|x| x.max_output_tokens_per_s);
-    for x in result.capacity.iter_mut() {
-        if x.configuration != baseline {
-            x.reduction = base_tput
-                .filter(|b| *b > 0.0)
-                .map(|b| x.max_output_tokens_per_s / b - 1.0);
-        }
-    }
     result.baseline_capacity_rate_per_s = baseline_rps;
     if let (Some(cap), None) = (baseline_rps.filter(|r| *r > 0.0), &stop) {
         'outer: for &share in &shares {
@@ -241,7 +250,7 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
                     .total_cmp(&b.reduction.unwrap_or(0.0))
             });
         format!(
-            "baseline {} tok/s{}{}{}",
+            "max throughput (throughput search): baseline {} tok/s{}{}{}",
             thousands(base_tput.unwrap_or(0.0)),
             worst
                 .map(|w| format!(
@@ -275,10 +284,42 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
             "configurations": order,
             "shares": shares,
             "level_duration_s": duration.as_secs_f64(),
+            "search_level_duration_s": o.duration(60.0, 6.0).as_secs_f64(),
             "estimate_concurrency": c,
         }),
         stopped: stop.map(|e| e.to_string()),
     }
+}
+
+/// Table 14: the throughput search on each configuration in turn (`order`, the baseline
+/// first), each on its own target: its reference too, so a filter's added latency is its
+/// own low-load latency rather than a blow-up. The rows with their reductions, the
+/// baseline's sustained rate (what the shares are of), and the stop if a level could not
+/// run.
+fn max_throughputs(
+    s: &mut Session,
+    o: &Options,
+    order: &[String],
+    baseline: &str,
+) -> (Vec<GuardrailCapacity>, Option<f64>, Option<Stop>) {
+    let mut rows = Vec::new();
+    let mut baseline_rps = None;
+    let mut stop = None;
+    for name in order {
+        s.target = Some(name.clone());
+        let (found, stopped) = saturation_search(s, o);
+        if name == baseline {
+            baseline_rps = capacity_of(&found).map(|x| x.rate_per_s);
+        }
+        rows.push(capacity_row(name, &found));
+        if stopped.is_some() {
+            stop = stopped;
+            break;
+        }
+    }
+    s.target = None;
+    reductions(&mut rows, baseline);
+    (rows, baseline_rps, stop)
 }
 
 fn row(name: &str, share: f64, r: f64, l: &LevelOutcome) -> GuardrailRow {
@@ -400,7 +441,7 @@ fn compliance(
 
 #[cfg(test)]
 mod tests {
-    use super::filters_of;
+    use super::*;
 
     #[test]
     fn configuration_names_state_their_filters() {
@@ -409,5 +450,41 @@ mod tests {
         assert_eq!(filters_of("output"), Some((false, true)));
         assert_eq!(filters_of("full"), Some((true, true)));
         assert_eq!(filters_of("guarded"), None);
+    }
+
+    /// Issue 19, item 7: 8 slots, TTFT 50 ms then 10 ms a token, 64-token answers: a
+    /// request takes 50 + 63 × 10 = 680 ms, capacity 8 ÷ 0.68 = 11.76 req/s, 752.9 tok/s.
+    /// An input filter adds 40 ms before the queue and takes no capacity. The old Table 14
+    /// read each configuration's fixed-concurrency level (concurrency 8): throughput is
+    /// concurrency ÷ latency, 8 ÷ 0.72 = 11.11 req/s, 711.1 tok/s, and the filter showed
+    /// 711.1 ÷ 752.9 − 1 = −5.6 %. Each configuration's throughput search sustains the same
+    /// 11.76 req/s (the searches' levels measured 752.6 and 750.1 tok/s): −0.3 %.
+    #[test]
+    fn max_throughput_is_the_searchs_answer_not_a_fixed_concurrency() {
+        let found = |estimate: f64, tokens: f64, level: usize| ThroughputResult {
+            estimate_rate_per_s: Some(estimate),
+            sustainable_rate_per_s: Some(11.76),
+            failing_rate_per_s: Some(12.35),
+            max_output_tokens_per_s: Some(tokens),
+            sustainable_level: Some(level),
+            converged: true,
+            search: "between 11.76 (passed) and 12.35 req/s (failed), within 5 %".into(),
+            ..Default::default()
+        };
+        let mut rows = vec![
+            capacity_row("baseline", &found(11.76, 752.6, 6)),
+            capacity_row("input", &found(11.11, 750.1, 14)),
+            capacity_row("output", &ThroughputResult::default()),
+        ];
+        reductions(&mut rows, "baseline");
+        assert_eq!(rows[0].reduction, None);
+        assert_eq!(rows[1].level, Some(14));
+        assert_eq!(rows[1].max_rate_per_s, Some(11.76));
+        // 750.1 ÷ 752.6 − 1 = −0.332 %, where the estimates' 11.11 ÷ 11.76 − 1 = −5.5 %.
+        let r = rows[1].reduction.unwrap();
+        assert!((r - (750.1 / 752.6 - 1.0)).abs() < 1e-12, "{r}");
+        assert!(r.abs() < 0.005, "{r}");
+        // A configuration whose search sustained nothing has no reduction to report.
+        assert_eq!((rows[2].level, rows[2].reduction), (None, None));
     }
 }

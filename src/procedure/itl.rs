@@ -1,11 +1,13 @@
-//! 5.4 Inter-Token Latency Distribution at 25, 50, 75 and 90 % of capacity (Table 6 per
-//! level), with per-request jitter and longest pause, and the distribution's shape.
+//! 5.4 Inter-Token Latency Distribution at 25, 50, 75 and 90 % of saturation (Table 6 per
+//! level), with per-request jitter and longest pause, and the distribution's shape. The
+//! shares are of `--capacity`, else of the throughput search's answer (5.2: the highest rate
+//! sustained), not of a short closed-loop estimate.
 
 use super::compliance::Checklist;
 use super::level::{rate, Bench, LevelOutcome, LevelSpec, Load, Role, Stop};
 use super::report::Finding;
 use super::session::Session;
-use super::throughput::estimate;
+use super::throughput::capacity;
 use super::{common_parameters, Options};
 use crate::metrics::Distribution;
 use crate::record::{Phase, RequestRecord};
@@ -42,7 +44,15 @@ pub struct ItlLevel {
 /// `result` of an ITL test.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ItlResult {
+    /// The saturation throughput the shares are of, requests per second.
     pub capacity_rate_per_s: Option<f64>,
+    /// Where it came from: `given (--capacity)` or the throughput search's answer.
+    #[serde(default)]
+    pub capacity_source: String,
+    /// A rate above it saturated (or it was given): the shares are of saturation, not of a
+    /// lower bound on it.
+    #[serde(default)]
+    pub capacity_saturated: bool,
     /// How gaps were timed (4.6.3): chunk timing, distributed, or server-side.
     pub measurement_method: String,
     pub levels: Vec<ItlLevel>,
@@ -123,10 +133,13 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
     let shares = o.load_shares.clone().unwrap_or_else(|| SHARES.to_vec());
     let mut result = ItlResult::default();
     let mut stop: Option<Stop> = None;
-    match estimate(&mut s, o) {
+    match capacity(&mut s, o) {
         Err(e) => stop = Some(e),
-        Ok(cap) => {
+        Ok(found) => {
+            let cap = found.rate_per_s;
             result.capacity_rate_per_s = Some(cap);
+            result.capacity_source = found.source;
+            result.capacity_saturated = found.saturated;
             for &share in &shares {
                 let r = cap * share;
                 let spec = LevelSpec::new(
@@ -221,14 +234,22 @@ fn compliance(
     c.should(
         "5.4.2",
         "several load levels: 25, 50, 75, 90 % of saturation (RECOMMENDED)",
-        SHARES.iter().all(|s| shares.contains(s)),
+        SHARES.iter().all(|s| shares.contains(s)) && r.capacity_saturated,
         format!(
-            "{} % of the capacity estimate",
+            "{} % of {}{}",
             shares
                 .iter()
                 .map(|s| format!("{:.0}", s * 100.0))
                 .collect::<Vec<_>>()
-                .join(", ")
+                .join(", "),
+            r.capacity_rate_per_s
+                .map(|c| format!("{} req/s", rate(c)))
+                .unwrap_or_else(|| "no capacity".into()),
+            if r.capacity_source.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", r.capacity_source)
+            }
         ),
     );
     c.must(

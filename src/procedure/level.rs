@@ -104,6 +104,10 @@ pub enum WarmupChoice {
     /// None, and the next level still gets the configured warm-up: the single request that
     /// measures the server's own speed before the warm-up is sized from it.
     Cold,
+    /// None, and the level does not take the test's warm-up: a calibration level (the
+    /// concurrency-1 reference, the closed-loop capacity estimate) runs at a load of its
+    /// own, so the test warms up at the load of its own first level instead.
+    Calibration,
 }
 
 /// What a procedure asks the bench to run.
@@ -134,6 +138,19 @@ pub struct LevelSpec {
 }
 
 impl LevelSpec {
+    /// A calibration level (see [`WarmupChoice::Calibration`]) of `load` for `duration`.
+    pub fn calibration(
+        label: impl Into<String>,
+        role: Role,
+        load: Load,
+        duration: Duration,
+    ) -> Self {
+        Self {
+            warmup: WarmupChoice::Calibration,
+            ..Self::new(label, role, load, duration)
+        }
+    }
+
     /// A level of `load` for `duration`, no overrides.
     pub fn new(label: impl Into<String>, role: Role, load: Load, duration: Duration) -> Self {
         Self {

@@ -61,6 +61,34 @@ pub struct LongContextResult {
 
 /// The default lengths: powers of two from `min(1024, longest / 8)` up to `longest`, and
 /// `longest` itself.
+/// The prompt lengths the test runs for answers of `output` tokens, and where their limit
+/// came from.
+pub fn lengths(o: &Options, output: u32) -> (Vec<u32>, String) {
+    match (&o.lengths, o.context_tokens) {
+        (Some(l), _) => (l.clone(), "--lengths".to_string()),
+        (None, Some(ctx)) => {
+            // The chat template and special tokens need room: a tenth, at least 32.
+            let longest = ((ctx as f64 * 0.9) as u32)
+                .saturating_sub(32)
+                .saturating_sub(output);
+            (
+                default_lengths(longest),
+                format!("the server's context of {ctx} tokens, less the output and template room: {longest}"),
+            )
+        }
+        (None, None) => (
+            default_lengths(32_768),
+            "32,768 (the server did not say its context limit; give --context-tokens or --lengths)"
+                .to_string(),
+        ),
+    }
+}
+
+/// The output tokens of every request of the test.
+pub fn output_tokens(o: &Options) -> u32 {
+    o.output_tokens.unwrap_or(if o.quick { 32 } else { 256 })
+}
+
 pub fn default_lengths(longest: u32) -> Vec<u32> {
     let longest = longest.max(16);
     let mut start = 1024u32.min(longest / 8).max(16);
@@ -89,27 +117,10 @@ fn at_length(tokens: u32, output: u32) -> Scenario {
 /// Runs the test.
 pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
     let mut s = Session::new(bench, o.slo.clone());
-    let output = o.output_tokens.unwrap_or(if o.quick { 32 } else { 256 });
+    let output = output_tokens(o);
     let concurrency = o.length_concurrency.max(1);
     let requests = o.requests_per_length.unwrap_or(o.count(20, 5));
-    let (lengths, limit) = match (&o.lengths, o.context_tokens) {
-        (Some(l), _) => (l.clone(), "--lengths".to_string()),
-        (None, Some(ctx)) => {
-            // The chat template and special tokens need room: a tenth, at least 32.
-            let longest = ((ctx as f64 * 0.9) as u32)
-                .saturating_sub(32)
-                .saturating_sub(output);
-            (
-                default_lengths(longest),
-                format!("the server's context of {ctx} tokens, less the output and template room: {longest}"),
-            )
-        }
-        (None, None) => (
-            default_lengths(32_768),
-            "32,768 (the server did not say its context limit; give --context-tokens or --lengths)"
-                .to_string(),
-        ),
-    };
+    let (lengths, limit) = lengths(o, output);
     let mut result = LongContextResult {
         context_limit: limit,
         output_tokens: output,

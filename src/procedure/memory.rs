@@ -52,6 +52,11 @@ pub struct MemoryResult {
     pub capacity_concurrency: Option<u32>,
     /// "given" or "5.5 search".
     pub capacity_source: String,
+    /// From the 5.5 search: whether a concurrency above the capacity failed its criteria
+    /// (false: every concurrency up to `--concurrency-limit` passed, so the "100 %" level is
+    /// the search's limit, not the server's capacity). Null when given.
+    #[serde(default)]
+    pub capacity_saturated: Option<bool>,
     /// Where preemptions come from, or why they are not measured.
     pub preemption_source: String,
     pub levels: Vec<MemoryRow>,
@@ -75,6 +80,7 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
             result.capacity_source = "5.5 search".into();
             let (found, stopped, _, _) = capacity::find(&mut s, o);
             stop = stopped;
+            result.capacity_saturated = Some(found.failing_concurrency.is_some());
             found.max_concurrency
         }
     };
@@ -170,6 +176,13 @@ fn count(v: Option<f64>) -> String {
         .unwrap_or_else(|| "not measured".into())
 }
 
+/// Whether the 100 % level is the concurrent capacity: given, or found by a 5.5 search in
+/// which a concurrency above it failed. A search whose every level passed up to its limit
+/// found no capacity, only a lower bound on it.
+pub fn capacity_determined(r: &MemoryResult) -> bool {
+    r.capacity_concurrency.is_some() && r.capacity_saturated != Some(false)
+}
+
 fn compliance(
     s: &Session,
     o: &Options,
@@ -182,13 +195,18 @@ fn compliance(
     c.must(
         "5.8.3",
         "maximum concurrent capacity determined by 5.5",
-        r.capacity_concurrency.is_some(),
+        capacity_determined(r),
         format!(
-            "{} ({})",
+            "{} ({}){}",
             r.capacity_concurrency
                 .map(|c| c.to_string())
                 .unwrap_or_else(|| "not found".into()),
-            r.capacity_source
+            r.capacity_source,
+            if r.capacity_saturated == Some(false) {
+                "; no concurrency failed up to the search's limit, so it is a lower bound, not the capacity (raise --concurrency-limit)"
+            } else {
+                ""
+            }
         ),
     );
     let d = duration.as_secs_f64();
@@ -211,4 +229,31 @@ fn compliance(
         r.preemption_source.clone(),
     );
     c.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 19, item 6: a 5.5 search whose every level passed up to `--concurrency-limit`
+    /// 512 reports 512 as the capacity, and the old check ("a capacity was found") called
+    /// the MUST met; it is a lower bound, not met. With 256 failing it is met, and a given
+    /// capacity is taken as stated.
+    #[test]
+    fn a_capacity_search_that_never_failed_did_not_determine_the_capacity() {
+        let mut r = MemoryResult {
+            capacity_concurrency: Some(512),
+            capacity_source: "5.5 search".into(),
+            capacity_saturated: Some(false),
+            ..Default::default()
+        };
+        assert!(!capacity_determined(&r));
+        r.capacity_concurrency = Some(128);
+        r.capacity_saturated = Some(true);
+        assert!(capacity_determined(&r));
+        r.capacity_saturated = None;
+        assert!(capacity_determined(&r), "given");
+        r.capacity_concurrency = None;
+        assert!(!capacity_determined(&r));
+    }
 }

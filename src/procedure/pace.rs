@@ -257,7 +257,9 @@ fn probe_capacity(
     let secs = (n / pace.sync_rate_per_s)
         .max(o.calibration().as_secs_f64())
         .min(pace.max_level_s);
-    let mut spec = LevelSpec::new(
+    // A calibration level: it never takes the test's warm-up at its own concurrency (the
+    // anchor before it took it, at concurrency 1).
+    let mut spec = LevelSpec::calibration(
         format!("estimate: concurrency {c}"),
         Role::Estimate,
         Load::Concurrency { concurrency: c },

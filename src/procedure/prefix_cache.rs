@@ -9,14 +9,22 @@
 //!   and without caching;
 //! - earlier runs (`--from off=RUN --from on=RUN`): composed without running anything.
 //!
-//! "Identical workload": every level has the same seed and request count, and warm-up
-//! requests come from a separate stream, so each level sends the same requests in the same
+//! "Identical workload": the off and cold levels have the same seed and request count, and
+//! warm-up requests come from a separate stream, so both send the same requests in the same
 //! order. The cold level first asks the server to drop its cache (vLLM
 //! `/reset_prefix_cache`, SGLang `/flush_cache`, llama.cpp slot erase); the report says
-//! whether that worked. Reduction = (TTFT off − TTFT on) / TTFT off, at the P50.
+//! whether that worked. The warm level sends *new* requests of the same workload: the same
+//! shared prefixes (code contexts, system prompt), which the cold level left in the cache,
+//! with other suffixes ([`warm_workload`]). Replaying the cold level's prompts would hit the
+//! cache for whole prompts (99 % of prompt tokens), which is a response cache, not a prefix
+//! cache; the warm level's hit rate is the shared prefixes' share of the prompt. On labelled
+//! targets the "on" deployment gets its warm-up at the cold level, after the cache is
+//! emptied: warm-up requests come from a stream of their own, whose shared prefixes are not
+//! the measured ones, so the measured prefixes are still cold. Reduction = (TTFT off − TTFT
+//! on) / TTFT off, at the P50.
 
 use super::compliance::Checklist;
-use super::level::{Bench, LevelOutcome, LevelSpec, Load, Role, Stop};
+use super::level::{Bench, LevelOutcome, LevelSpec, Load, Role, Stop, WarmupChoice};
 use super::report::Finding;
 use super::session::Session;
 use super::{common_parameters, Options};
@@ -57,6 +65,54 @@ pub struct PrefixCacheResult {
     pub throughput_improvement: Option<f64>,
 }
 
+/// The salt of the warm level's requests ([`crate::workload::Scenario::request_salt`]).
+pub const WARM_SALT: u64 = 0x5741_524D_4C56;
+
+/// The warm level's workload: the same shared prefixes as `w` at the same seed, with new
+/// requests (which ones carry a prefix, their own text and lengths) drawn with
+/// [`WARM_SALT`]; its description says so, since `run.json` does not record the salt.
+pub fn warm_workload(w: &crate::workload::WorkloadSpec) -> crate::workload::WorkloadSpec {
+    let mut warm = w.clone();
+    warm.request_salt = WARM_SALT;
+    warm.description = format!(
+        "{} (warm level: new requests sharing the cold level's prefixes, request salt {WARM_SALT:#x})",
+        w.description
+    );
+    warm
+}
+
+/// The levels to run when the test runs them (not `--from`): configuration, role, target
+/// and per-request cache switch. With `labelled`, the cache is switched by the deployment
+/// (`--target off=… --target on=…`), else per request.
+pub fn plan(labelled: bool) -> [(&'static str, Role, Option<&'static str>, Option<bool>); 3] {
+    if labelled {
+        [
+            ("Cache Disabled", Role::CacheOff, Some("off"), None),
+            ("Cache (Cold)", Role::CacheCold, Some("on"), None),
+            ("Cache (Warm)", Role::CacheWarm, Some("on"), None),
+        ]
+    } else {
+        [
+            ("Cache Disabled", Role::CacheOff, None, Some(false)),
+            ("Cache (Cold)", Role::CacheCold, None, Some(true)),
+            ("Cache (Warm)", Role::CacheWarm, None, Some(true)),
+        ]
+    }
+}
+
+/// The warm-up a level asks for. On labelled targets the cold level is the "on"
+/// deployment's first: it gets the configured warm-up like the "off" one (after the flush,
+/// from the warm-up's own stream, whose shared prefixes are not the measured ones, so the
+/// measured prefixes stay cold). Otherwise the session decides: the first level on a target
+/// is warmed up, and a per-request cold level runs on the target the off level warmed.
+pub fn warmup_of(role: Role, target: Option<&str>) -> WarmupChoice {
+    if role == Role::CacheCold && target.is_some() {
+        WarmupChoice::AsConfigured
+    } else {
+        WarmupChoice::Skip
+    }
+}
+
 /// Runs the test.
 pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
     let mut s = Session::new(bench, o.slo.clone());
@@ -78,13 +134,18 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
         );
         spec.duration = None;
         spec.requests = Some(requests);
-        spec.workload = Some(workload.clone());
+        spec.workload = Some(if role == Role::CacheWarm {
+            warm_workload(&workload)
+        } else {
+            workload.clone()
+        });
         spec.target = target.map(str::to_owned);
         spec.prefix_cache = cache;
         spec.flush_cache = role == Role::CacheCold;
+        spec.warmup = warmup_of(role, target);
         spec
     };
-    let mut plan: Vec<(String, LevelSpec)> = Vec::new();
+    let mut plan_specs: Vec<(String, LevelSpec)> = Vec::new();
     let has = |name: &str| o.targets.iter().any(|t| t == name);
     if o.from_runs.contains_key("off") && o.from_runs.contains_key("on") {
         result.mode = "earlier runs (--from)".into();
@@ -116,40 +177,23 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
             }
         }
     } else {
-        if has("off") && has("on") {
-            result.mode = "labelled targets (--target off=… --target on=…)".into();
-            plan.push((
-                "Cache Disabled".into(),
-                level("cache off", Role::CacheOff, Some("off"), None),
-            ));
-            plan.push((
-                "Cache (Cold)".into(),
-                level("cache cold", Role::CacheCold, Some("on"), None),
-            ));
-            plan.push((
-                "Cache (Warm)".into(),
-                level("cache warm", Role::CacheWarm, Some("on"), None),
-            ));
+        let labelled = has("off") && has("on");
+        result.mode = if labelled {
+            "labelled targets (--target off=… --target on=…)".into()
+        } else if o.cache_switch {
+            "per request (cache_prompt)".into()
         } else {
-            result.mode = if o.cache_switch {
-                "per request (cache_prompt)".into()
-            } else {
-                "per request (cache_prompt), which this server may ignore: give --target off=URL --target on=URL for a server started each way".into()
+            "per request (cache_prompt), which this server may ignore: give --target off=URL --target on=URL for a server started each way".into()
+        };
+        for (configuration, role, target, cache) in plan(labelled) {
+            let name = match role {
+                Role::CacheOff => "cache off",
+                Role::CacheCold => "cache cold",
+                _ => "cache warm",
             };
-            plan.push((
-                "Cache Disabled".into(),
-                level("cache off", Role::CacheOff, None, Some(false)),
-            ));
-            plan.push((
-                "Cache (Cold)".into(),
-                level("cache cold", Role::CacheCold, None, Some(true)),
-            ));
-            plan.push((
-                "Cache (Warm)".into(),
-                level("cache warm", Role::CacheWarm, None, Some(true)),
-            ));
+            plan_specs.push((configuration.to_string(), level(name, role, target, cache)));
         }
-        for (_, spec) in &plan {
+        for (_, spec) in &plan_specs {
             if let Err(e) = s.measure(spec.clone()) {
                 stop = Some(e);
                 break;
@@ -260,7 +304,7 @@ fn compliance(
         "5.7.3",
         "the identical workload in each configuration",
         true,
-        "same seed and request count; warm-up from a separate stream",
+        "off and cold: the same requests (seed, count; warm-up from a separate stream); warm: new requests of the same workload from the same shared prefixes, which the cold level left in the cache (5.7.3 step 5)",
     );
     let off_hits = s
         .levels
@@ -299,4 +343,116 @@ fn compliance(
         cold_note.unwrap_or_else(|| "no cold level".into()),
     );
     c.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tokenizer::{TiktokenTokenizer, Tokenizer};
+    use crate::workload::lengths::LengthDist;
+    use crate::workload::scenario::PrefixGroups;
+    use crate::workload::{Generator, RequestSpec, Scenario};
+
+    fn requests(w: &Scenario, n: usize) -> Vec<RequestSpec> {
+        let tok = TiktokenTokenizer::cl100k();
+        let mut g = Generator::new(w, 42, &tok, None).unwrap();
+        (0..n).map(|_| g.next_request(&tok).unwrap()).collect()
+    }
+
+    fn prompt(r: &RequestSpec) -> &str {
+        r.messages.last().map_or("", |m| m.1.as_str())
+    }
+
+    /// Bytes of `a` that `b` starts with too.
+    fn common(a: &str, b: &str) -> usize {
+        a.char_indices()
+            .zip(b.chars())
+            .find(|((_, x), y)| x != y)
+            .map_or(a.len().min(b.len()), |((i, _), _)| i)
+    }
+
+    /// The share of `later`'s prompt tokens a prefix cache holding `earlier`'s prompts
+    /// serves: each prompt's longest common start with an earlier one, in tokens.
+    fn cached_share(earlier: &[RequestSpec], later: &[RequestSpec]) -> f64 {
+        let tok = TiktokenTokenizer::cl100k();
+        let (mut hit, mut all) = (0usize, 0usize);
+        for r in later {
+            let t = prompt(r);
+            let n = earlier
+                .iter()
+                .map(|e| common(t, prompt(e)))
+                .max()
+                .unwrap_or(0);
+            hit += tok.count(&t[..n]);
+            all += tok.count(t);
+        }
+        hit as f64 / all as f64
+    }
+
+    /// Issue 19, item 5: a workload whose every prompt is one shared 500-token context and
+    /// 100 tokens of its own (600 tokens). The warm level used to replay the cold level's
+    /// 30 prompts: a cache holding them serves every prompt token (share 1.0, the 99.2 %
+    /// the issue measured). It now sends 30 new requests from the same context: the cache
+    /// serves the context, 500 ÷ 600 = 0.833 of the prompt (the space before the first own
+    /// word is shared too, 501 ÷ 600 = 0.835, and a suffix starting with a cached word
+    /// adds a token now and then).
+    #[test]
+    fn the_warm_level_shares_the_prefix_not_the_prompts() {
+        let w = Scenario {
+            prefix_groups: Some(PrefixGroups {
+                count: 1,
+                tokens: LengthDist::fixed(500),
+                share: 1.0,
+                zipf_s: 1.0,
+            }),
+            ..Scenario::fixed(100, 16)
+        };
+        let cold = requests(&w, 30);
+        assert!(cold.iter().all(|r| r.input_tokens == 600));
+        assert_eq!(
+            cached_share(&cold, &requests(&w, 30)),
+            1.0,
+            "the old replay"
+        );
+        let warm_w = warm_workload(&w);
+        assert_eq!(warm_w.request_salt, WARM_SALT);
+        assert_eq!(warm_w.prefix_groups, w.prefix_groups);
+        let warm = requests(&warm_w, 30);
+        assert!(warm
+            .iter()
+            .all(|r| cold.iter().all(|c| c.messages != r.messages)));
+        let context: String = prompt(&cold[0]).chars().take(300).collect();
+        assert!(warm.iter().all(|r| prompt(r).starts_with(&context)));
+        let share = cached_share(&cold, &warm);
+        assert!((0.82..0.86).contains(&share), "{share}");
+    }
+
+    /// Issue 19, item 5: a cold level never got a warm-up (it empties the cache), so on
+    /// labelled targets the "on" deployment measured its cold level on a server that had
+    /// run nothing, and got its warm-up only before the warm level. Its cold level now asks
+    /// for it; per request the cold level runs on the target the off level warmed.
+    #[test]
+    fn the_on_target_is_warmed_before_its_cold_level() {
+        assert_eq!(
+            warmup_of(Role::CacheCold, Some("on")),
+            WarmupChoice::AsConfigured
+        );
+        assert_eq!(warmup_of(Role::CacheCold, None), WarmupChoice::Skip);
+        assert_eq!(warmup_of(Role::CacheWarm, Some("on")), WarmupChoice::Skip);
+        // Labelled targets: the off level on "off", then cold and warm on "on"; per request
+        // the three share one target and switch `cache_prompt`.
+        let p = plan(true);
+        assert_eq!(
+            p.map(|(_, role, target, cache)| (role, target, cache)),
+            [
+                (Role::CacheOff, Some("off"), None),
+                (Role::CacheCold, Some("on"), None),
+                (Role::CacheWarm, Some("on"), None),
+            ]
+        );
+        assert_eq!(
+            plan(false)[1],
+            ("Cache (Cold)", Role::CacheCold, None, Some(true))
+        );
+    }
 }

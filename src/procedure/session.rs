@@ -107,6 +107,12 @@ pub struct Session<'a> {
     /// target) instead of extending the level: the `--quick` capacity search, whose levels
     /// on a slow server hold too few requests for any 99 % bound to be decided.
     pub observed_when_undecided: bool,
+    /// The target of every level whose spec names none (guardrails runs the throughput
+    /// search on each configuration by setting it); `None`: the test's only target.
+    pub target: Option<String>,
+    /// The workload of every level whose spec gives none (fairness runs the throughput
+    /// search on its class mix); `None`: the run's.
+    pub workload: Option<crate::workload::WorkloadSpec>,
     warmed: BTreeSet<Option<String>>,
 }
 
@@ -121,15 +127,26 @@ impl<'a> Session<'a> {
             warmup: None,
             pace: None,
             observed_when_undecided: false,
+            target: None,
+            workload: None,
             warmed: BTreeSet::new(),
         }
     }
 
-    /// Runs a level; the first level on each target gets the configured warm-up, and once
-    /// the pace is known a timed level is stretched to it ([`Pace::stretch`]).
+    /// Runs a level; the first level on each target gets the configured warm-up, at its own
+    /// load, and once the pace is known a timed level is stretched to it ([`Pace::stretch`]).
+    /// Calibration levels (the reference, the capacity estimate) run at loads of their own,
+    /// so they leave the warm-up to the first level of the test's own.
     fn run(&mut self, mut spec: LevelSpec) -> Result<(LevelSpec, LevelRun), Stop> {
+        if spec.target.is_none() {
+            spec.target = self.target.clone();
+        }
+        if spec.workload.is_none() {
+            spec.workload = self.workload.clone();
+        }
         // A cold-cache level measures from an empty cache: no warm-up may fill it. The
-        // request alone runs cold on purpose (the warm-up after it is sized from it).
+        // request alone runs cold on purpose (the warm-up after it is sized from it), and a
+        // calibration level leaves the warm-up to the level after it.
         if !self.warmed.contains(&spec.target)
             && !spec.flush_cache
             && spec.warmup == WarmupChoice::Skip
@@ -195,7 +212,7 @@ impl<'a> Session<'a> {
     /// Runs the concurrency-1 reference level and keeps its P50 end-to-end latency and its
     /// P99 latency per output token.
     pub fn reference(&mut self, duration: Duration) -> Result<(), Stop> {
-        self.reference_spec(LevelSpec::new(
+        self.reference_spec(LevelSpec::calibration(
             "reference: one request at a time",
             Role::Reference,
             Load::Concurrency { concurrency: 1 },
@@ -393,8 +410,69 @@ pub fn summary_line(o: &LevelOutcome) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::out_of_memory_failures;
+    use super::*;
     use crate::record::{FailureKind, Outcome, Phase, RequestRecord};
+
+    /// A bench that notes what each level asked for and answers with a fixture run.
+    #[derive(Default)]
+    struct Recorder {
+        asked: Vec<(WarmupChoice, Load)>,
+    }
+
+    impl Bench for Recorder {
+        fn run_level(&mut self, spec: &LevelSpec) -> Result<LevelRun, Stop> {
+            self.asked.push((spec.warmup, spec.load));
+            Ok(LevelRun {
+                run: String::new(),
+                report: crate::export::fixture::report(),
+                records: Vec::new(),
+                note: None,
+            })
+        }
+        fn progress(&mut self, _line: &str) {}
+        fn load_run(&mut self, _dir: &std::path::Path) -> Result<LevelRun, Stop> {
+            unreachable!("no --from here")
+        }
+    }
+
+    /// Issue 23: `--quick` tests warmed up at the capacity estimate's fixed concurrency (32,
+    /// against a server of 4 slots). The calibration levels now leave the warm-up to the
+    /// test's own first level, which warms up at its own load; later levels skip it.
+    #[test]
+    fn a_test_warms_up_at_its_own_first_levels_load() {
+        let d = Duration::from_secs(1);
+        let c = |n| Load::Concurrency { concurrency: n };
+        let rate = |r| Load::Rate { rate_per_s: r };
+        let mut bench = Recorder::default();
+        let mut s = Session::new(&mut bench, None);
+        s.run(LevelSpec::calibration(
+            "reference",
+            Role::Reference,
+            c(1),
+            d,
+        ))
+        .unwrap();
+        s.run(LevelSpec::calibration("estimate", Role::Estimate, c(32), d))
+            .unwrap();
+        s.run(LevelSpec::new("rate 2", Role::Bracket, rate(2.0), d))
+            .unwrap();
+        s.run(LevelSpec::new("rate 4", Role::Bracket, rate(4.0), d))
+            .unwrap();
+        assert!(
+            s.warmup.is_some(),
+            "the warm-up is the test's, for compliance"
+        );
+        drop(s);
+        assert_eq!(
+            bench.asked,
+            vec![
+                (WarmupChoice::Calibration, c(1)),
+                (WarmupChoice::Calibration, c(32)),
+                (WarmupChoice::AsConfigured, rate(2.0)),
+                (WarmupChoice::Skip, rate(4.0)),
+            ]
+        );
+    }
 
     fn failed(detail: &str, phase: Phase) -> RequestRecord {
         RequestRecord {

@@ -56,6 +56,20 @@ pub struct SloCheck {
 }
 
 impl SloCheck {
+    /// Whether the observed values meet every bound, whatever the intervals say: each
+    /// binomial term's observed share within the bound at or above its target (for
+    /// `p99(ttft_ms)<=500`: at least 99 % of the values within 500 ms, the level's own P99
+    /// within the bound), each point check passed. What a sweep reads a level by when its
+    /// interval straddles the target (too few requests to decide either way); no trials at
+    /// all is not met.
+    pub fn observed_met(&self) -> bool {
+        self.terms.iter().all(|t| match t.target {
+            Some(target) if t.trials > 0 => t.met as f64 / t.trials as f64 + 1e-12 >= target,
+            Some(_) => false,
+            None => t.verdict == SloVerdict::Pass,
+        })
+    }
+
     /// A one-line account: `met (99.6 % [99.1, 99.8] ≥ 99 %)`.
     pub fn describe(&self) -> String {
         let word = match self.verdict {
@@ -91,13 +105,9 @@ impl SloCheck {
     /// target passes when its observed share meets it (a point check keeps its own
     /// verdict). For a level too short for any interval to decide (`--quick` capacity on a
     /// slow server: 100 of 100 within a 99 % bound is undecided); pass when every bound
-    /// passes.
+    /// passes ([`SloCheck::observed_met`]).
     pub fn observed_verdict(&self) -> SloVerdict {
-        let all = self.terms.iter().all(|t| match t.target {
-            Some(target) => t.trials > 0 && t.met as f64 / t.trials as f64 + 1e-12 >= target,
-            None => t.verdict == SloVerdict::Pass,
-        });
-        if all {
+        if self.observed_met() {
             SloVerdict::Pass
         } else {
             SloVerdict::Fail

@@ -12,7 +12,7 @@
 //! rate, less what the server did not complete at that rate), beside the rate asked.
 
 use super::compliance::Checklist;
-use super::level::{rate, Bench, LevelSpec, LevelVerdict, Load, Stop};
+use super::level::{rate, Bench, LevelSpec, LevelVerdict, Load, Role, Stop};
 use super::pace::{calibrate, Pace};
 use super::report::Finding;
 use super::search::{search_concurrency, search_rate, ConcurrencyPlan, Probe, RatePlan};
@@ -81,24 +81,7 @@ pub fn estimate(s: &mut Session, o: &Options) -> Result<f64, Stop> {
 pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
     let mut s = Session::new(bench, o.slo.clone());
     let duration = o.duration(60.0, 6.0);
-    let mut result = ThroughputResult::default();
-    let setup = calibrate(&mut s, o, None, true);
-    result.reference_e2e_p50_ms = s.reference_e2e_p50_ms;
-    result.reference_ms_per_token_p99 = s.reference_ms_per_token_p99;
-    let stop = match setup {
-        Err(e) => Some(e),
-        Ok(pace) => {
-            let est = pace.capacity_rate_per_s.unwrap_or(pace.sync_rate_per_s);
-            result.estimate_rate_per_s = Some(est);
-            result.pace = Some(pace);
-            if o.closed_loop {
-                search_closed(&mut s, o, duration, &mut result)
-            } else {
-                search_open(&mut s, o, duration, est, &mut result)
-            }
-        }
-    };
-    read_sustainable(&s, o, &mut result);
+    let (result, stop) = search(&mut s, o, duration);
     let answer = answer(&result, o);
     let compliance = compliance(&s, o, duration, &result);
     Finding {
@@ -116,6 +99,131 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
         }),
         stopped: stop.map(|e| e.to_string()),
     }
+}
+
+/// The throughput search (5.2) on the session's target: the server's own pace first
+/// ([`calibrate`]: one request alone, the concurrency-1 reference, which is the blow-up
+/// signal's baseline, and the closed-loop probe unless `--capacity` gives the start), then
+/// bracket and bisect an open-loop rate (a concurrency with `--closed-loop`: `search_open`,
+/// `search_closed`), each level stretched to the pace and judged by saturation and the
+/// session's SLO. The result holds the sustainable level's figures (`read_sustainable`);
+/// the stop, when a level could not run. `servebench test throughput` is this search;
+/// guardrails runs it per configuration, and [`capacity`] for the tests whose levels are
+/// shares of saturation.
+pub fn search(
+    s: &mut Session,
+    o: &Options,
+    duration: Duration,
+) -> (ThroughputResult, Option<Stop>) {
+    let mut result = ThroughputResult::default();
+    // Each target has its own pace and reference (guardrails searches every configuration
+    // in turn): a pace measured on another target is measured again on this one.
+    let other_target = s
+        .levels
+        .iter()
+        .rev()
+        .find(|l| l.role == Role::Alone)
+        .is_some_and(|l| l.target != s.target);
+    if other_target {
+        s.pace = None;
+        s.reference_e2e_p50_ms = None;
+        s.reference_ms_per_token_p99 = None;
+    }
+    let setup = calibrate(s, o, None, true);
+    result.reference_e2e_p50_ms = s.reference_e2e_p50_ms;
+    result.reference_ms_per_token_p99 = s.reference_ms_per_token_p99;
+    let stop = match setup {
+        Err(e) => Some(e),
+        Ok(pace) => {
+            let est = pace.capacity_rate_per_s.unwrap_or(pace.sync_rate_per_s);
+            result.estimate_rate_per_s = Some(est);
+            result.pace = Some(pace);
+            if o.closed_loop {
+                search_closed(s, o, duration, &mut result)
+            } else {
+                search_open(s, o, duration, est, &mut result)
+            }
+        }
+    };
+    read_sustainable(s, o, &mut result);
+    (result, stop)
+}
+
+/// The throughput search as the other tests use it: open loop and judged on saturation
+/// alone (an SLO would make "saturation" the SLO's limit, and an undecided SLO at a short
+/// level would halve the rate for nothing), at the throughput test's level length. The
+/// session's SLO is restored afterwards.
+pub fn saturation_search(s: &mut Session, o: &Options) -> (ThroughputResult, Option<Stop>) {
+    let open = Options {
+        closed_loop: false,
+        ..o.clone()
+    };
+    let slo = s.slo.take();
+    let found = search(s, &open, o.duration(60.0, 6.0));
+    s.slo = slo;
+    found
+}
+
+/// The load that levels "at N % of saturation" (5.4, 5.6), "of estimated capacity" (5.3)
+/// and "of capacity" (5.10) are shares of.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Capacity {
+    /// Requests per second.
+    pub rate_per_s: f64,
+    /// Where it came from, in words (`test.json`'s `capacity_source`).
+    pub source: String,
+    /// A rate above it failed (or it was given): it is the saturation point, not a lower
+    /// bound on it.
+    pub saturated: bool,
+}
+
+/// The capacity a throughput search found: its highest sustained rate, saturated when a
+/// rate above it failed. `None` when no rate was sustained.
+pub fn capacity_of(found: &ThroughputResult) -> Option<Capacity> {
+    let r = found.sustainable_rate_per_s.filter(|r| *r > 0.0)?;
+    let saturated = found.failing_rate_per_s.is_some();
+    Some(Capacity {
+        rate_per_s: r,
+        source: if saturated {
+            format!(
+                "throughput search: {} req/s sustained, {} req/s saturated",
+                rate(r),
+                rate(found.failing_rate_per_s.unwrap_or(r))
+            )
+        } else {
+            format!(
+                "throughput search: {} req/s sustained and nothing above it saturated (a lower bound)",
+                rate(r)
+            )
+        },
+        saturated,
+    })
+}
+
+/// `--capacity` when given, else the throughput search's answer ([`saturation_search`], run
+/// on the session first): what the shares of saturation are of. A short closed-loop
+/// estimate is only where the search starts; it measures a concurrency, not saturation.
+pub fn capacity(s: &mut Session, o: &Options) -> Result<Capacity, Stop> {
+    if let Some(r) = o.capacity_rate_per_s {
+        // The request alone and the one-at-a-time reference still run: they size the
+        // levels (the probe is skipped: `--capacity` is the capacity).
+        calibrate(s, o, None, false)?;
+        return Ok(Capacity {
+            rate_per_s: r,
+            source: "given (--capacity)".into(),
+            saturated: true,
+        });
+    }
+    let (found, stop) = saturation_search(s, o);
+    if let Some(e) = stop {
+        return Err(e);
+    }
+    capacity_of(&found).ok_or_else(|| {
+        Stop::Failed(anyhow::anyhow!(
+            "the throughput search sustained no rate ({}); give --capacity RATE",
+            found.search
+        ))
+    })
 }
 
 /// What the search's levels are judged by: the saturation signals.
@@ -183,7 +291,8 @@ fn search_closed(
     stopped
 }
 
-/// Reads Tables 3 and 4 and the sustained rate off the sustainable level.
+/// Reads Tables 3 and 4 and the sustained rate off the last passing level at the
+/// sustainable load on the session's target.
 fn read_sustainable(s: &Session, o: &Options, result: &mut ThroughputResult) {
     let load = match (
         result.sustainable_rate_per_s,
@@ -197,7 +306,7 @@ fn read_sustainable(s: &Session, o: &Options, result: &mut ThroughputResult) {
         s.levels
             .iter()
             .rev()
-            .find(|x| x.load == l && x.verdict == LevelVerdict::Pass)
+            .find(|x| x.load == l && x.verdict == LevelVerdict::Pass && x.target == s.target)
     }) else {
         return;
     };
@@ -397,5 +506,37 @@ mod tests {
         assert_eq!(thousands(999.0), "999");
         assert_eq!(thousands(1234567.0), "1,234,567");
         assert_eq!(thousands(-1500.0), "-1,500");
+    }
+
+    /// Issue 19, item 6: the shares of saturation (5.4's 25/50/75/90 %, 5.6's 70-90 %) were
+    /// of the concurrency-32 estimate. On a server of capacity 11.76 req/s whose estimate
+    /// read 32 req/s, ITL's 25 % level ran at 8 req/s (68 % of the capacity). Now they are of
+    /// the search's answer: 11.76 sustained, 12.35 failed, so 25 % is 2.94 req/s. A search
+    /// that never saturated gives a lower bound, marked as such; one that sustained nothing
+    /// gives none.
+    #[test]
+    fn the_capacity_is_the_searchs_answer_not_the_estimate() {
+        let found = ThroughputResult {
+            estimate_rate_per_s: Some(32.0),
+            sustainable_rate_per_s: Some(11.76),
+            failing_rate_per_s: Some(12.35),
+            ..Default::default()
+        };
+        let c = capacity_of(&found).unwrap();
+        assert_eq!(c.rate_per_s, 11.76);
+        assert!((0.25 * c.rate_per_s - 2.94).abs() < 1e-12);
+        assert!(c.saturated);
+        assert_eq!(
+            c.source,
+            "throughput search: 11.76 req/s sustained, 12.35 req/s saturated"
+        );
+        let never = ThroughputResult {
+            failing_rate_per_s: None,
+            ..found.clone()
+        };
+        let c = capacity_of(&never).unwrap();
+        assert!(!c.saturated);
+        assert!(c.source.ends_with("(a lower bound)"), "{}", c.source);
+        assert_eq!(capacity_of(&ThroughputResult::default()), None);
     }
 }

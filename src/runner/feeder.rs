@@ -45,6 +45,17 @@ pub fn lookahead_for(load: crate::config::LoadPattern) -> usize {
     .min(8192)
 }
 
+#[cfg(test)]
+impl Feed {
+    /// A feed that reads from `rx` (unit tests).
+    pub fn for_tests(rx: mpsc::Receiver<Vec<PreparedRequest>>) -> Self {
+        Feed {
+            rx: Arc::new(Mutex::new(rx)),
+            error: Arc::new(std::sync::Mutex::new(None)),
+        }
+    }
+}
+
 /// Starts generating requests; stops when the feed is dropped. A workload error ends the
 /// feed and is left in `Feed::error`.
 ///

@@ -7,9 +7,11 @@
 //! that is `metrics`' job.
 
 pub mod cpu;
+pub mod dashboard;
 pub mod feeder;
 pub mod host_net;
 pub mod phase;
+pub mod plan;
 pub mod preflight;
 pub mod profile;
 pub mod progress;
@@ -29,7 +31,7 @@ use crate::record::{Phase, RequestRecord};
 use crate::store::RecordWriter;
 use crate::tokenizer::SharedTokenizer;
 use cpu::ThreadCpu;
-use phase::{run_phase, Controls, PhaseEnd, PhasePlan, Shared};
+use phase::{run_phase, Controls, LeadIn, PhaseEnd, PhasePlan, Shared};
 use progress::{PhaseView, Progress};
 pub use ready::{wait_until_ready, ReadyError, ServerInfo};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -180,9 +182,14 @@ async fn run_async(
     };
     let progress = Progress::start(
         config.quiet,
-        counters.clone(),
-        shared.sent.clone(),
-        shared.in_flight.clone(),
+        config.live_view,
+        progress::Sources {
+            counters: counters.clone(),
+            sent: shared.sent.clone(),
+            in_flight: shared.in_flight.clone(),
+            queue_waiting: Some(collector.waiting()),
+            clock,
+        },
     );
     let ctrl_c = tokio::spawn(watch_ctrl_c(
         controls.clone(),
@@ -229,15 +236,25 @@ async fn run_async(
 
     // Warm-up (draft 4.5), from a stream of its own: the measured requests are then the
     // same sequence whatever the warm-up took (an auto warm-up's length varies), so two
-    // runs with one seed measure identical requests in the same order (draft 6.1).
+    // runs with one seed measure identical requests in the same order (draft 6.1). What it
+    // will cost is said before it starts.
+    let warm_plan = plan::warmup_plan(warm_cfg);
     let mut view = PhaseView::new("warming up", Phase::Warmup, 0);
     view.max_duration = Some(config.warmup_max);
+    view.max_requests = warm_plan.map(|p| p.requests);
+    view.planned = warm_plan
+        .and_then(|p| p.seconds)
+        .map(Duration::from_secs_f64);
+    if let (Some(p), false) = (&warm_plan, config.quiet) {
+        progress.println(&plan::describe_warmup(p, config.warmup));
+    }
     progress.phase(view);
-    let warmup = if config.warmup == crate::config::Warmup::None {
-        warmup::warm_up(
+    let (warmed, warm_feed) = if config.warmup == crate::config::Warmup::None {
+        let warmed = warmup::warm_up(
             warm_cfg, &feed, &shared, &controls, &counters, &cpu, &tokenizer,
         )
-        .await
+        .await;
+        (warmed, None)
     } else {
         let warm_feed = feeder::start(
             &config.workload,
@@ -250,7 +267,7 @@ async fn run_async(
             None,
             feeder::lookahead_for(config.load),
         )?;
-        let report = warmup::warm_up(
+        let warmed = warmup::warm_up(
             warm_cfg, &warm_feed, &shared, &controls, &counters, &cpu, &tokenizer,
         )
         .await;
@@ -262,8 +279,15 @@ async fn run_async(
         {
             return Err(RunError::Workload(e));
         }
-        report
+        (warmed, Some(warm_feed))
     };
+    // Closed loop, one machine: the measured phase carries the warm-up's load on (a
+    // lead-in) instead of starting every stream at once on an empty server.
+    let lead_in = match (config.load, shard, warm_feed, warmed.cycle) {
+        (LoadPattern::Closed { .. }, None, Some(feed), Some(cycle)) => Some(LeadIn { feed, cycle }),
+        _ => None,
+    };
+    let warmup = warmed.report.clone();
 
     // The prefill deadline of the fluidity-index, from isolated requests.
     let mut fluidity = config.fluidity.clone();
@@ -281,11 +305,16 @@ async fn run_async(
         }
         PrefillSetup::Profile(plan) if !controls.stop_sending.load(Ordering::Acquire) => {
             let lengths = profile::lengths(config, plan, &tokenizer);
-            progress.phase(PhaseView::new(
+            let mut view = PhaseView::new(
                 &format!("profiling prefill at {} lengths", lengths.len()),
                 Phase::Profile,
                 shared.sent.load(Ordering::Acquire),
-            ));
+            );
+            view.max_duration = Some(plan.budget);
+            view.planned = self::plan::profile_plan(config)
+                .and_then(|(expected, _)| expected)
+                .map(Duration::from_secs_f64);
+            progress.phase(view);
             let (curve, report, points) =
                 profile::profile(config, plan, &lengths, &shared, &tokenizer).await;
             fluidity.curve_source = report.source.clone();
@@ -316,6 +345,14 @@ async fn run_async(
     );
     view.max_requests = config.limits.requests;
     view.max_duration = config.limits.duration;
+    // At the rate the warm-up saw at this load (a shard's warm-up ran at its share).
+    let measured_rate = warmed.rate_per_s.filter(|_| shard.is_none());
+    let lead_s = lead_in
+        .as_ref()
+        .map_or(0.0, |l| l.cycle.min(phase::LEAD_IN_MAX).as_secs_f64());
+    view.planned = plan::measure_plan(config, measured_rate)
+        .seconds
+        .map(|s| Duration::from_secs_f64(s + lead_s));
     progress.phase(view);
     // Scale-out: the measured phase starts at the plan's common start, read on this
     // machine's clock shifted by its measured offset; lateness is recorded.
@@ -383,6 +420,7 @@ async fn run_async(
                 },
                 start_at,
                 shard,
+                lead_in,
             },
             feed.clone(),
             shared.clone(),

@@ -10,6 +10,10 @@
 //! in-flight requests run to completion (each bounded by `--timeout`). After the duration
 //! limit or Ctrl-C, in-flight requests get `--grace`, then are cancelled and recorded as
 //! `cancelled`, in both loops.
+//!
+//! A closed-loop measured phase after a warm-up starts with a lead-in ([`LeadIn`]): each
+//! stream first sends one more warm-up request, the streams spread over one request's time,
+//! so the measured requests start as those end, as a running closed loop starts them.
 
 use super::cpu::ThreadCpu;
 use super::feeder::Feed;
@@ -77,6 +81,38 @@ pub struct PhasePlan {
     /// Scale-out: the feed carries only this shard's ordinals; open-loop request `k` is
     /// sent at the global schedule's `k`-th time.
     pub shard: Option<crate::scaleout::shard::Shard>,
+    /// Closed loop: carry the load on from the warm-up (see [`LeadIn`]); `None`: every
+    /// stream starts at once. Ignored in open loop, whose arrivals follow their schedule.
+    pub lead_in: Option<LeadIn>,
+}
+
+/// The longest a lead-in spreads the streams' starts over. Beyond it the server queues
+/// the lead-in requests anyway and ends them one by one, which spreads the measured
+/// requests as much.
+pub const LEAD_IN_MAX: Duration = Duration::from_secs(30);
+
+/// The start of a closed-loop measured phase that follows a warm-up. Stream `k` of `n`
+/// first waits `k/n` of `cycle` (how long one request took under the warm-up's load), then
+/// sends one request from the warm-up's own stream (recorded as a warm-up request, outside
+/// the measured counts), and only then its measured requests. So the first measured
+/// requests start as warm-up requests end, spread as a running closed loop spreads them,
+/// instead of every stream at once on a server the warm-up's drain left empty: that burst
+/// was the run's own P99 TTFT. The duration limit counts from the end of the spread.
+#[derive(Clone)]
+pub struct LeadIn {
+    /// The warm-up's request stream.
+    pub feed: Feed,
+    /// How long one request took under the warm-up's load (at most [`LEAD_IN_MAX`]).
+    pub cycle: Duration,
+}
+
+impl LeadIn {
+    /// How long stream `k` of `streams` waits before its lead-in request.
+    pub fn wait(&self, k: u32, streams: u32) -> Duration {
+        self.cycle
+            .min(LEAD_IN_MAX)
+            .mul_f64(f64::from(k) / f64::from(streams.max(1)))
+    }
 }
 
 /// Shared things every request needs.
@@ -347,6 +383,27 @@ async fn follow_up_turns(ctx: &PhaseCtx, turns: Vec<PreparedRequest>, open_loop:
     }
 }
 
+/// A stream's lead-in (see [`LeadIn`]): its share of the spread, then the first turn of one
+/// session of the warm-up's stream, recorded as a warm-up request.
+async fn lead_in_request(ctx: &PhaseCtx, feed: &Feed, wait: Duration) {
+    let (mut phase_cancel, mut run_cancel) = ctx.cancels();
+    tokio::select! {
+        _ = tokio::time::sleep(wait) => {}
+        _ = phase_cancel.wait_for(|c| *c) => return,
+        _ = run_cancel.wait_for(|c| *c) => return,
+    }
+    if (ctx.should_stop)() {
+        return;
+    }
+    let Some(mut session) = feed.next().await else {
+        return;
+    };
+    session.truncate(1);
+    let Some(req) = session.pop() else { return };
+    ctx.shared.in_flight.fetch_add(1, Ordering::AcqRel);
+    run_one(&ctx.shared, req, Phase::Warmup, None, None, ctx.cancels()).await;
+}
+
 /// Why sending stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum StopReason {
@@ -374,7 +431,15 @@ pub async fn run_phase(
     };
     let sent_at_start = shared.sent.load(Ordering::Acquire);
     let (phase_cancel_tx, phase_cancel) = watch::channel(false);
-    let duration_ns = plan.max_duration.map(|d| d.as_nanos() as u64);
+    let lead_in = match plan.load {
+        LoadPattern::Closed { .. } => plan.lead_in.clone(),
+        _ => None,
+    };
+    // The duration counts from the end of the lead-in's spread.
+    let lead_ns = lead_in
+        .as_ref()
+        .map_or(0, |l| l.cycle.min(LEAD_IN_MAX).as_nanos() as u64);
+    let duration_ns = plan.max_duration.map(|d| d.as_nanos() as u64 + lead_ns);
     let timed_out = move || duration_ns.is_some_and(|d| clock.now() - phase_start >= d);
     let streak = Arc::new(FailureStreak::default());
     let should_stop: Arc<dyn Fn() -> bool + Send + Sync> = {
@@ -409,10 +474,17 @@ pub async fn run_phase(
     match plan.load {
         LoadPattern::Closed { concurrency } => {
             let mut workers = tokio::task::JoinSet::new();
-            for _ in 0..concurrency.max(1) {
+            let streams = concurrency.max(1);
+            for k in 0..streams {
                 let ctx = ctx.clone();
                 let feed = feed.clone();
+                let lead = lead_in
+                    .as_ref()
+                    .map(|l| (l.feed.clone(), l.wait(k, streams)));
                 workers.spawn(async move {
+                    if let Some((warm_feed, wait)) = lead {
+                        lead_in_request(&ctx, &warm_feed, wait).await;
+                    }
                     loop {
                         if (ctx.should_stop)() || !(ctx.claim)() {
                             return;
@@ -648,6 +720,25 @@ mod tests {
         assert_eq!(s.gave_up(), None);
         s.note(Some(FailureKind::Protocol));
         assert_eq!(s.gave_up(), Some(GIVE_UP_AFTER));
+    }
+
+    #[test]
+    fn a_lead_in_spreads_the_streams_over_one_request_time() {
+        let (tx, rx) = tokio::sync::mpsc::channel(1);
+        drop(tx);
+        let lead = LeadIn {
+            feed: Feed::for_tests(rx),
+            cycle: Duration::from_secs(8),
+        };
+        assert_eq!(lead.wait(0, 4), Duration::ZERO);
+        assert_eq!(lead.wait(1, 4), Duration::from_secs(2));
+        assert_eq!(lead.wait(3, 4), Duration::from_secs(6));
+        // A server that queues: the spread stops at LEAD_IN_MAX.
+        let long = LeadIn {
+            cycle: Duration::from_secs(600),
+            ..lead
+        };
+        assert_eq!(long.wait(2, 4), LEAD_IN_MAX / 2);
     }
 
     #[test]

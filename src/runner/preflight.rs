@@ -10,6 +10,11 @@
 //! run before it starts, with the cause and the fix (exit status 2).
 //!
 //! The sender ([`Solo`]) is the warm-up probe's too: one request alone, outside any phase.
+//!
+//! Once the server is known to answer, the same short request says how fast it is
+//! ([`Speed`]): once more alone (the server is no longer cold), then [`TOGETHER`] copies at
+//! once, to see how many it serves in parallel. That is what the warm-up and the run's
+//! planned length are estimated from before they start (`runner::plan`).
 
 use crate::client::exchange::ExchangeLimits;
 use crate::client::http::Connector;
@@ -17,7 +22,8 @@ use crate::client::{execute, Exchange, Pool, PreparedRequest};
 use crate::clock::RunClock;
 use crate::config::{Endpoint, RequestOptions, Target};
 use crate::record::{FailureKind, Outcome, Phase};
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// Tries of the test request before a failure that may pass is taken as the answer.
 pub const ATTEMPTS: u32 = 3;
@@ -27,6 +33,51 @@ pub const MAX_TOKENS: u32 = 8;
 pub const LONGEST: Duration = Duration::from_secs(120);
 /// Characters of a server's answer quoted in a message.
 const QUOTED: usize = 200;
+/// Copies of the test request sent at once to see how many the server serves in parallel.
+pub const TOGETHER: u32 = 8;
+
+/// How fast the server answered the short test request: enough to estimate what a warm-up
+/// or a run will cost before it starts (`runner::plan`). Measured on a prompt of a few
+/// tokens and [`MAX_TOKENS`] output tokens, so the estimates it gives leave out the
+/// workload's prefill and are rough; the progress line corrects them as the run goes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Speed {
+    /// Time to the first token of one request alone, ms.
+    pub ttft_ms: f64,
+    /// Time per output token after the first, one request alone, ms.
+    pub ms_per_token: f64,
+    /// Requests' worth of work the server did at once when [`Speed::sent_together`] were
+    /// sent together: their count × one request's time alone ÷ the time all of them took
+    /// (1: one at a time; `sent_together`: all at once).
+    pub served_together: f64,
+    /// Requests sent together (1: not measured).
+    pub sent_together: u32,
+}
+
+impl Speed {
+    /// How long one request of `output_tokens` takes alone, ms.
+    pub fn request_ms(&self, output_tokens: f64) -> f64 {
+        (self.ttft_ms + (output_tokens - 1.0).max(0.0) * self.ms_per_token).max(1e-3)
+    }
+
+    /// How many of `streams` requests in flight the server serves at full speed: all of
+    /// them when it served (nearly) every one of [`Speed::sent_together`] at once, else as
+    /// many as it did.
+    pub fn parallel(&self, streams: f64) -> f64 {
+        let all_at_once = self.served_together >= 0.75 * f64::from(self.sent_together.max(1));
+        let p = if all_at_once {
+            streams
+        } else {
+            self.served_together.min(streams)
+        };
+        p.max(1.0)
+    }
+
+    /// Requests completed per second with `streams` in flight, each of `output_tokens`.
+    pub fn rate_per_s(&self, streams: f64, output_tokens: f64) -> f64 {
+        self.parallel(streams) * 1000.0 / self.request_ms(output_tokens)
+    }
+}
 
 /// A request outside the load (a warm-up probe, the test request), built as the load builds
 /// its own: the same route, headers, body options and parser.
@@ -127,18 +178,19 @@ impl Route {
     }
 }
 
-/// Sends the test request (again after a failure that may pass, [`ATTEMPTS`] in all).
-/// `Err`: why the server cannot be used as configured, and what to do.
+/// Sends the test request (again after a failure that may pass, [`ATTEMPTS`] in all), then
+/// measures the server's [`Speed`] with it. `Err`: why the server cannot be used as
+/// configured, and what to do; `Ok(None)`: usable, but the speed could not be measured.
 pub async fn check(
     target: &Target,
     opts: &RequestOptions,
     limits: &ExchangeLimits,
     timeout: Duration,
     route: &Route,
-) -> Result<(), String> {
+) -> Result<Option<Speed>, String> {
     let connector =
         Connector::for_target(target, false).map_err(|e| format!("{}: {e}", route.request))?;
-    let pool = Pool::new(connector);
+    let pool = Arc::new(Pool::new(connector));
     let clock = RunClock::start();
     let url = target.url.to_string();
     let solo = Solo {
@@ -154,7 +206,7 @@ pub async fn check(
     for attempt in 1..=ATTEMPTS {
         let ex = solo.send(&req, Phase::Probe).await;
         match judge(&Seen::of(&ex), route) {
-            Judged::Usable => return Ok(()),
+            Judged::Usable => return Ok(measure_speed(&solo, &pool, &req).await),
             Judged::Unusable(why) => return Err(why),
             Judged::Passing(why) => last = why,
         }
@@ -165,6 +217,85 @@ pub async fn check(
     Err(format!(
         "{ATTEMPTS} test requests failed in a row before any load was sent; the last: {last}"
     ))
+}
+
+/// The test request once more alone, timed, then [`TOGETHER`] copies at once: the server's
+/// [`Speed`]; `None` when the request alone did not stream a token.
+async fn measure_speed(solo: &Solo<'_>, pool: &Arc<Pool>, req: &PreparedRequest) -> Option<Speed> {
+    let start = Instant::now();
+    let ex = solo.send(req, Phase::Probe).await;
+    let alone = start.elapsed().as_secs_f64();
+    let (ttft_ms, ms_per_token) = timings(&ex)?;
+    let served = together(solo, pool, req, TOGETHER).await.map(|all| {
+        (f64::from(TOGETHER) * alone / all.as_secs_f64().max(1e-9)).clamp(1.0, f64::from(TOGETHER))
+    });
+    Some(Speed {
+        ttft_ms,
+        ms_per_token,
+        served_together: served.unwrap_or(1.0),
+        sent_together: if served.is_some() { TOGETHER } else { 1 },
+    })
+}
+
+/// TTFT and time per output token after the first of a completed request, ms.
+fn timings(ex: &Exchange) -> Option<(f64, f64)> {
+    let r = ex.record();
+    if !r.outcome.is_ok() {
+        return None;
+    }
+    let sent = r.sent_at?;
+    let first = r.first_token_at().or_else(|| r.first_reasoning_at())?;
+    let last = r.last_token_at().unwrap_or(first).max(first);
+    let tokens = r
+        .chunks
+        .iter()
+        .map(|c| c.tokens as usize)
+        .sum::<usize>()
+        .max(r.chunks.len());
+    let ttft_ms = first.saturating_sub(sent) as f64 / 1e6;
+    let per_token = if tokens > 1 {
+        (last - first) as f64 / 1e6 / (tokens - 1) as f64
+    } else {
+        0.0
+    };
+    Some((ttft_ms, per_token))
+}
+
+/// Sends `k` copies of `req` at once; how long until all had ended, or `None` when one of
+/// them did not complete.
+async fn together(
+    solo: &Solo<'_>,
+    pool: &Arc<Pool>,
+    req: &PreparedRequest,
+    k: u32,
+) -> Option<Duration> {
+    let start = Instant::now();
+    let mut set = tokio::task::JoinSet::new();
+    for i in 0..k {
+        let pool = pool.clone();
+        let (clock, url, limits, timeout) =
+            (*solo.clock, solo.url.to_owned(), *solo.limits, solo.timeout);
+        let req = PreparedRequest {
+            id: u64::MAX - 200 - u64::from(i),
+            ..req.clone()
+        };
+        set.spawn(async move {
+            let solo = Solo {
+                pool: &pool,
+                clock: &clock,
+                url: &url,
+                limits: &limits,
+                timeout,
+            };
+            let ex = solo.send(&req, Phase::Probe).await;
+            ex.record().outcome.is_ok()
+        });
+    }
+    let mut all_ok = true;
+    while let Some(done) = set.join_next().await {
+        all_ok &= done.unwrap_or(false);
+    }
+    all_ok.then(|| start.elapsed())
 }
 
 /// What the test request showed: enough to judge it (built by hand in tests).
@@ -559,6 +690,34 @@ mod tests {
         };
         let m = unusable(judge(&seen, &route()));
         assert!(m.contains("API's shape") && m.contains("--endpoint"), "{m}");
+    }
+
+    #[test]
+    fn speed_says_how_many_requests_the_server_serves_at_once() {
+        let all = Speed {
+            ttft_ms: 100.0,
+            ms_per_token: 10.0,
+            served_together: 8.0,
+            sent_together: 8,
+        };
+        assert_eq!(all.request_ms(101.0), 1100.0);
+        // All eight sent together were served at once: every stream is taken at full speed.
+        assert_eq!(all.parallel(32.0), 32.0);
+        // A server of four slots: eight sent, about three requests' worth done at once.
+        let slots = Speed {
+            served_together: 3.2,
+            ..all
+        };
+        assert_eq!(slots.parallel(32.0), 3.2);
+        assert_eq!(slots.parallel(2.0), 2.0);
+        assert!((slots.rate_per_s(32.0, 101.0) - 3.2 / 1.1).abs() < 1e-9);
+        // Not measured: nothing is known against running every stream at once.
+        let unmeasured = Speed {
+            served_together: 1.0,
+            sent_together: 1,
+            ..all
+        };
+        assert_eq!(unmeasured.parallel(4.0), 4.0);
     }
 
     #[test]

@@ -6,13 +6,18 @@
 //! run non-compliant; nothing is claimed that did not happen. Nor does it spin on failures:
 //! once `phase::GIVE_UP_AFTER` requests in a row have failed with none succeeding, it stops
 //! and says so.
+//!
+//! What it will cost is said before it starts (`plan::describe_warmup`), and what it saw of
+//! the server under the run's load ([`Warmed`]) carries into the measured phase: its rate
+//! seeds the ETA, and in closed loop its request time spreads the first measured requests
+//! (`phase::LeadIn`) so the measurement does not open with every stream at once.
 
 use super::cpu::ThreadCpu;
 use super::feeder::Feed;
 use super::phase::{run_phase, Controls, DoneWhen, PhasePlan, Shared};
 use super::preflight::{prepared, Solo};
 use crate::client::PreparedRequest;
-use crate::config::{RunConfig, Warmup};
+use crate::config::{LoadPattern, RunConfig, Warmup};
 use crate::record::run::WarmupReport;
 use crate::record::Phase;
 use crate::store::writer::Counters;
@@ -25,6 +30,36 @@ use std::sync::Arc;
 pub const REQUIRED_REQUESTS: u64 = 100;
 pub const REQUIRED_OUTPUT_TOKENS: u64 = 10_000;
 
+/// What the warm-up achieved, and what the measured phase carries on from it.
+#[derive(Debug, Clone, Default)]
+pub struct Warmed {
+    pub report: WarmupReport,
+    /// Requests completed per second over the warm-up's load phase (drain included).
+    pub rate_per_s: Option<f64>,
+    /// Closed loop: how long one request took under the warm-up's load, by Little's law
+    /// (requests in flight ÷ requests completed per second).
+    pub cycle: Option<std::time::Duration>,
+}
+
+impl Warmed {
+    /// From a warm-up load phase of `seconds` that completed `completed` requests under
+    /// `load`; nothing when it completed none or gave up.
+    pub fn pace(load: LoadPattern, completed: u64, seconds: f64) -> (Option<f64>, Option<f64>) {
+        if completed == 0 || seconds <= 0.0 {
+            return (None, None);
+        }
+        let rate = completed as f64 / seconds;
+        // In flight: every stream, or every request of a warm-up shorter than the streams.
+        let cycle = match load {
+            LoadPattern::Closed { concurrency } => {
+                Some(u64::from(concurrency.max(1)).min(completed) as f64 / rate)
+            }
+            _ => None,
+        };
+        (Some(rate), cycle)
+    }
+}
+
 /// Runs the warm-up of `config`; returns what it achieved.
 pub async fn warm_up(
     config: &RunConfig,
@@ -34,7 +69,7 @@ pub async fn warm_up(
     counters: &Arc<Counters>,
     cpu: &ThreadCpu,
     tokenizer: &SharedTokenizer,
-) -> WarmupReport {
+) -> Warmed {
     let mut report = WarmupReport {
         policy: match config.warmup {
             Warmup::None => "none (cold start: measured without warm-up)".into(),
@@ -47,7 +82,10 @@ pub async fn warm_up(
         ..Default::default()
     };
     if config.warmup == Warmup::None {
-        return report;
+        return Warmed {
+            report,
+            ..Default::default()
+        };
     }
     let c = counters.clone();
     let (max_requests, done_when): (Option<u64>, Option<DoneWhen>) = match config.warmup {
@@ -78,6 +116,7 @@ pub async fn warm_up(
             max_concurrency: config.max_concurrency,
             start_at: None,
             shard: None,
+            lead_in: None,
         },
         feed.clone(),
         shared.clone(),
@@ -85,7 +124,12 @@ pub async fn warm_up(
         cpu.clone(),
     )
     .await;
+    let phase_s = shared.clock.now().saturating_sub(end.started_at) as f64 / 1e9;
     let w = &counters.warmup;
+    let (rate_per_s, cycle) = match end.gave_up_after {
+        Some(_) => (None, None),
+        None => Warmed::pace(config.load, w.completed.load(Ordering::Relaxed), phase_s),
+    };
     report.requests = w.completed.load(Ordering::Relaxed) + w.failed.load(Ordering::Relaxed);
     report.output_tokens = w.output_tokens.load(Ordering::Relaxed);
     report.capped = end.timed_stop && !controls.interrupted.load(Ordering::Acquire);
@@ -113,7 +157,11 @@ pub async fn warm_up(
         Warmup::Requests(n) => targets_met && n >= REQUIRED_REQUESTS,
         Warmup::None => false,
     };
-    report
+    Warmed {
+        report,
+        rate_per_s,
+        cycle: cycle.map(std::time::Duration::from_secs_f64),
+    }
 }
 
 /// Sequential probes with a fixed request until two consecutive E2E differ by < 10 %.
@@ -174,4 +222,29 @@ async fn probe(
         }
     }
     (probes, false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pace_of_a_closed_loop_warm_up_is_littles_law() {
+        // 32 streams, 160 requests completed in 40 s: 4 req/s, 8 s a request.
+        let (rate, cycle) = Warmed::pace(LoadPattern::Closed { concurrency: 32 }, 160, 40.0);
+        assert_eq!(rate, Some(4.0));
+        assert_eq!(cycle, Some(8.0));
+        let open = LoadPattern::Open {
+            rate_per_s: 4.0,
+            arrival: crate::config::Arrival::Poisson,
+        };
+        assert_eq!(Warmed::pace(open, 160, 40.0), (Some(4.0), None));
+        assert_eq!(
+            Warmed::pace(LoadPattern::Closed { concurrency: 4 }, 0, 40.0),
+            (None, None)
+        );
+        // `--warmup 3` at 64 streams: three requests in flight for the whole 2 s.
+        let (_, cycle) = Warmed::pace(LoadPattern::Closed { concurrency: 64 }, 3, 2.0);
+        assert_eq!(cycle, Some(2.0));
+    }
 }

@@ -36,6 +36,8 @@ pub struct Counters {
     pub warmup: LiveCounts,
     pub profile: LiveCounts,
     pub measure: LiveCounts,
+    /// Recent TTFT and ITL values and failures by kind, for the live view.
+    pub live: std::sync::Mutex<crate::metrics::live::LiveWindow>,
 }
 
 impl Counters {
@@ -125,6 +127,7 @@ fn write_loop(
                 }
                 c.output_tokens
                     .fetch_add(rec.output_tokens as u64, Ordering::Relaxed);
+                feed_live(live, &rec, &clock);
                 serde_json::to_writer(&mut pending, &WireRecord::from_record(&rec, &clock))?;
                 pending.push(b'\n');
                 records.push(rec);
@@ -143,6 +146,22 @@ fn write_loop(
     file.write_all(&pending)?;
     file.sync_data()?;
     Ok(records)
+}
+
+/// Hands one settled record's TTFT, inter-token gaps or failure kind to the live view.
+fn feed_live(live: &Counters, rec: &RequestRecord, clock: &RunClock) {
+    use crate::metrics::request::{itl_samples, latencies, ItlOption};
+    let at_s = clock.now() as f64 / 1e9;
+    let ttft = latencies(rec).map(|l| l.0);
+    let gaps = if rec.outcome.is_ok() {
+        itl_samples(rec, ItlOption::A)
+    } else {
+        Vec::new()
+    };
+    let failure = rec.outcome.failure_kind().map(|k| k.as_str());
+    if let Ok(mut w) = live.live.lock() {
+        w.add(at_s, ttft, &gaps, failure);
+    }
 }
 
 impl RecordWriter {

@@ -121,10 +121,14 @@ pub struct Collector {
     thread: Option<JoinHandle<TelemetryData>>,
     /// Set once a GPU source opened (NVML loaded, or a DCGM URL given).
     gpu_live: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// The server's waiting queue at the latest scrape (f64 bits; NaN when unknown), for
+    /// the live view.
+    waiting: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// The readers a collector owns.
 struct Sources {
+    waiting: std::sync::Arc<std::sync::atomic::AtomicU64>,
     target: Target,
     metrics: Option<BaseUrl>,
     metrics_path: String,
@@ -152,6 +156,8 @@ impl Collector {
         let target = target.clone();
         let gpu_live = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let live = gpu_live.clone();
+        let waiting = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(f64::NAN.to_bits()));
+        let waiting_now = waiting.clone();
         let thread = std::thread::Builder::new()
             .name("telemetry".into())
             .spawn(move || {
@@ -208,6 +214,7 @@ impl Collector {
                     None => (None, String::new()),
                 };
                 let sources = Sources {
+                    waiting: waiting_now,
                     target,
                     metrics,
                     metrics_path,
@@ -242,7 +249,14 @@ impl Collector {
             commands: tx,
             thread,
             gpu_live,
+            waiting,
         }
+    }
+
+    /// The server's waiting queue at the latest scrape (f64 bits, NaN when unknown), shared
+    /// with the live view.
+    pub fn waiting(&self) -> std::sync::Arc<std::sync::atomic::AtomicU64> {
+        self.waiting.clone()
     }
 
     /// Whether GPUs are being measured.
@@ -310,6 +324,13 @@ fn sample_all(s: &Sources, clock: &RunClock, data: &mut TelemetryData) {
                 error: Some(e.to_string()),
             },
         };
+        let waiting = point
+            .sample
+            .as_ref()
+            .and_then(|x| x.waiting)
+            .unwrap_or(f64::NAN);
+        s.waiting
+            .store(waiting.to_bits(), std::sync::atomic::Ordering::Relaxed);
         data.server.push(point);
     }
     if let Some(n) = &s.nvml {

@@ -355,6 +355,53 @@ fn gpu_window(
     })
 }
 
+/// What the client saw between the server samples bracketing the measured window
+/// `start..=end` (the window itself without samples): the span the server's counters are
+/// read over. Every request counts, whatever its phase: a closed loop's warm-up requests
+/// still running into the window (the lead-in that spares the measurement a start-up burst)
+/// are generated and finished there too, so counting only the measured requests would
+/// read as the server over-counting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WindowCounts {
+    /// Tokens (answer and reasoning) whose chunks arrived in the span.
+    pub output_tokens: u64,
+    /// Requests that reached the server (an HTTP status) and ended in the span.
+    pub ended: u64,
+}
+
+/// [`WindowCounts`] of `records` over the span of `data`'s server samples around the window.
+pub fn client_counts_in_window(
+    records: &[crate::record::RequestRecord],
+    data: &TelemetryData,
+    start: Nanos,
+    end: Nanos,
+) -> WindowCounts {
+    let times: Vec<Nanos> = data
+        .server
+        .iter()
+        .filter(|p| p.sample.is_some())
+        .map(|p| p.at)
+        .collect();
+    let first = times.iter().rev().find(|t| **t <= start).or(times.first());
+    let last = times.iter().find(|t| **t >= end).or(times.last());
+    let span = match (first, last) {
+        (Some(a), Some(b)) => *a..=*b,
+        _ => start..=end,
+    };
+    WindowCounts {
+        output_tokens: records
+            .iter()
+            .flat_map(|r| r.chunks.iter().chain(&r.reasoning_chunks))
+            .filter(|c| span.contains(&c.at))
+            .map(|c| u64::from(c.tokens))
+            .sum(),
+        ended: records
+            .iter()
+            .filter(|r| r.http_status.is_some() && span.contains(&r.finished_at))
+            .count() as u64,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -55,6 +55,40 @@ impl LengthDist {
         }
     }
 
+    /// The mean length, tokens, for estimates (what a run will cost): exact for fixed,
+    /// uniform and empirical lengths; the untruncated mean clamped to the bounds for the
+    /// normal and log-normal ones.
+    pub fn mean(&self) -> f64 {
+        let within = |v: f64, min: u32, max: u32| v.clamp(f64::from(min), f64::from(max.max(min)));
+        let m = match self {
+            LengthDist::Fixed { value } => f64::from(*value),
+            LengthDist::Uniform { min, max } => {
+                (f64::from(*min) + f64::from((*max).max(*min))) / 2.0
+            }
+            LengthDist::Normal { mean, min, max, .. } => within(*mean, *min, *max),
+            LengthDist::LogNormal {
+                mu,
+                sigma,
+                min,
+                max,
+            } => within((mu + sigma * sigma / 2.0).exp(), *min, *max),
+            LengthDist::Empirical { values, weights } => {
+                let total: f64 = weights.iter().sum();
+                if total > 0.0 {
+                    values
+                        .iter()
+                        .zip(weights)
+                        .map(|(v, w)| f64::from(*v) * w)
+                        .sum::<f64>()
+                        / total
+                } else {
+                    0.0
+                }
+            }
+        };
+        m.max(1.0)
+    }
+
     /// Checks parameters; returns a message saying what is wrong.
     pub fn validate(&self) -> Result<(), String> {
         match self {
@@ -237,5 +271,33 @@ mod tests {
         .validate()
         .is_err());
         assert!(LengthDist::fixed(0).validate().is_err());
+    }
+
+    #[test]
+    fn means_for_estimates() {
+        assert_eq!(LengthDist::fixed(128).mean(), 128.0);
+        assert_eq!(LengthDist::Uniform { min: 128, max: 512 }.mean(), 320.0);
+        let m = LengthDist::Empirical {
+            values: vec![10, 20],
+            weights: vec![3.0, 1.0],
+        }
+        .mean();
+        assert!((m - 12.5).abs() < 1e-9, "{m}");
+        // The untruncated log-normal mean, e^(5.5 + 0.5) ≈ 403, within its bounds.
+        let m = LengthDist::LogNormal {
+            mu: 5.5,
+            sigma: 1.0,
+            min: 32,
+            max: 4096,
+        }
+        .mean();
+        assert!((m - 403.4).abs() < 1.0, "{m}");
+        let clamped = LengthDist::Normal {
+            mean: 900.0,
+            std: 10.0,
+            min: 1,
+            max: 500,
+        };
+        assert_eq!(clamped.mean(), 500.0);
     }
 }

@@ -101,7 +101,9 @@ impl Generator {
         if scenario.content == Content::Dataset && dataset.is_none() {
             return Err(WorkloadError::NeedsDataset(scenario.name.clone()));
         }
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        // The requests' own draws; shared content comes from `stream`, keyed by the seed
+        // alone, so a salt keeps it (see `Scenario::request_salt`).
+        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ scenario.request_salt);
         let order = match dataset.as_deref() {
             Some(Dataset::Prompts(p)) => {
                 if p.is_empty() {

@@ -102,6 +102,15 @@ pub struct Scenario {
     /// Request-body fields for every request of the workload.
     #[serde(default)]
     pub body: serde_json::Map<String, serde_json::Value>,
+    /// Draws other requests from the same shared content: the shared contexts and system
+    /// prompt stay those of the seed, while which requests start with them, their own text
+    /// and their lengths come from the seed mixed with this salt (0: the seed's own
+    /// requests). The prefix-cache test's warm level sets it, so that it sends new requests
+    /// that share the cold level's prefixes instead of replaying its prompts. Not written
+    /// to `run.json` (nor read from a scenario file): that level's workload description
+    /// says so.
+    #[serde(skip)]
+    pub request_salt: u64,
 }
 
 fn question_tokens() -> u32 {
@@ -141,6 +150,7 @@ impl Scenario {
             classes: Vec::new(),
             sessions: None,
             body: Default::default(),
+            request_salt: 0,
         }
     }
 

@@ -646,7 +646,13 @@ fn llama_cpp_answers_the_quick_procedures() {
         .expect("a sustainable rate");
     assert!(rate > 0.05 && rate < 100.0, "{r}");
 
-    let v = run("curve", &[&short[..], &["--levels", "3"]].concat());
+    // The curve scales its levels from the throughput answer just found (without
+    // --capacity it would run that search again first).
+    let capacity = format!("{rate:.4}");
+    let v = run(
+        "curve",
+        &[&short[..], &["--levels", "3", "--capacity", &capacity]].concat(),
+    );
     let points = v["result"]["points"].as_array().unwrap();
     assert!(points.len() >= 3, "{}", v["result"]);
     assert!(points

@@ -19,6 +19,16 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// How long a run takes (the help of `run`).
+const RUN_LENGTHS: &str =
+    "How long: servebench prints the planned length of each phase before it starts (warm-up, \
+prefill profile, measurement at the rate the test request measured) and an ETA from the \
+first second. Typical: the built-in simulator's default run (64 streams, 1,000 requests) \
+takes under a minute. llama.cpp on two CPU cores (Gemma 3 270M, 4 slots) completes about \
+0.7 requests/s of 128 tokens, so --requests 1000 takes about 25 minutes: start with \
+--duration 2m (about 5 minutes in all: there the draft's warm-up stops at its 2-minute \
+cap, as its line says before it starts; --warmup-max 30s shortens it).";
+
 /// How `run`'s options read inside a test (the help of `test` and `suite`).
 const TEST_RUN_OPTIONS: &str =
     "Run options inside a test: the target, workload, request body, SLO, telemetry and output \
@@ -27,6 +37,14 @@ the whole test's: --budget bounds the whole test. --requests is the count of the
 single-level tests (ttft: default 10,000, the draft's count behind P99.9; prefix-cache: \
 per configuration). --rate/--concurrency set the load of ttft and prefix-cache; the \
 searches and sweeps choose their own loads. --max-concurrency is not used.
+
+How long: a test prints its plan before it starts (its levels, how many, how long each, \
+and the total with the warm-up and ~5 s between levels), a suite the sum, and each level's \
+line the time left. Full tests measure the draft's minimum durations (60 s a level; 120 s \
+for memory-pressure, 300 s for fairness's mix): throughput is about 10-15 minutes, a suite \
+hours. With --quick (levels of 3-8 s, a short warm-up) a test takes 1-3 minutes on the \
+built-in simulator and a suite 15-20; against llama.cpp on two CPU cores, a --quick \
+test takes several minutes. --budget 30m bounds any of them.
 
 How long a test takes: the tests that take a capacity (throughput, curve, itl, ttft, \
 fairness, capacity) first measure the server's own speed: one request alone, then requests \
@@ -42,6 +60,7 @@ selfbench --procedures`.";
 pub enum Command {
     /// Benchmark a streaming endpoint: OpenAI chat, completions or responses, Anthropic
     /// messages, or an engine's native route (the built-in simulator when no --url).
+    #[command(after_help = RUN_LENGTHS)]
     Run(Box<RunCommand>),
     /// Serve the built-in simulated LLM server (OpenAI-compatible, SSE) until Ctrl-C.
     Sim(SimArgs),
@@ -82,7 +101,9 @@ pub enum Command {
     /// checklist (docs/compare.md).
     Compare(CompareArgs),
     /// CI gate: exit 1 when a key metric of the candidate runs is worse than the baseline's
-    /// beyond the tolerance with confidence, 0 otherwise, 2 on usage errors or too few runs.
+    /// beyond the tolerance with confidence, 0 otherwise, 2 on usage errors or too few runs
+    /// (fewer than 3 a side), 3 when too few runs still show a key metric worse by more than
+    /// 20 % (a likely regression, no statistical claim).
     Regress(RegressArgs),
     /// Write a run in another format: CSV of requests or of run summaries, vLLM's
     /// `bench serve` result JSON, AIPerf's profile exports.
@@ -437,11 +458,14 @@ pub struct LimitArgs {
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<Duration>,
     /// Warm-up before measuring: auto (draft 4.5: >= 100 requests and >= 10,000 output tokens,
-    /// then probes until latency is stable), a number of requests, or none (cold start).
+    /// then probes until latency is stable), a number of requests, or none (cold start). Its
+    /// cost at the server's measured speed is printed before it starts; a closed loop then
+    /// carries its load into the measurement (the first measured requests start spread).
     #[arg(long, default_value = "auto")]
     pub warmup: String,
     /// The longest the warm-up may run; a warm-up stopped here short of its targets is
-    /// reported as such and the run marked non-compliant.
+    /// reported as such and the run marked non-compliant (said before it starts when the
+    /// server's speed shows it will be).
     #[arg(long, default_value = "120s", value_parser = parse_duration)]
     pub warmup_max: Duration,
     /// Per-request time limit.
@@ -625,6 +649,11 @@ pub struct OutputArgs {
     /// No progress output.
     #[arg(long, short)]
     pub quiet: bool,
+    /// In a terminal, show a one-line progress bar instead of the live view (in flight,
+    /// rates, tokens/s, TTFT and ITL over the last 10 s, failures by kind, the server's
+    /// queue). Outside a terminal progress is always plain lines.
+    #[arg(long)]
+    pub no_live_view: bool,
     /// Worker threads of the client (default: all cores).
     #[arg(long)]
     pub client_threads: Option<usize>,

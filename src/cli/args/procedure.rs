@@ -30,8 +30,9 @@ pub struct SuiteArgs {
 #[derive(Debug, Args, Clone)]
 #[command(next_help_heading = "Test procedure")]
 pub struct ProcedureArgs {
-    /// Shortened levels and counts for smoke tests and CI; the test is then always
-    /// reported "not compliant". Levels are still sized from the server's own speed (one
+    /// Shortened levels and counts for smoke tests and CI, and a short warm-up (about 10 s
+    /// of the first level's load, with --warmup auto); the test is then always reported
+    /// "not compliant". Levels are still sized from the server's own speed (one
     /// request alone, then one at a time, then a closed-loop probe): each level of a search
     /// lasts long enough for 50 completions at the rate the server can have (200 without
     /// --quick), so a slow server gets longer levels, not wrong answers. On a server of

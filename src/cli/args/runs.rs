@@ -174,7 +174,7 @@ pub struct ReportArgs {
 pub enum ReportFormat {
     /// The minimum report (every table with --detail), printed.
     Terminal,
-    /// report.md: Appendix C.1, then the C.2 full report.
+    /// report.md: the verdict and key numbers, Appendix C.1, then the C.2 full report.
     Md,
     /// report.html: the same with charts, one self-contained file.
     Html,

@@ -624,6 +624,54 @@ pub(super) fn draw_axes(svg: &mut Svg, c: &Chart, plot: &Plot) {
         .leaf();
 }
 
+/// Where a linear value axis does not reach zero, the end nearest zero is cut by an axis
+/// break (two slanted strokes across the axis, the axis line gapped between them), so that
+/// no one reads the heights as proportions. Returns the sentence the chart's description
+/// adds, or `None` when the axis shows zero (or is logarithmic, where zero has no place).
+pub(super) fn draw_axis_break(svg: &mut Svg, c: &Chart, plot: &Plot) -> Option<String> {
+    let (lo, hi) = (plot.y.lo, plot.y.hi);
+    if c.y.scale != Scale::Linear || !lo.is_finite() || !hi.is_finite() || (lo <= 0.0 && hi >= 0.0)
+    {
+        return None;
+    }
+    // The cut end: the axis start when all values are positive, its end when negative.
+    let start = if lo > 0.0 { lo } else { hi };
+    let edge = plot.py(start);
+    // Inside the plot from that edge, clear of the edge's tick label.
+    let y = if edge > (plot.top + plot.bottom) / 2.0 {
+        edge - 14.0
+    } else {
+        edge + 14.0
+    };
+    let x = plot.left;
+    let sentence = format!(
+        "The value axis starts at {}, not at zero (marked by a break on the axis).",
+        c.y.unit.format(start)
+    );
+    let mut gap = PathData::new();
+    gap.move_to(x - 7.0, y + 1.0);
+    gap.line_to(x + 7.0, y - 5.0);
+    gap.line_to(x + 7.0, y - 1.0);
+    gap.line_to(x - 7.0, y + 5.0);
+    gap.close();
+    let mut strokes = PathData::new();
+    strokes.move_to(x - 7.0, y + 1.0);
+    strokes.line_to(x + 7.0, y - 5.0);
+    strokes.move_to(x - 7.0, y + 5.0);
+    strokes.line_to(x + 7.0, y - 1.0);
+    svg.el("g").attr("class", "axis-break").open();
+    svg.el("path")
+        .attr("class", "brk-gap")
+        .attr("d", gap.as_str())
+        .leaf();
+    svg.el("path")
+        .attr("class", "brk")
+        .attr("d", strokes.as_str())
+        .titled(&sentence);
+    svg.close();
+    Some(sentence)
+}
+
 pub(super) fn draw_tick_labels(svg: &mut Svg, c: &Chart, plot: &Plot) {
     svg.el("g").attr("class", "tick").open();
     // y labels: right-aligned left of the axis, kept a line height apart.

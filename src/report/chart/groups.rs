@@ -33,7 +33,7 @@ impl Chart {
     /// One slot per group: its runs' values as dots on the left, its mean (and, where
     /// given, the interval labelled `interval_label`) on the right. The y axis is
     /// `label` in `unit`; it does not start at zero (dots, not bars: a narrow range of
-    /// values stays readable).
+    /// values stays readable), and an axis break drawn at its foot says so.
     pub fn runs_by_group(
         id: &str,
         title: &str,
@@ -133,5 +133,40 @@ mod tests {
         assert!((runs[0].0 - (-0.25)).abs() < 1e-12 && (runs[2].0 - (-0.03)).abs() < 1e-12);
         assert!((c.series[1].points[1].0 - 1.14).abs() < 1e-12);
         assert!(!c.y.zero);
+    }
+
+    /// Issue 23: a value axis that does not reach zero carries an explicit break (and its
+    /// description says where it starts); one that shows zero has none.
+    #[test]
+    fn an_axis_that_misses_zero_is_marked_with_a_break() {
+        let zoomed = Chart::runs_by_group(
+            "tok",
+            "Output throughput per run",
+            "Output throughput",
+            Unit::TokPerS,
+            &[
+                group("a", &[1000.0, 1010.0, 990.0], None),
+                group("b", &[900.0, 910.0, 890.0], None),
+            ],
+            "95 % interval",
+        )
+        .render();
+        assert_eq!(
+            zoomed.matches("class=\"axis-break\"").count(),
+            1,
+            "{zoomed}"
+        );
+        assert!(zoomed.contains("class=\"brk\""));
+        assert!(zoomed.contains(", not at zero (marked by a break on the axis)."));
+        let from_zero = Chart::new("z", "From zero")
+            .series(Series::scatter("s", vec![(1.0, 1000.0), (2.0, 1010.0)]))
+            .render();
+        assert!(!from_zero.contains("axis-break"), "{from_zero}");
+        // Values below zero that miss it are cut at the top instead; the break is still one.
+        let negative = Chart::new("n", "Below zero")
+            .y_from_zero(false)
+            .series(Series::scatter("s", vec![(1.0, -1000.0), (2.0, -1010.0)]))
+            .render();
+        assert_eq!(negative.matches("class=\"axis-break\"").count(), 1);
     }
 }

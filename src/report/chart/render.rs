@@ -35,6 +35,8 @@ fn style(id: &str) -> String {
 {s} .grid{{stroke:#e6e6e6;stroke-width:1}}\
 {s} .grid.minor{{stroke:#f2f2f2}}\
 {s} .axis{{stroke:#555;stroke-width:1;fill:none}}\
+{s} .brk{{stroke:#555;stroke-width:1.2;fill:none}}\
+{s} .brk-gap{{fill:#fff;stroke:none}}\
 {s} .frame{{fill:none;stroke:#ccc}}\
 {s} .line,{s} .sw-line{{fill:none;stroke:currentColor;stroke-width:2;stroke-linejoin:round}}\
 {s} .band,{s} .sw-band{{fill:currentColor;fill-opacity:.18;stroke:none}}\
@@ -187,6 +189,7 @@ pub(super) fn render(c: &Chart) -> String {
             label_rows,
         };
         draw_axes(&mut svg, c, &plot);
+        st.notes.extend(draw_axis_break(&mut svg, c, &plot));
         let clip = format!("{}-clip", c.id);
         svg.el("clipPath").attr("id", &clip).open();
         svg.el("rect")

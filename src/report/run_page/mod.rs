@@ -1,6 +1,7 @@
-//! A run's report as a [`Page`]: the draft's Appendix C.1 minimum report first, then the
-//! C.2 full report (1 system identification, 2 test configuration, 3 results, 4 detailed
-//! results with the draft's tables and the charts, 5 methodology compliance, 6
+//! A run's report as a [`Page`]: what matters first (the verdict, the key numbers, the TTFT
+//! distribution and throughput over time), then the draft's Appendix C.1 minimum report, then
+//! the C.2 full report (1 system identification, 2 test configuration, 3 results, 4 detailed
+//! results with the draft's tables and the other charts, 5 methodology compliance, 6
 //! reproduction). `report.md` and `report.html` are this page rendered twice.
 //!
 //! Test and comparison pages reuse the parts: [`sections`] gives a run's whole report as
@@ -55,17 +56,17 @@ pub fn verdict(r: &RunReport) -> (Tone, String) {
     )
 }
 
-/// Every section of a run's report, in order: C.1, then C.2 items 1 to 6.
+/// Every section of a run's report, in order: the verdict with the key numbers and charts,
+/// C.1, then C.2 items 1 to 6.
 pub fn sections(r: &RunReport, data: &RunData) -> Vec<Section> {
     // The guardrail disclosure has its own line in the C.1 notes.
     let deviations: Vec<String> = compliance::deviations(r)
         .into_iter()
         .filter(|d| !d.contains("(draft 4.8.1)"))
         .collect();
-    let (tone, text) = verdict(r);
     let mut out = vec![
+        at_a_glance(r, data),
         Section::new("minimum", "Minimum report (draft Appendix C.1)")
-            .callout(tone, &text)
             .pre(&identity::minimum_report(r, &deviations)),
         identity::system(r),
         identity::configuration(r),
@@ -77,12 +78,36 @@ pub fn sections(r: &RunReport, data: &RunData) -> Vec<Section> {
     out
 }
 
+/// The page's opening: the verdict, the key numbers, then the TTFT distribution and the
+/// throughput over time (the charts that answer "how fast, and did it hold"). The C.1 text
+/// and the configuration follow it.
+pub fn at_a_glance(r: &RunReport, data: &RunData) -> Section {
+    let (tone, text) = verdict(r);
+    let mut sec = Section::new("verdict", "Verdict and key numbers")
+        .callout(tone, &text)
+        .facts(key_numbers(r));
+    for (chart, caption) in [figures::ttft_cdf(r, data), figures::throughput_over_time(r)]
+        .into_iter()
+        .flatten()
+    {
+        sec = sec.chart(&chart, &caption);
+    }
+    sec
+}
+
 /// A compact section about one run, for pages that show many (the levels of a sweep):
 /// the verdict, the load and the key figures. `id` must be unique on the page.
 pub fn summary_section(r: &RunReport, id: &str, heading: &str) -> Section {
-    let s = &r.summary;
     let (tone, text) = verdict(r);
-    Section::sub(id, heading).callout(tone, &text).facts([
+    let mut facts = key_numbers(r);
+    facts.push(("Run folder", r.config.out_dir.display().to_string()));
+    Section::sub(id, heading).callout(tone, &text).facts(facts)
+}
+
+/// The load and the figures a reader looks for first, as `label: value` facts.
+pub fn key_numbers(r: &RunReport) -> Vec<(&'static str, String)> {
+    let s = &r.summary;
+    vec![
         ("Load", tables::describe_load(&r.config)),
         (
             "Requests",
@@ -115,8 +140,7 @@ pub fn summary_section(r: &RunReport, id: &str, heading: &str) -> Section {
                 fmt_rate(s.requests_per_s)
             ),
         ),
-        ("Run folder", r.config.out_dir.display().to_string()),
-    ])
+    ]
 }
 
 /// C.2 item 3: requests, latency and throughput summaries, SLO verdicts.
@@ -186,7 +210,15 @@ fn pass(ok: bool) -> String {
     if ok { "PASS" } else { "FAIL" }.into()
 }
 
-/// C.2 item 4: the draft's tables beside the charts, by topic.
+/// Where the TTFT distribution went: it opens the page.
+const AT_THE_TOP_TTFT: &str =
+    "The cumulative distribution of TTFT is at the top of the page, under the verdict.";
+/// Where throughput over time went: it opens the page.
+const AT_THE_TOP_THROUGHPUT: &str =
+    "Throughput over time is at the top of the page, under the verdict.";
+
+/// C.2 item 4: the draft's tables beside the charts (the TTFT CDF and throughput over time
+/// open the page instead), by topic.
 pub fn detailed(r: &RunReport, data: &RunData) -> Vec<Section> {
     let s = &r.summary;
     let fig = |sec: Section, f: Option<figures::Fig>| match f {
@@ -200,7 +232,9 @@ pub fn detailed(r: &RunReport, data: &RunData) -> Vec<Section> {
     for t in tables::ttft(s) {
         ttft = ttft.table(t);
     }
-    ttft = fig(ttft, figures::ttft_cdf(r, data));
+    if !data.ttft_ms.is_empty() {
+        ttft = ttft.paragraph(AT_THE_TOP_TTFT);
+    }
     ttft = fig(ttft, figures::ttft_histogram(r, data));
     out.push(ttft);
 
@@ -213,8 +247,10 @@ pub fn detailed(r: &RunReport, data: &RunData) -> Vec<Section> {
     out.push(itl);
 
     let mut time = Section::sub("over-time", "Over time");
+    if !r.timeseries.is_empty() {
+        time = time.paragraph(AT_THE_TOP_THROUGHPUT);
+    }
     for f in [
-        figures::throughput_over_time(r),
         figures::latency_over_time(r),
         figures::concurrency_over_time(r),
     ] {
@@ -225,11 +261,21 @@ pub fn detailed(r: &RunReport, data: &RunData) -> Vec<Section> {
     }
     out.push(time);
 
+    out.push(experience_section(r, data));
+    out.push(fairness_section(r));
+    out.push(telemetry_section(r));
+    out.push(Section::sub("generator", "Load generator").table(tables::generator(r)));
+    out
+}
+
+/// Part of item 4: idle latency, smooth goodput and fluidity.
+fn experience_section(r: &RunReport, data: &RunData) -> Section {
+    let s = &r.summary;
     let mut ux = Section::sub("experience", "User experience");
     for t in tables::experience(&s.experience) {
         ux = ux.table(t);
     }
-    ux = match figures::fluidity_vs_tbt(r, data) {
+    match figures::fluidity_vs_tbt(r, data) {
         Some((c, caption)) => ux.chart(&c, &caption),
         None => ux.paragraph(&format!(
             "No fluidity chart: {}",
@@ -238,29 +284,32 @@ pub fn detailed(r: &RunReport, data: &RunData) -> Vec<Section> {
                 .clone()
                 .unwrap_or_else(|| "the fluidity-index was not computed".into())
         )),
-    };
-    out.push(ux);
+    }
+}
 
-    let mut fair = Section::sub("fairness", "Fairness between request classes (draft 5.6)");
-    match tables::fairness(&s.experience) {
+/// Part of item 4: fairness between request classes, or why there is none.
+fn fairness_section(r: &RunReport) -> Section {
+    let fair = Section::sub("fairness", "Fairness between request classes (draft 5.6)");
+    match tables::fairness(&r.summary.experience) {
         Some(t) => {
-            fair = fair.table(t);
+            let mut fair = fair.table(t);
             for (c, caption) in figures::fairness(r) {
                 fair = fair.chart(&c, &caption);
             }
+            fair
         }
-        None => {
-            fair = fair.paragraph(
-                "The workload had no request classes, so there is no fairness to compare. \
-                 A workload with classes (e.g. --workload fairness-mix, or classes in a \
-                 scenario file) measures it.",
-            )
-        }
+        None => fair.paragraph(
+            "The workload had no request classes, so there is no fairness to compare. \
+             A workload with classes (e.g. --workload fairness-mix, or classes in a \
+             scenario file) measures it.",
+        ),
     }
-    out.push(fair);
+}
 
+/// Part of item 4: the server's metrics and the hardware's series.
+fn telemetry_section(r: &RunReport) -> Section {
     let mut tel = Section::sub("telemetry", "Server and hardware telemetry");
-    if let Some(t) = tables::server(s) {
+    if let Some(t) = tables::server(&r.summary) {
         tel = tel.table(t);
     }
     tel = tel.table(tables::telemetry(r));
@@ -274,10 +323,7 @@ pub fn detailed(r: &RunReport, data: &RunData) -> Vec<Section> {
     for (c, caption) in charts {
         tel = tel.chart(&c, &caption);
     }
-    out.push(tel);
-
-    out.push(Section::sub("generator", "Load generator").table(tables::generator(r)));
-    out
+    tel
 }
 
 /// C.2 item 6: how to run it again.

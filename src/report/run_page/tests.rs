@@ -200,6 +200,7 @@ fn the_page_has_every_section_and_every_chart_has_data() {
     assert_eq!(
         ids,
         [
+            "verdict",
             "minimum",
             "system",
             "configuration",
@@ -222,10 +223,10 @@ fn the_page_has_every_section_and_every_chart_has_data() {
         names,
         [
             "ttft-cdf",
+            "throughput-over-time",
             "ttft-hist",
             "itl-hist",
             "token-timeline",
-            "throughput-over-time",
             "latency-over-time",
             "concurrency-over-time",
             "fairness-ttft",
@@ -234,7 +235,7 @@ fn the_page_has_every_section_and_every_chart_has_data() {
     );
     // Three TTFTs as three CDF steps; 3 × 4 tokens on the timeline; two classes × P50, P99.
     assert_eq!(charts[0].1, 3);
-    assert_eq!(charts[3].1, 12);
+    assert_eq!(charts[4].1, 12);
     assert_eq!(charts[7].1, 4);
     assert!(charts.iter().all(|c| c.1 > 0), "{charts:?}");
     let md = page.to_markdown();
@@ -256,6 +257,60 @@ fn the_page_has_every_section_and_every_chart_has_data() {
     let html = page.to_html();
     assert_eq!(html.matches("<svg ").count(), 9);
     assert!(html.contains("<td class=\"num\">298 ms</td>"));
+}
+
+/// Issue 23: the page leads with what matters (the verdict, the key numbers, the TTFT and
+/// throughput charts); the C.1 text block and the configuration follow, in HTML and Markdown.
+#[test]
+fn the_page_opens_with_the_verdict_key_numbers_and_charts() {
+    use crate::report::page::Block;
+    let recs = records();
+    let r = report_of(&[], &recs);
+    let page = page(&r, &RunData::of(&r, &recs));
+    let first = &page.sections[0];
+    assert_eq!(first.id, "verdict");
+    assert!(
+        matches!(&first.blocks[0], Block::Callout(_, t) if t.starts_with("exit status ")),
+        "{:?}",
+        first.blocks[0]
+    );
+    let Block::Facts(facts) = &first.blocks[1] else {
+        panic!("{:?}", first.blocks[1])
+    };
+    let labels: Vec<&str> = facts.iter().map(|f| f.0.as_str()).collect();
+    assert_eq!(labels, ["Load", "Requests", "TTFT", "TPOT", "Throughput"]);
+    let opening: Vec<&str> = first
+        .blocks
+        .iter()
+        .filter_map(|b| match b {
+            Block::Figure(f) => Some(f.id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(opening, ["ttft-cdf", "throughput-over-time"]);
+    // Every section is kept, each chart drawn once.
+    let ids: Vec<&str> = page.figures().map(|f| f.id.as_str()).collect();
+    assert_eq!(ids.iter().filter(|i| **i == "ttft-cdf").count(), 1);
+    let position = |text: &str, needle: &str| {
+        text.find(needle)
+            .unwrap_or_else(|| panic!("no {needle:?} in\n{text}"))
+    };
+    let md = page.to_markdown();
+    let verdict_at = position(&md, "## Verdict and key numbers");
+    let numbers_at = position(&md, "- **TTFT:** P50 ");
+    let chart_at = position(&md, "(chart `throughput-over-time` in report.html");
+    let c1_at = position(&md, "=== LLM Benchmark Report (Minimum) ===");
+    let config_at = position(&md, "## 2. Test configuration");
+    assert!(verdict_at < numbers_at && numbers_at < chart_at, "{md}");
+    assert!(chart_at < c1_at && c1_at < config_at, "{md}");
+    assert!(md[verdict_at..c1_at].contains("> **"), "{md}");
+    let html = page.to_html();
+    let chart_at = position(&html, "data-chart=\"ttft-cdf\"");
+    assert!(position(&html, "<dt>TTFT</dt>") < chart_at);
+    assert!(chart_at < position(&html, "=== LLM Benchmark Report (Minimum) ==="));
+    assert!(
+        position(&html, "<section id=\"verdict\">") < position(&html, "<section id=\"minimum\">")
+    );
 }
 
 #[test]

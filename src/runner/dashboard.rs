@@ -1,0 +1,202 @@
+//! The live view: a small terminal dashboard (ratatui) drawn on stderr while a run goes on,
+//! when stderr is a terminal.
+//!
+//! A benchmark that prints one line while it runs hides what a user most wants to see early:
+//! is the server keeping up, are requests failing, and what latency do users get right now.
+//! The view shows the phase with its progress and time left, requests in flight and the
+//! rates sent and completed, tokens/s, TTFT and ITL percentiles over the last seconds,
+//! failures by kind, the server's own waiting queue, and (for tests) the levels as they
+//! finish, printed above it. It is drawn in an inline viewport under the command's earlier
+//! output, so nothing scrolls away; logs and CI get the plain status lines instead
+//! (`runner/progress.rs`). Rendering is a pure function of a [`Snapshot`], tested on
+//! ratatui's test backend.
+
+use ratatui::backend::CrosstermBackend;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Gauge, Paragraph, Widget};
+use ratatui::{Frame, Terminal, TerminalOptions, Viewport};
+
+/// Height of the view, lines.
+pub const HEIGHT: u16 = 8;
+
+/// What the view shows at one moment.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Snapshot {
+    /// The phase, in words ("measuring", "warming up", ...).
+    pub label: String,
+    pub elapsed_s: f64,
+    /// Share of the phase done, when it has a limit.
+    pub fraction: Option<f64>,
+    pub eta_s: Option<f64>,
+    pub sent: u64,
+    pub in_flight: u64,
+    pub done: u64,
+    pub failed: u64,
+    /// Requests sent and completed per second, over the last second or so.
+    pub sent_per_s: f64,
+    pub done_per_s: f64,
+    pub tokens_per_s: f64,
+    /// P50 and P99 over the last [`crate::metrics::live::WINDOW_S`] seconds, ms.
+    pub ttft_ms: Option<(f64, f64)>,
+    pub itl_ms: Option<(f64, f64)>,
+    /// Failures of this phase by kind.
+    pub failures: Vec<(String, u64)>,
+    /// The server's waiting queue at its latest metrics scrape.
+    pub queue_waiting: Option<f64>,
+}
+
+fn ms(v: f64) -> String {
+    if v >= 10_000.0 {
+        format!("{:.1} s", v / 1000.0)
+    } else if v >= 100.0 {
+        format!("{v:.0} ms")
+    } else {
+        format!("{v:.1} ms")
+    }
+}
+
+fn pair(p: Option<(f64, f64)>) -> String {
+    p.map_or("-".to_owned(), |(a, b)| {
+        format!("P50 {} · P99 {}", ms(a), ms(b))
+    })
+}
+
+/// Draws `s` into `area` of `frame`.
+pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot) {
+    let block = Block::default().borders(Borders::ALL).title(Span::styled(
+        format!(" servebench · {} · {:.0} s ", s.label, s.elapsed_s),
+        Style::default().add_modifier(Modifier::BOLD),
+    ));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let rows = Layout::vertical([Constraint::Length(1); 6]).split(inner);
+    let ratio = s.fraction.unwrap_or(0.0).clamp(0.0, 1.0);
+    let gauge_label = match (s.fraction, s.eta_s) {
+        (Some(f), Some(left)) => format!("{:.0} % · ~{left:.0} s left", f * 100.0),
+        (Some(f), None) => format!("{:.0} %", f * 100.0),
+        (None, Some(left)) => format!("~{left:.0} s left"),
+        (None, None) => "no limit: Ctrl-C stops".to_owned(),
+    };
+    frame.render_widget(Gauge::default().ratio(ratio).label(gauge_label), rows[0]);
+    let lines = [
+        format!(
+            "requests  sent {} ({:.1}/s) · in flight {} · done {} ({:.1}/s) · failed {}",
+            s.sent, s.sent_per_s, s.in_flight, s.done, s.done_per_s, s.failed
+        ),
+        format!("tokens    {:.0} tok/s output", s.tokens_per_s),
+        format!("TTFT      {}   (last 10 s)", pair(s.ttft_ms)),
+        format!("ITL       {}   (last 10 s)", pair(s.itl_ms)),
+        format!(
+            "failures  {} · server queue {}",
+            if s.failures.is_empty() {
+                "none".to_owned()
+            } else {
+                s.failures
+                    .iter()
+                    .map(|(k, n)| format!("{k} {n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            },
+            s.queue_waiting
+                .map_or("- (no metrics)".to_owned(), |q| format!("{q:.0} waiting"))
+        ),
+    ];
+    for (row, text) in rows[1..].iter().zip(lines) {
+        frame.render_widget(Paragraph::new(Line::from(text)), *row);
+    }
+}
+
+/// The view on the terminal.
+pub struct Dashboard {
+    terminal: Terminal<CrosstermBackend<std::io::Stderr>>,
+}
+
+impl Dashboard {
+    /// Opens the view below the cursor; `None` when the terminal cannot host it.
+    pub fn open() -> Option<Self> {
+        let terminal = Terminal::with_options(
+            CrosstermBackend::new(std::io::stderr()),
+            TerminalOptions {
+                viewport: Viewport::Inline(HEIGHT),
+            },
+        )
+        .ok()?;
+        Some(Self { terminal })
+    }
+
+    /// Redraws the view.
+    pub fn draw(&mut self, s: &Snapshot) {
+        let _ = self.terminal.draw(|f| render(f, f.area(), s));
+    }
+
+    /// Prints a line above the view (it stays in the scrollback).
+    pub fn println(&mut self, line: &str) {
+        let text = line.to_owned();
+        let _ = self.terminal.insert_before(1, |buf| {
+            Paragraph::new(text).render(buf.area, buf);
+        });
+    }
+
+    /// Clears the view (the final report follows in its place).
+    pub fn close(&mut self) {
+        let _ = self.terminal.clear();
+        let _ = self.terminal.show_cursor();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ratatui::backend::TestBackend;
+
+    /// The view shows every figure the live view promises, within 100 columns.
+    #[test]
+    fn the_view_shows_the_run_as_it_goes() {
+        let snap = Snapshot {
+            label: "measuring".into(),
+            elapsed_s: 12.0,
+            fraction: Some(0.4),
+            eta_s: Some(18.0),
+            sent: 480,
+            in_flight: 32,
+            done: 448,
+            failed: 3,
+            sent_per_s: 40.0,
+            done_per_s: 38.5,
+            tokens_per_s: 5210.0,
+            ttft_ms: Some((101.2, 350.0)),
+            itl_ms: Some((20.1, 31.0)),
+            failures: vec![("timeout".into(), 2), ("http_status".into(), 1)],
+            queue_waiting: Some(7.0),
+        };
+        let mut t = Terminal::new(TestBackend::new(100, HEIGHT)).unwrap();
+        t.draw(|f| render(f, f.area(), &snap)).unwrap();
+        let screen: String = t
+            .backend()
+            .buffer()
+            .content()
+            .iter()
+            .map(|c| c.symbol())
+            .collect::<Vec<_>>()
+            .chunks(100)
+            .map(|row| row.concat())
+            .collect::<Vec<_>>()
+            .join("\n");
+        for expected in [
+            "servebench · measuring · 12 s",
+            "40 % · ~18 s left",
+            "sent 480 (40.0/s) · in flight 32 · done 448 (38.5/s) · failed 3",
+            "5210 tok/s output",
+            "TTFT      P50 101 ms · P99 350 ms",
+            "ITL       P50 20.1 ms · P99 31.0 ms",
+            "failures  timeout 2, http_status 1 · server queue 7 waiting",
+        ] {
+            assert!(
+                screen.contains(expected),
+                "missing `{expected}` in\n{screen}"
+            );
+        }
+    }
+}
