@@ -217,6 +217,9 @@ impl Bench for LevelRunner {
             let n = quick_warmup_requests(config.load, out, config.preflight.as_ref());
             config.warmup = Warmup::Requests(n);
         }
+        if let Some(cap) = spec.warmup_max {
+            config.warmup_max = config.warmup_max.min(cap);
+        }
         if let Some(c) = &t.curve {
             config.prefill = PrefillSetup::Curve(c.clone());
         }

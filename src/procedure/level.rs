@@ -62,6 +62,9 @@ pub fn rate(r: f64) -> String {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Role {
+    /// One request alone, before anything else: the server's own latency, which sizes the
+    /// calibration levels after it.
+    Alone,
     /// Concurrency 1: the latency without contention that saturation is judged against.
     Reference,
     /// A short closed-loop run whose completion rate estimates capacity.
@@ -98,6 +101,9 @@ pub enum WarmupChoice {
     AsConfigured,
     /// None: the server was warmed by an earlier level.
     Skip,
+    /// None, and the next level still gets the configured warm-up: the single request that
+    /// measures the server's own speed before the warm-up is sized from it.
+    Cold,
     /// None, and the level does not take the test's warm-up: a calibration level (the
     /// concurrency-1 reference, the closed-loop capacity estimate) runs at a load of its
     /// own, so the test warms up at the load of its own first level instead.
@@ -122,6 +128,9 @@ pub struct LevelSpec {
     /// A labelled target (`--target NAME=URL`); `None`: the test's only target.
     pub target: Option<String>,
     pub warmup: WarmupChoice,
+    /// The longest the warm-up may run (the shorter of this and `--warmup-max`); `None`:
+    /// `--warmup-max`. Set from the server's own speed in `--quick` tests.
+    pub warmup_max: Option<Duration>,
     /// Ask the server to drop its prefix cache first (cold-cache levels).
     pub flush_cache: bool,
     /// Isolated TTFT (P50, P99) per class, ms, for latency inflation (fairness).
@@ -154,6 +163,7 @@ impl LevelSpec {
             prefix_cache: None,
             target: None,
             warmup: WarmupChoice::Skip,
+            warmup_max: None,
             flush_cache: false,
             baseline: Default::default(),
         }

@@ -7,16 +7,19 @@
 //! on made-up levels; running a level is behind the [`Bench`] trait, which `levels`
 //! implements against real servers and the simulator.
 //!
-//! Layout: `search` (bracket and bisect), `saturation` (the draft's 5.2.3.1 signals on the
+//! Layout: `pace` (the server's own speed, measured first, and the level sizes from it),
+//! `search` (bracket and bisect), `saturation` (the draft's 5.2.3.1 signals on the
 //! steady window; `arrivals` follows each arrival to its own end for them), `slo_check`
 //! (attainment with a Wilson interval), `compliance` (every MUST/SHOULD per test), `budget`,
-//! one file per test, `report` (the `test.json` contract) and `tables` (the draft's Tables
-//! 1-14 in the terminal).
+//! one file per test, `report` (the `test.json` contract), `tables` (the draft's Tables
+//! 1-14 in the terminal) and `conformance` (the procedures on engine models of known capacity,
+//! in virtual time).
 
 pub mod arrivals;
 pub mod budget;
 pub mod capacity;
 pub mod compliance;
+pub mod conformance;
 pub mod curve;
 pub mod fairness;
 pub mod guardrails;
@@ -24,6 +27,7 @@ pub mod itl;
 pub mod level;
 pub mod long_context;
 pub mod memory;
+pub mod pace;
 pub mod prefix_cache;
 pub mod report;
 pub mod saturation;

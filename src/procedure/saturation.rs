@@ -1,10 +1,15 @@
 //! The draft's saturation signals (5.2.3.1), read on a level's steady window (5.2.3.2: the
 //! first 10 % excluded), each reported separately so a reader knows which one fired.
 //!
-//! - **Queue growth.** The client's in-flight count is the server's queue plus its batch
-//!   (open loop: nothing holds requests back). Its time average over ten equal blocks of
-//!   the steady window (here: past the first 10 % *and* past the P90 request duration, the
-//!   time the count needs to climb from zero) is fitted with a least-squares line; the queue grows when the slope
+//! - **Queue growth.** The requests waiting for their first token (sent, no token streamed
+//!   yet) are the server's queue, and the prefills in progress (open loop: nothing holds
+//!   requests back). Not the whole in-flight count: that is the queue plus the batch, and the
+//!   batch of a server that keeps up is the arrival rate times the answer's length, so with
+//!   answers of a few seconds it rose with every stretch of a seeded Poisson schedule that
+//!   came a little faster, and a level at half of capacity "grew". The waiting count's time
+//!   average over ten equal blocks of the steady window (here: past the first 10 % *and*
+//!   past the P90 request duration, the time the count needs to climb from zero) is fitted
+//!   with a least-squares line; the queue grows when the slope
 //!   is positive with p < 0.01 *and* the growth over the window is material (see
 //!   [`material_growth`]). Ten block means rather than raw samples,
 //!   because in-flight counts a second apart are strongly correlated and a t-test on them
@@ -17,7 +22,14 @@
 //!   delays (s per s) ([`super::arrivals`]: completions trail arrivals by the request
 //!   latency, so two counts over one span call a server with long requests saturated).
 //!   Requests the benchmark cancelled when the level ended count against the server only
-//!   when they had already waited past the blow-up bound for their answer.
+//!   when they had already waited past the blow-up bound for their answer. The rate is
+//!   judged with the one-sided 95 % lower bound of the waits' growth, so a few dozen
+//!   arrivals that bunched at a short level's end are not a shortfall.
+//! - **Completions far short of what was offered** (open loop, [`arrivals::offered`]): the
+//!   whole level completed less than 75 % of its arrivals that were due (every arrival but
+//!   those cancelled before they had waited as long as their answer takes alone). A slow
+//!   server far past capacity completes what it can in the level and its grace, a fraction
+//!   of what came, while too few of its requests complete for the other signals to fire.
 //! - **Latency blow-up**: the level's P99 end-to-end latency *per output token* above 10×
 //!   the P99 of the same figure at the lowest load (the procedure's concurrency-1 reference
 //!   level). Per output token, because a whole request's latency grows with its answer:
@@ -45,6 +57,7 @@ pub const QUEUE_BLOCKS: usize = 10;
 pub const QUEUE_ALPHA: f64 = 0.01;
 /// Arrivals completed below this share signal saturation.
 pub const COMPLETION_SHARE: f64 = 0.9;
+pub use super::arrivals::OFFERED_SHARE;
 /// A P99 latency per output token above this multiple of the reference's P99 signals
 /// saturation.
 pub const BLOWUP_FACTOR: f64 = 10.0;
@@ -77,6 +90,12 @@ pub struct Signals {
     pub completion_shortfall: bool,
     /// P99 latency per output token above 10× the reference's P99.
     pub latency_blowup: bool,
+    /// The level completed less than 75 % of the arrivals it offered that were due.
+    #[serde(default)]
+    pub offered_shortfall: bool,
+    /// What the whole level completed of what it offered (open loop).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered: Option<super::arrivals::OfferedBalance>,
     /// The in-flight trend (open loop).
     pub queue: Option<QueueGrowth>,
     /// The steady span's arrivals' completion rate over their arrival rate
@@ -109,6 +128,14 @@ impl Signals {
     /// True when any signal fired.
     pub fn any(&self) -> bool {
         !self.fired.is_empty()
+    }
+
+    /// Whether the steady span decided too few arrivals to judge the level by (fewer than
+    /// [`arrivals::MIN_ARRIVALS`] completed, failed or late; no reading at all in closed
+    /// loop or on a level of fewer than that many requests).
+    pub fn too_few_to_judge(&self) -> bool {
+        self.arrivals
+            .is_none_or(|a| a.completed + a.failed + a.late < arrivals::MIN_ARRIVALS as u64)
     }
 
     /// "stable" or "growing", the draft's queue growth indicator (5.3.4).
@@ -163,7 +190,8 @@ fn arrive(r: &RequestRecord) -> u64 {
     r.scheduled_at.unwrap_or(r.queued_at)
 }
 
-/// The in-flight trend over a level's [`steady_span`].
+/// The trend of the requests waiting for their first token over a level's
+/// [`steady_span`] (a request without one waits until it ends).
 pub fn in_flight_growth(records: &[RequestRecord]) -> Option<QueueGrowth> {
     let (start, last) = steady_span(records)?;
     let measured: Vec<&RequestRecord> = records
@@ -176,12 +204,13 @@ pub fn in_flight_growth(records: &[RequestRecord]) -> Option<QueueGrowth> {
     for b in 0..QUEUE_BLOCKS {
         let lo = start as f64 + b as f64 * block_ns;
         let hi = lo + block_ns;
-        // Time-average in flight = Σ overlap of [arrival, finish) with the block ÷ its length.
+        // Time-average waiting = Σ overlap of [arrival, first token) with the block ÷ its
+        // length.
         let busy: f64 = measured
             .iter()
             .map(|r| {
                 let a = arrive(r) as f64;
-                let f = (r.finished_at as f64).max(a);
+                let f = (arrivals::first_token_or_end(r) as f64).max(a);
                 (f.min(hi) - a.max(lo)).max(0.0)
             })
             .sum();
@@ -365,22 +394,34 @@ pub fn evaluate(
         out.arrivals = arrivals::judge(records, reference_ms_per_token_p99);
         out.completion_share = out.arrivals.and_then(|a| a.completion_ratio());
         out.completion_shortfall = out.completion_share.is_some_and(|c| c < COMPLETION_SHARE);
+        out.offered = arrivals::offered(records, reference_ms_per_token_p99);
+        let offered_share = out.offered.and_then(|b| b.share());
+        out.offered_shortfall = offered_share.is_some_and(|c| c < OFFERED_SHARE);
         if out.queue_growth {
             let q = out.queue.as_ref().expect("set above");
             out.fired.push(format!(
-                "queue growth: in flight rose {:.1} requests over {:.0} s (p = {:.1e})",
+                "queue growth: requests waiting for a first token rose {:.1} over {:.0} s (p = {:.1e})",
                 q.growth, q.window_s, q.p_value
             ));
         }
         if let (true, Some(a)) = (out.completion_shortfall, out.arrivals) {
             out.fired.push(format!(
-                "the steady span's arrivals completed at {:.0} % of their arrival rate (< 90 %): {} of {} decided completed ({} failed, {} cancelled past the blow-up bound), their delays growing {:.2} s per s",
+                "the steady span's arrivals completed at {:.0} % of their arrival rate (< 90 %): {} of {} decided completed ({} failed, {} cancelled past the blow-up bound), their waits growing at least {:.2} s per s",
                 out.completion_share.unwrap_or(0.0) * 100.0,
                 a.completed,
                 a.completed + a.failed + a.late,
                 a.failed,
                 a.late,
-                a.delay_growth.unwrap_or(0.0).max(0.0)
+                a.delay_growth_low.or(a.delay_growth).unwrap_or(0.0).max(0.0)
+            ));
+        }
+        if let (true, Some(b)) = (out.offered_shortfall, out.offered) {
+            out.fired.push(format!(
+                "the level completed {} of the {} requests it offered that were due ({:.0} % < {:.0} %)",
+                b.completed,
+                b.due(),
+                offered_share.unwrap_or(0.0) * 100.0,
+                OFFERED_SHARE * 100.0
             ));
         }
     }
@@ -563,6 +604,67 @@ mod tests {
         assert!(sig.latency_blowup, "{sig:?}");
         assert!((sig.ms_per_token_p99.unwrap() - 162.0).abs() < 1e-9);
         assert_eq!(sig.reference_ms_per_token_p99, Some(12.0));
+    }
+
+    /// Issue 19, item 12: a server that keeps up, answering every request's first token in
+    /// 50 ms and its last 5 s later, while the arrivals double from 10 to 20 per second
+    /// half-way (a stretch of a seeded Poisson schedule that came faster). The old reading,
+    /// everything in flight, rose from 50 to 101 with the batch (75 requests over the
+    /// window, t = 6.4): "queue growth". Waiting for a first token: 0.5 to 1.0, under the
+    /// materiality bound of 2.
+    #[test]
+    fn a_batch_that_follows_the_arrivals_is_not_a_queue() {
+        let arrivals: Vec<f64> = (0..200)
+            .map(|i| i as f64 * 0.1)
+            .chain((0..400).map(|i| 20.0 + i as f64 * 0.05))
+            .collect();
+        let answered: Vec<RequestRecord> = arrivals
+            .iter()
+            .enumerate()
+            .map(|(i, &a)| {
+                let mut r = req(i as u64, a, 5.05);
+                r.chunks = vec![chunk(a + 0.05, 1), chunk(a + 5.05, 1)];
+                r.first_content = Some(0);
+                r
+            })
+            .collect();
+        let q = in_flight_growth(&answered).unwrap();
+        assert!(!q.growing, "{q:?}");
+        assert!(q.growth < 1.0 && q.mean_in_flight < 1.0, "{q:?}");
+        // The old reading: the same requests without their tokens wait until they end.
+        let whole: Vec<RequestRecord> = arrivals
+            .iter()
+            .enumerate()
+            .map(|(i, &a)| req(i as u64, a, 5.05))
+            .collect();
+        let old = in_flight_growth(&whole).unwrap();
+        assert!(old.growing && old.growth > 70.0, "{old:?}");
+    }
+
+    /// Issue 19, item 12: the 6 s level at 5.67 requests per second on a server finishing one
+    /// every 2.56 s ([`super::super::arrivals::tests::issue_level`]). Two of its steady
+    /// span's arrivals completed, too few for a trend, the others were cancelled within the
+    /// blow-up bound (unresolved), the first requests took more than half the level (no
+    /// steady span, no queue reading), and the completed ones stayed under 10 × the
+    /// reference per token: no old signal fired, and the level "passed". It completed 6 of
+    /// the 34 it offered: far short, and too few to judge.
+    #[test]
+    fn a_level_far_past_a_slow_servers_capacity_is_not_sustained() {
+        let recs = super::super::arrivals::tests::issue_level();
+        let s = crate::metrics::summarize(&recs, &crate::metrics::SummaryParams::default());
+        let sig = evaluate(&s, &recs, Some(160.0), true);
+        assert!(
+            !sig.queue_growth && !sig.completion_shortfall && !sig.latency_blowup,
+            "{sig:?}"
+        );
+        assert!(sig.offered_shortfall, "{sig:?}");
+        assert_eq!(sig.fired.len(), 1, "{:?}", sig.fired);
+        assert!(
+            sig.fired[0].contains("completed 6 of the 34"),
+            "{:?}",
+            sig.fired
+        );
+        assert!(sig.too_few_to_judge());
     }
 
     #[test]

@@ -2,13 +2,21 @@
 //! rules that turn a level's run into a verdict.
 //!
 //! A level passes when no saturation signal fires and, with an SLO, its attainment passes
-//! with confidence. A level whose SLO interval straddles the target is run again, twice as
-//! long, up to [`MAX_EXTENSIONS`] times; if it is still undecided it counts as not
-//! sustained (the search stays on the side it can defend) and says so.
+//! with confidence. A level whose SLO interval straddles the target, or an open-loop level
+//! whose steady span decided too few arrivals to read (fewer than
+//! [`super::arrivals::MIN_ARRIVALS`]), is run again, twice as long, up to
+//! [`MAX_EXTENSIONS`] times; if it is still undecided it counts as not sustained (the search
+//! stays on the side it can defend) and says so. With `--quick` the capacity search judges an
+//! undecided SLO on its observed share instead ([`Session::observed_when_undecided`]).
+//!
+//! Once the server's pace is known ([`super::pace`]), every timed level is stretched to it
+//! before it runs: long enough for the completions its role needs at the rate the server
+//! can have.
 
 use super::level::{
     outcome, Bench, LevelOutcome, LevelRun, LevelSpec, LevelVerdict, Load, Role, Stop, WarmupChoice,
 };
+use super::pace::Pace;
 use super::saturation::{signals, Signals};
 use super::slo_check;
 use crate::metrics::failures::ServerOutcomes;
@@ -93,6 +101,12 @@ pub struct Session<'a> {
     pub slo: Option<SloSpec>,
     /// The warm-up of the first level (4.5), for compliance.
     pub warmup: Option<WarmupReport>,
+    /// The server's own speed, once measured: timed levels are stretched to it.
+    pub pace: Option<Pace>,
+    /// Judge an SLO the level left undecided on the observed share (pass when it meets the
+    /// target) instead of extending the level: the `--quick` capacity search, whose levels
+    /// on a slow server hold too few requests for any 99 % bound to be decided.
+    pub observed_when_undecided: bool,
     /// The target of every level whose spec names none (guardrails runs the throughput
     /// search on each configuration by setting it); `None`: the test's only target.
     pub target: Option<String>,
@@ -111,6 +125,8 @@ impl<'a> Session<'a> {
             reference_ms_per_token_p99: None,
             slo,
             warmup: None,
+            pace: None,
+            observed_when_undecided: false,
             target: None,
             workload: None,
             warmed: BTreeSet::new(),
@@ -118,8 +134,9 @@ impl<'a> Session<'a> {
     }
 
     /// Runs a level; the first level on each target gets the configured warm-up, at its own
-    /// load. Calibration levels (the reference, the capacity estimate) run at loads of
-    /// their own, so they leave the warm-up to the first level of the test's own.
+    /// load, and once the pace is known a timed level is stretched to it ([`Pace::stretch`]).
+    /// Calibration levels (the reference, the capacity estimate) run at loads of their own,
+    /// so they leave the warm-up to the first level of the test's own.
     fn run(&mut self, mut spec: LevelSpec) -> Result<(LevelSpec, LevelRun), Stop> {
         if spec.target.is_none() {
             spec.target = self.target.clone();
@@ -127,12 +144,17 @@ impl<'a> Session<'a> {
         if spec.workload.is_none() {
             spec.workload = self.workload.clone();
         }
-        // A cold-cache level measures from an empty cache: no warm-up may fill it.
+        // A cold-cache level measures from an empty cache: no warm-up may fill it. The
+        // request alone runs cold on purpose (the warm-up after it is sized from it), and a
+        // calibration level leaves the warm-up to the level after it.
         if !self.warmed.contains(&spec.target)
             && !spec.flush_cache
-            && spec.warmup != WarmupChoice::Calibration
+            && spec.warmup == WarmupChoice::Skip
         {
             spec.warmup = WarmupChoice::AsConfigured;
+        }
+        if let (Some(pace), Some(d)) = (self.pace, spec.duration) {
+            spec.duration = Some(pace.stretch(d, spec.load, spec.role));
         }
         let run = self.bench.run_level(&spec)?;
         if spec.warmup == WarmupChoice::AsConfigured {
@@ -190,78 +212,47 @@ impl<'a> Session<'a> {
     /// Runs the concurrency-1 reference level and keeps its P50 end-to-end latency and its
     /// P99 latency per output token.
     pub fn reference(&mut self, duration: Duration) -> Result<(), Stop> {
-        let spec = LevelSpec::calibration(
+        self.reference_spec(LevelSpec::calibration(
             "reference: one request at a time",
             Role::Reference,
             Load::Concurrency { concurrency: 1 },
             duration,
-        );
+        ))
+    }
+
+    /// [`Session::reference`] with a spec of the caller's (the pace's synchronous anchor:
+    /// sized from the request alone, with its workload and warm-up cap).
+    pub fn reference_spec(&mut self, spec: LevelSpec) -> Result<(), Stop> {
         let o = self.measure(spec)?;
         let per_token = o.summary.normalized_latency_ms_per_token.map(|d| d.p99);
-        self.reference_e2e_p50_ms = o.summary.e2e_ms.map(|d| d.p50);
+        let e2e = o.summary.e2e_ms.map(|d| d.p50);
+        self.reference_e2e_p50_ms = e2e;
         self.reference_ms_per_token_p99 = per_token;
         Ok(())
     }
 
-    /// Runs a level and judges it; extends it while its SLO is undecided.
+    /// Runs a level and judges it; extends it while it is undecided.
     pub fn probe(&mut self, spec: LevelSpec, criteria: Criteria) -> Result<LevelVerdict, Stop> {
         let mut spec = spec;
         let mut extensions = 0;
         loop {
             let (ran, run) = self.run(spec.clone())?;
-            let sig = self.signals_of(&ran, &run);
-            let slo = self
-                .slo
-                .as_ref()
-                .map(|s| slo_check::check(s, &run.records, &run.report.summary));
-            let mut reasons: Vec<String> = Vec::new();
-            let mut fail = false;
-            if criteria.saturation && sig.any() {
-                fail = true;
-                reasons.push(format!("saturated: {}", sig.fired.join("; ")));
-            }
-            if let Some(why) = criteria
-                .min_success
-                .and_then(|min| completion_check(&run.report.summary, min))
-            {
-                fail = true;
-                reasons.push(why);
-            }
-            if criteria.no_out_of_memory {
-                let oom = out_of_memory_failures(&run.records);
-                if oom > 0 {
-                    fail = true;
-                    reasons.push(format!("{oom} requests failed out of memory"));
-                }
-            }
-            if run.report.summary.requests.completed == 0 {
-                fail = true;
-                reasons.push("no request completed".into());
-            }
-            let slo_verdict = slo.as_ref().map(|c| c.verdict);
-            if let Some(c) = &slo {
-                reasons.push(c.describe());
-            }
-            let verdict = match slo_verdict {
-                _ if fail => LevelVerdict::Fail,
-                Some(SloVerdict::Fail) => LevelVerdict::Fail,
-                Some(SloVerdict::Undecided) => LevelVerdict::Undecided,
-                _ => LevelVerdict::Pass,
-            };
-            if verdict == LevelVerdict::Pass && reasons.is_empty() {
-                reasons.push("no saturation signal".into());
-            }
+            let judged = self.judge(&ran, &run, criteria);
+            let verdict = judged.verdict;
             let o = outcome(
                 self.levels.len(),
                 &ran,
                 &run,
-                sig,
-                slo,
+                judged.signals,
+                judged.slo,
                 verdict,
-                reasons.join("; "),
+                judged.reason,
             );
             self.push(o);
-            if verdict != LevelVerdict::Undecided || extensions == MAX_EXTENSIONS {
+            if verdict != LevelVerdict::Undecided
+                || extensions == MAX_EXTENSIONS
+                || !self.may_extend(&ran)
+            {
                 return Ok(verdict);
             }
             extensions += 1;
@@ -274,6 +265,84 @@ impl<'a> Session<'a> {
                 base_label(&spec.label),
                 1 << extensions
             );
+        }
+    }
+
+    /// Whether an undecided level may run again twice as long: always before the pace is
+    /// known; after, while twice its length stays within the longest level.
+    fn may_extend(&self, ran: &LevelSpec) -> bool {
+        match (self.pace, ran.duration) {
+            (Some(p), Some(d)) => 2.0 * d.as_secs_f64() <= p.max_level_s,
+            _ => true,
+        }
+    }
+
+    /// A level's verdict under `criteria`, with its signals, SLO check and reasons.
+    fn judge(&self, ran: &LevelSpec, run: &LevelRun, criteria: Criteria) -> Judged {
+        let sig = self.signals_of(ran, run);
+        let slo = self
+            .slo
+            .as_ref()
+            .map(|s| slo_check::check(s, &run.records, &run.report.summary));
+        let mut reasons: Vec<String> = Vec::new();
+        let mut fail = false;
+        if criteria.saturation && sig.any() {
+            fail = true;
+            reasons.push(format!("saturated: {}", sig.fired.join("; ")));
+        }
+        if let Some(why) = criteria
+            .min_success
+            .and_then(|min| completion_check(&run.report.summary, min))
+        {
+            fail = true;
+            reasons.push(why);
+        }
+        if criteria.no_out_of_memory {
+            let oom = out_of_memory_failures(&run.records);
+            if oom > 0 {
+                fail = true;
+                reasons.push(format!("{oom} requests failed out of memory"));
+            }
+        }
+        if run.report.summary.requests.completed == 0 {
+            fail = true;
+            reasons.push("no request completed".into());
+        }
+        // An open-loop level whose steady span decided too few arrivals has nothing to be
+        // judged by: on a slow server a short level far past capacity completed two or
+        // three requests and "passed" on signals that could not fire.
+        let open = matches!(ran.load, Load::Rate { .. });
+        let too_few = criteria.saturation && open && !fail && sig.too_few_to_judge();
+        if too_few {
+            reasons.push(too_few_reason(&sig));
+        }
+        let mut verdict = match slo.as_ref().map(|c| c.verdict) {
+            _ if fail => LevelVerdict::Fail,
+            Some(SloVerdict::Fail) => LevelVerdict::Fail,
+            _ if too_few => LevelVerdict::Undecided,
+            Some(SloVerdict::Undecided) => LevelVerdict::Undecided,
+            _ => LevelVerdict::Pass,
+        };
+        if let Some(c) = &slo {
+            reasons.push(c.describe());
+            if verdict == LevelVerdict::Undecided && !too_few && self.observed_when_undecided {
+                verdict = match c.observed_verdict() {
+                    SloVerdict::Pass => LevelVerdict::Pass,
+                    _ => LevelVerdict::Fail,
+                };
+                reasons.push(
+                    "undecided at 95 % confidence: judged on the observed share (--quick)".into(),
+                );
+            }
+        }
+        if verdict == LevelVerdict::Pass && reasons.is_empty() {
+            reasons.push("no saturation signal".into());
+        }
+        Judged {
+            verdict,
+            signals: sig,
+            slo,
+            reason: reasons.join("; "),
         }
     }
 
@@ -301,6 +370,23 @@ impl<'a> Session<'a> {
 
 fn base_label(label: &str) -> &str {
     label.split(" (extended").next().unwrap_or(label)
+}
+
+/// What [`Session::probe`] made of one run of a level.
+struct Judged {
+    verdict: LevelVerdict,
+    signals: Signals,
+    slo: Option<slo_check::SloCheck>,
+    reason: String,
+}
+
+/// Why a level was too short to judge, in words.
+fn too_few_reason(sig: &Signals) -> String {
+    let decided = sig.arrivals.map_or(0, |a| a.completed + a.failed + a.late);
+    format!(
+        "too few requests to judge: {decided} of the steady span's arrivals decided (at least {} needed)",
+        super::arrivals::MIN_ARRIVALS
+    )
 }
 
 /// `412 tok/s, 3.1 req/s, P99 TTFT 840 ms` (and `, 8 cancelled at the end` when the

@@ -1,14 +1,19 @@
 //! 5.2 Output Token Throughput: the most load the server sustains (and, with an SLO, the
-//! most that meets it), by bracketing from a short closed-loop estimate and bisecting.
+//! most that meets it), by bracketing from the server's own pace and bisecting.
 //!
-//! Levels: a concurrency-1 reference (the low-load latency the blow-up signal compares
-//! against), a closed-loop estimate at high concurrency (its completion rate is the first
-//! rate tried, unless `--capacity` gives one), then open-loop levels doubling or halving
-//! until one passes and one fails, then bisection to `--tolerance`. The sustainable level's
-//! figures are the draft's Tables 3 and 4.
+//! Levels: one request alone, the concurrency-1 reference (the synchronous anchor: the
+//! low-load latency the blow-up signal compares against), a closed-loop probe at
+//! `--estimate-concurrency` sized to complete enough requests at the anchor's rate (its
+//! completion rate is the first rate tried, unless `--capacity` gives one: [`super::pace`]),
+//! then open-loop levels doubling or halving until one passes and one fails, then bisection
+//! to `--tolerance`. Every level lasts long enough for 50 completions (`--quick`; 200
+//! otherwise) at the rate the server can have. The sustainable level's figures are the
+//! draft's Tables 3 and 4; the answer's rate is what that level sustained (its arrivals'
+//! rate, less what the server did not complete at that rate), beside the rate asked.
 
 use super::compliance::Checklist;
 use super::level::{rate, Bench, LevelSpec, LevelVerdict, Load, Role, Stop};
+use super::pace::{calibrate, Pace};
 use super::report::Finding;
 use super::search::{search_concurrency, search_rate, ConcurrencyPlan, Probe, RatePlan};
 use super::session::{Criteria, Session};
@@ -19,8 +24,14 @@ use std::time::Duration;
 /// `result` of a throughput test.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ThroughputResult {
-    /// Highest open-loop rate that passed, requests per second.
+    /// Highest open-loop rate that passed (the rate asked), requests per second.
     pub sustainable_rate_per_s: Option<f64>,
+    /// What that level sustained, requests per second: the rate its steady span's arrivals
+    /// came at (a seeded Poisson schedule of n arrivals is off the rate asked by about
+    /// 1/√n) times the share of them completed at that rate
+    /// ([`super::arrivals::ArrivalOutcomes::sustained_rate_per_s`]).
+    #[serde(default)]
+    pub sustained_rate_per_s: Option<f64>,
     /// Highest closed-loop concurrency that passed (`--closed-loop`).
     pub sustainable_concurrency: Option<u32>,
     /// Lowest load above it that failed.
@@ -34,7 +45,8 @@ pub struct ThroughputResult {
     pub max_input_tokens_per_s: Option<f64>,
     /// Output tokens per second per GPU (`--gpus`).
     pub tokens_per_gpu_s: Option<f64>,
-    /// The closed-loop estimate the search started from, requests per second.
+    /// The capacity the search started from, requests per second: the closed-loop probe's
+    /// completion rate, or `--capacity`.
     pub estimate_rate_per_s: Option<f64>,
     /// P50 end-to-end latency at concurrency 1, ms.
     pub reference_e2e_p50_ms: Option<f64>,
@@ -42,6 +54,9 @@ pub struct ThroughputResult {
     /// blow-up reference (a level's P99 above 10× this one is saturated).
     #[serde(default)]
     pub reference_ms_per_token_p99: Option<f64>,
+    /// The server's own pace the levels were sized from.
+    #[serde(default)]
+    pub pace: Option<Pace>,
     /// Index of the sustainable level in `levels`.
     pub sustainable_level: Option<usize>,
     /// The search narrowed the bracket to the tolerance.
@@ -50,28 +65,16 @@ pub struct ThroughputResult {
     pub search: String,
 }
 
-/// Runs the closed-loop estimate (unless `--capacity` gave one): requests per second.
+/// The capacity the procedures take shares of: the server's pace measured (one request
+/// alone, the synchronous anchor, the closed-loop probe; [`super::pace`]), or `--capacity`
+/// (after the request alone and the anchor, which size the levels). Requests per second.
 pub fn estimate(s: &mut Session, o: &Options) -> Result<f64, Stop> {
-    if let Some(r) = o.capacity_rate_per_s {
-        return Ok(r);
-    }
-    let c = o.estimate_concurrency.max(1);
-    let spec = LevelSpec::calibration(
-        format!("estimate: concurrency {c}"),
-        Role::Estimate,
-        Load::Concurrency { concurrency: c },
-        o.calibration(),
-    );
-    let level = s.measure(spec)?;
-    let r = level.summary.steady_state.requests_per_s;
-    if r > 0.0 && r.is_finite() {
-        Ok(r)
-    } else {
-        Err(Stop::Failed(anyhow::anyhow!(
-            "the capacity estimate (concurrency {c} for {:.0} s) completed no request in its steady window; give --capacity RATE, or a longer --level-duration",
-            o.calibration().as_secs_f64()
-        )))
-    }
+    let pace = calibrate(s, o, None, true)?;
+    pace.capacity_rate_per_s.ok_or_else(|| {
+        Stop::Failed(anyhow::anyhow!(
+            "no capacity estimate: give --capacity RATE"
+        ))
+    })
 }
 
 /// Runs the test.
@@ -98,109 +101,52 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
     }
 }
 
-/// The throughput search (5.2) on the session's target: the concurrency-1 reference (the
-/// blow-up signal's baseline), the estimate, then bracket and bisect an open-loop rate
-/// (a concurrency with `--closed-loop`), each level judged by saturation and the session's
-/// SLO. The result holds the sustainable level's figures; the stop, when a level could not
-/// run. `servebench test throughput` is this search; guardrails runs it per configuration,
-/// and [`capacity`] for the tests whose levels are shares of saturation.
+/// The throughput search (5.2) on the session's target: the server's own pace first
+/// ([`calibrate`]: one request alone, the concurrency-1 reference, which is the blow-up
+/// signal's baseline, and the closed-loop probe unless `--capacity` gives the start), then
+/// bracket and bisect an open-loop rate (a concurrency with `--closed-loop`: `search_open`,
+/// `search_closed`), each level stretched to the pace and judged by saturation and the
+/// session's SLO. The result holds the sustainable level's figures (`read_sustainable`);
+/// the stop, when a level could not run. `servebench test throughput` is this search;
+/// guardrails runs it per configuration, and [`capacity`] for the tests whose levels are
+/// shares of saturation.
 pub fn search(
     s: &mut Session,
     o: &Options,
     duration: Duration,
 ) -> (ThroughputResult, Option<Stop>) {
     let mut result = ThroughputResult::default();
-    let criteria = Criteria {
-        saturation: true,
-        min_success: None,
-        no_out_of_memory: false,
-    };
-    let stop: Option<Stop>;
-    let setup = match s.reference(o.calibration()) {
-        Ok(()) => estimate(s, o),
-        Err(e) => Err(e),
-    };
+    // Each target has its own pace and reference (guardrails searches every configuration
+    // in turn): a pace measured on another target is measured again on this one.
+    let other_target = s
+        .levels
+        .iter()
+        .rev()
+        .find(|l| l.role == Role::Alone)
+        .is_some_and(|l| l.target != s.target);
+    if other_target {
+        s.pace = None;
+        s.reference_e2e_p50_ms = None;
+        s.reference_ms_per_token_p99 = None;
+    }
+    let setup = calibrate(s, o, None, true);
     result.reference_e2e_p50_ms = s.reference_e2e_p50_ms;
     result.reference_ms_per_token_p99 = s.reference_ms_per_token_p99;
-    match setup {
-        Err(e) => stop = Some(e),
-        Ok(est) if !o.closed_loop => {
+    let stop = match setup {
+        Err(e) => Some(e),
+        Ok(pace) => {
+            let est = pace.capacity_rate_per_s.unwrap_or(pace.sync_rate_per_s);
             result.estimate_rate_per_s = Some(est);
-            let plan = RatePlan {
-                start_per_s: est,
-                tolerance: o.tolerance,
-                max_doublings: 8,
-                min_rate_per_s: est / 1024.0,
-            };
-            let (found, stopped) = search_rate(&plan, |r, role| {
-                let spec = LevelSpec::new(
-                    format!("rate {} req/s", rate(r)),
-                    role,
-                    Load::Rate { rate_per_s: r },
-                    duration,
-                );
-                s.probe(spec, criteria).map(probe_of)
-            });
-            stop = stopped;
-            result.sustainable_rate_per_s = found.sustainable;
-            result.failing_rate_per_s = found.failing;
-            result.converged = found.converged;
-            result.search = found.note;
+            result.pace = Some(pace);
+            if o.closed_loop {
+                search_closed(s, o, duration, &mut result)
+            } else {
+                search_open(s, o, duration, est, &mut result)
+            }
         }
-        Ok(est) => {
-            result.estimate_rate_per_s = Some(est);
-            let plan = ConcurrencyPlan {
-                start: o.start_concurrency.max(1),
-                max: o.concurrency_limit.max(1),
-                tolerance: o.tolerance,
-            };
-            let (found, stopped) = search_concurrency(&plan, |c, role| {
-                let spec = LevelSpec::new(
-                    format!("concurrency {c}"),
-                    role,
-                    Load::Concurrency { concurrency: c },
-                    duration,
-                );
-                s.probe(spec, criteria).map(probe_of)
-            });
-            stop = stopped;
-            result.sustainable_concurrency = found.sustainable;
-            result.failing_concurrency = found.failing;
-            result.converged = found.converged;
-            result.search = found.note;
-        }
-    }
-    sustained_figures(s, o, &mut result);
-    (result, stop)
-}
-
-/// Tables 3 and 4's figures from the last passing level at the sustainable load on the
-/// session's target.
-fn sustained_figures(s: &Session, o: &Options, result: &mut ThroughputResult) {
-    let load = match (
-        result.sustainable_rate_per_s,
-        result.sustainable_concurrency,
-    ) {
-        (Some(r), _) => Some(Load::Rate { rate_per_s: r }),
-        (_, Some(c)) => Some(Load::Concurrency { concurrency: c }),
-        _ => None,
     };
-    if let Some(level) = load.and_then(|l| {
-        s.levels
-            .iter()
-            .rev()
-            .find(|x| x.load == l && x.verdict == LevelVerdict::Pass && x.target == s.target)
-    }) {
-        let st = &level.summary.steady_state;
-        result.sustainable_level = Some(level.index);
-        result.max_output_tokens_per_s = Some(st.output_tokens_per_s);
-        result.max_requests_per_s = Some(st.requests_per_s);
-        result.max_input_tokens_per_s = Some(st.input_tokens_per_s);
-        result.tokens_per_gpu_s = o
-            .gpus
-            .filter(|&g| g > 0)
-            .map(|g| st.output_tokens_per_s / g as f64);
-    }
+    read_sustainable(s, o, &mut result);
+    (result, stop)
 }
 
 /// The throughput search as the other tests use it: open loop and judged on saturation
@@ -259,6 +205,9 @@ pub fn capacity_of(found: &ThroughputResult) -> Option<Capacity> {
 /// estimate is only where the search starts; it measures a concurrency, not saturation.
 pub fn capacity(s: &mut Session, o: &Options) -> Result<Capacity, Stop> {
     if let Some(r) = o.capacity_rate_per_s {
+        // The request alone and the one-at-a-time reference still run: they size the
+        // levels (the probe is skipped: `--capacity` is the capacity).
+        calibrate(s, o, None, false)?;
         return Ok(Capacity {
             rate_per_s: r,
             source: "given (--capacity)".into(),
@@ -275,6 +224,105 @@ pub fn capacity(s: &mut Session, o: &Options) -> Result<Capacity, Stop> {
             found.search
         ))
     })
+}
+
+/// What the search's levels are judged by: the saturation signals.
+const CRITERIA: Criteria = Criteria {
+    saturation: true,
+    min_success: None,
+    no_out_of_memory: false,
+};
+
+/// The open-loop rate search from `est`; fills the result's search fields.
+fn search_open(
+    s: &mut Session,
+    o: &Options,
+    duration: Duration,
+    est: f64,
+    result: &mut ThroughputResult,
+) -> Option<Stop> {
+    let plan = RatePlan {
+        start_per_s: est,
+        tolerance: o.tolerance,
+        max_doublings: 8,
+        min_rate_per_s: est / 1024.0,
+    };
+    let (found, stopped) = search_rate(&plan, |r, role| {
+        let spec = LevelSpec::new(
+            format!("rate {} req/s", rate(r)),
+            role,
+            Load::Rate { rate_per_s: r },
+            duration,
+        );
+        s.probe(spec, CRITERIA).map(probe_of)
+    });
+    result.sustainable_rate_per_s = found.sustainable;
+    result.failing_rate_per_s = found.failing;
+    result.converged = found.converged;
+    result.search = found.note;
+    stopped
+}
+
+/// The closed-loop concurrency search (`--closed-loop`); fills the result's search fields.
+fn search_closed(
+    s: &mut Session,
+    o: &Options,
+    duration: Duration,
+    result: &mut ThroughputResult,
+) -> Option<Stop> {
+    let plan = ConcurrencyPlan {
+        start: o.start_concurrency.max(1),
+        max: o.concurrency_limit.max(1),
+        tolerance: o.tolerance,
+    };
+    let (found, stopped) = search_concurrency(&plan, |c, role| {
+        let spec = LevelSpec::new(
+            format!("concurrency {c}"),
+            role,
+            Load::Concurrency { concurrency: c },
+            duration,
+        );
+        s.probe(spec, CRITERIA).map(probe_of)
+    });
+    result.sustainable_concurrency = found.sustainable;
+    result.failing_concurrency = found.failing;
+    result.converged = found.converged;
+    result.search = found.note;
+    stopped
+}
+
+/// Reads Tables 3 and 4 and the sustained rate off the last passing level at the
+/// sustainable load on the session's target.
+fn read_sustainable(s: &Session, o: &Options, result: &mut ThroughputResult) {
+    let load = match (
+        result.sustainable_rate_per_s,
+        result.sustainable_concurrency,
+    ) {
+        (Some(r), _) => Some(Load::Rate { rate_per_s: r }),
+        (_, Some(c)) => Some(Load::Concurrency { concurrency: c }),
+        _ => None,
+    };
+    let Some(level) = load.and_then(|l| {
+        s.levels
+            .iter()
+            .rev()
+            .find(|x| x.load == l && x.verdict == LevelVerdict::Pass && x.target == s.target)
+    }) else {
+        return;
+    };
+    let st = &level.summary.steady_state;
+    result.sustainable_level = Some(level.index);
+    result.sustained_rate_per_s = level
+        .signals
+        .arrivals
+        .and_then(|a| a.sustained_rate_per_s());
+    result.max_output_tokens_per_s = Some(st.output_tokens_per_s);
+    result.max_requests_per_s = Some(st.requests_per_s);
+    result.max_input_tokens_per_s = Some(st.input_tokens_per_s);
+    result.tokens_per_gpu_s = o
+        .gpus
+        .filter(|&g| g > 0)
+        .map(|g| st.output_tokens_per_s / g as f64);
 }
 
 fn probe_of(v: LevelVerdict) -> Probe {
@@ -298,8 +346,9 @@ fn answer(r: &ThroughputResult, o: &Options) -> String {
         r.max_output_tokens_per_s,
     ) {
         (Some(rate_per_s), _, Some(tok)) => format!(
-            "max sustainable: {} req/s, {} tok/s{under}{}",
-            rate(rate_per_s),
+            "max sustainable: {} req/s{}, {} tok/s{under}{}",
+            rate(r.sustained_rate_per_s.unwrap_or(rate_per_s)),
+            asked(r.sustained_rate_per_s, rate_per_s),
             thousands(tok),
             r.failing_rate_per_s
                 .map(|f| format!(" ({} req/s failed)", rate(f)))
@@ -313,6 +362,17 @@ fn answer(r: &ThroughputResult, o: &Options) -> String {
                 .unwrap_or_default()
         ),
         _ => format!("no load level was sustained{under}: {}", r.search),
+    }
+}
+
+/// ` (asked 0.36 req/s)` when the level sustained a rate that reads differently from the
+/// one asked, else nothing.
+fn asked(sustained: Option<f64>, asked_per_s: f64) -> String {
+    match sustained {
+        Some(x) if rate(x) != rate(asked_per_s) => {
+            format!(" (asked {} req/s)", rate(asked_per_s))
+        }
+        _ => String::new(),
     }
 }
 
@@ -414,6 +474,31 @@ fn compliance(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 19, item 12: the answer states what the sustainable level sustained, beside
+    /// the rate asked when they differ (the old answer gave the rate asked alone).
+    #[test]
+    fn the_answer_is_what_the_level_sustained() {
+        let o = crate::procedure::conformance::options_for(
+            true,
+            None,
+            crate::workload::WorkloadSpec::fixed(256, 640),
+            1,
+        );
+        let mut r = ThroughputResult {
+            sustainable_rate_per_s: Some(0.36),
+            sustained_rate_per_s: Some(0.3213),
+            failing_rate_per_s: Some(0.378),
+            max_output_tokens_per_s: Some(205.4),
+            ..Default::default()
+        };
+        assert_eq!(
+            answer(&r, &o),
+            "max sustainable: 0.321 req/s (asked 0.36 req/s), 205 tok/s with no saturation signal (0.378 req/s failed)"
+        );
+        r.sustained_rate_per_s = Some(0.36);
+        assert!(answer(&r, &o).starts_with("max sustainable: 0.36 req/s, 205 tok/s"));
+    }
 
     #[test]
     fn thousands_separators() {

@@ -9,11 +9,14 @@
 //!
 //! A test binary of its own, its tests one at a time: each compares timings with the
 //! engine model's analytic figures, which another benchmark on the same two cores would
-//! skew (cargo runs test binaries one after another).
+//! skew (cargo runs test binaries one after another). The `conformance` module checks the
+//! answers against the same figures on the engine model in virtual time, which no load
+//! skews.
 
 #[path = "../common/mod.rs"]
 #[allow(dead_code)]
 mod common;
+mod conformance;
 
 use common::{servebench, temp_dir};
 use servebench::sim::SimConfig;
@@ -117,9 +120,9 @@ fn contract(v: &serde_json::Value, dir: &Path) {
     assert!(dir.join("report.html").exists());
 }
 
-/// The 5.2 search on the prefill-first `cpu-tiny` engine, 20× faster: the sustainable rate
-/// is between 85 % and 110 % of the analytic capacity for the prompt and output lengths
-/// served.
+/// The 5.2 search on the prefill-first `cpu-tiny` engine, 20× faster: the rate the
+/// sustainable level sustained is between 85 % and 110 % of the analytic capacity for the
+/// prompt and output lengths served.
 #[test]
 fn throughput_search_finds_the_analytic_capacity() {
     let (dir, sim) = sim_toml(
@@ -173,9 +176,20 @@ fn throughput_search_finds_the_analytic_capacity() {
         .find(|l| l["verdict"] == "fail" && l["load"]["rate_per_s"].as_f64() == Some(failing_rate))
         .and_then(|l| l["summary"]["steady_state"]["requests_per_s"].as_f64())
         .unwrap_or(cap);
+    // The answer's rate is what the sustainable level sustained (its arrivals' rate, less
+    // what the server did not complete at that rate): it cannot sit past the capacity by
+    // more than noise. The rate asked for can, by the 1/√n a seeded Poisson schedule of a
+    // few dozen arrivals is off it.
+    let sustained = r["sustained_rate_per_s"]
+        .as_f64()
+        .expect("what the sustainable level sustained");
     assert!(
-        found <= cap * 1.10 && found >= cap.min(achieved_when_failing) * 0.85,
-        "found {found:.2} req/s, analytic {cap:.2} req/s ({prompt:.0}-token prompts), {achieved_when_failing:.2} completed per second at the failing rate"
+        sustained <= cap * 1.10 && sustained >= cap.min(achieved_when_failing) * 0.85,
+        "sustained {sustained:.2} req/s (asked {found:.2}), analytic {cap:.2} req/s ({prompt:.0}-token prompts), {achieved_when_failing:.2} completed per second at the failing rate"
+    );
+    assert!(
+        found <= cap * 1.3 && found >= cap.min(achieved_when_failing) * 0.8,
+        "asked {found:.2} req/s, analytic {cap:.2} req/s"
     );
     assert!(r["max_output_tokens_per_s"].as_f64().unwrap() > 0.0);
     assert!(r["max_requests_per_s"].as_f64().unwrap() > 0.0);

@@ -44,7 +44,17 @@ line the time left. Full tests measure the draft's minimum durations (60 s a lev
 for memory-pressure, 300 s for fairness's mix): throughput is about 10-15 minutes, a suite \
 hours. With --quick (levels of 3-8 s, a short warm-up) a test takes 1-3 minutes on the \
 built-in simulator and a suite 15-20; against llama.cpp on two CPU cores, a --quick \
-test takes several minutes. --budget 30m bounds any of them.";
+test takes several minutes. --budget 30m bounds any of them.
+
+How long a test takes: the tests that take a capacity (throughput, curve, itl, ttft, \
+fairness, capacity) first measure the server's own speed: one request alone, then requests \
+one at a time (10 of them with --quick, 30 without), then a closed-loop probe (20 \
+completions, 60 without --quick; --capacity skips it, and the capacity test needs none). Every level then lasts at least \
+--level-duration (60 s; 6 s with --quick) and long enough for 50 completions at the rate \
+the server can have (200 without --quick; 10 and 50 for a sweep's point), at most 300 s \
+with --quick. On a server of 0.3 req/s --quick takes up to about 35 min (throughput, \
+curve), 15 (ttft, itl, capacity); checked on the simulator's engine model by `servebench \
+selfbench --procedures`.";
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -204,6 +214,15 @@ pub struct SelfbenchArgs {
     /// Concurrent streams of the per-API run (0 skips it).
     #[arg(long, default_value_t = 256)]
     pub protocol_streams: u32,
+    /// Only the procedures' conformance: `test throughput --quick` on engine models of known
+    /// capacity (fixed lengths, Synthetic-Skewed lengths, requests longer than 0.2 × the
+    /// level, a server of 0.33 req/s), run in virtual time with five seeds, the median answer
+    /// against the analytic capacity (within 10 %); then every `--quick` test that sizes
+    /// its levels from a capacity on the slow server, against the time `servebench test
+    /// --help` states. Takes seconds to a minute of CPU, whatever the machine's load; exit 1
+    /// when a check misses.
+    #[arg(long)]
+    pub procedures: bool,
 }
 
 /// `--endpoint`: the API to drive (docs/apis.md).

@@ -32,7 +32,13 @@ pub struct SuiteArgs {
 pub struct ProcedureArgs {
     /// Shortened levels and counts for smoke tests and CI, and a short warm-up (about 10 s
     /// of the first level's load, with --warmup auto); the test is then always reported
-    /// "not compliant".
+    /// "not compliant". Levels are still sized from the server's own speed (one
+    /// request alone, then one at a time, then a closed-loop probe): each level of a search
+    /// lasts long enough for 50 completions at the rate the server can have (200 without
+    /// --quick), so a slow server gets longer levels, not wrong answers. On a server of
+    /// 0.3 req/s (llama.cpp on two CPU cores) --quick takes up to about: throughput 35 min,
+    /// curve 35 (--levels 5: about 20), ttft 15, itl 15, capacity 15; on a GPU server
+    /// serving tens of requests per second, a few minutes each.
     #[arg(long)]
     pub quick: bool,
     /// Time budget for the whole test, e.g. 30m: a level starts only if it should end in
@@ -50,14 +56,16 @@ pub struct ProcedureArgs {
     /// Throughput (5.2) in closed loop: search concurrency instead of rate.
     #[arg(long)]
     pub closed_loop: bool,
-    /// Known capacity, requests per second: the closed-loop estimate is skipped (throughput:
-    /// the first rate tried; curve, ITL, fairness, TTFT: the base of their load shares).
+    /// Known capacity, requests per second: the closed-loop probe is skipped (throughput:
+    /// the first rate tried; curve, ITL, fairness, TTFT: the base of their load shares). One
+    /// request alone and the one-at-a-time reference still run: they size the levels.
     #[arg(long)]
     pub capacity: Option<f64>,
     /// Known concurrent capacity (memory pressure then skips the 5.5 search).
     #[arg(long)]
     pub capacity_concurrency: Option<u32>,
-    /// Concurrency of the short closed-loop run that estimates capacity.
+    /// Concurrency of the closed-loop probe that estimates capacity (it lasts long enough
+    /// for 20 completions at the server's one-at-a-time rate, 60 without --quick).
     #[arg(long, default_value_t = 32)]
     pub estimate_concurrency: u32,
     /// First concurrency of the capacity search (5.5).

@@ -508,6 +508,9 @@ fn summary_speed(n: u64, tokens: u32) {
 }
 
 pub fn selfbench(args: SelfbenchArgs) -> Result<u8> {
+    if args.procedures {
+        return procedures();
+    }
     if args.summary_requests > 0 {
         summary_speed(args.summary_requests, args.summary_tokens);
     }
@@ -525,4 +528,55 @@ pub fn selfbench(args: SelfbenchArgs) -> Result<u8> {
         open_loop(args.open_loop_rate, &args)?;
     }
     Ok(super::exit::OK)
+}
+
+/// `--procedures`: the conformance cases, answer against truth, then the slow server's
+/// `--quick` tests against their stated times (`crate::procedure::conformance`).
+fn procedures() -> Result<u8> {
+    use crate::procedure::conformance::{self as c, SEEDS, TOLERANCE};
+    println!(
+        "procedure conformance: test throughput --quick on engine models of known capacity, in virtual time; the median of {} seeds within {:.0} % of the analytic capacity",
+        SEEDS.len(),
+        TOLERANCE * 100.0
+    );
+    let mut ok = true;
+    for case in c::cases() {
+        let check = c::check(&case, &SEEDS)?;
+        let median = check.median_ratio();
+        let met = check.conforms();
+        ok &= met;
+        println!(
+            "  {:<7} {}: median {} of the truth, longest test {:.1} min  {}",
+            case.name,
+            case.what,
+            median
+                .map(|m| format!("{:.1} %", m * 100.0))
+                .unwrap_or_else(|| "(no answer)".into()),
+            check.longest_s() / 60.0,
+            if met { "ok" } else { "MISSED" }
+        );
+        for line in check.describe().lines() {
+            println!("      {line}");
+        }
+    }
+    let slow = c::case("slow").context("the slow case")?;
+    println!("the --quick tests on the slow server ({}):", slow.what);
+    for (test, minutes) in c::SLOW_SERVER_MINUTES {
+        let (finding, bench) = c::run_test(&slow, test, SEEDS[0])?;
+        let took = bench.elapsed_s / 60.0;
+        let met = finding.answered && took <= minutes;
+        ok &= met;
+        println!(
+            "  {:<10} {:>5.1} min (stated: up to {minutes:.0})  {}  {}",
+            test.slug(),
+            took,
+            if met { "ok" } else { "MISSED" },
+            finding.answer
+        );
+    }
+    Ok(if ok {
+        super::exit::OK
+    } else {
+        super::exit::FAILED
+    })
 }

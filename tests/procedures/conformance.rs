@@ -1,0 +1,148 @@
+//! The conformance suite (issue 19): `servebench test throughput --quick` against engine
+//! models whose capacity is known exactly, and every `--quick` test that sizes its levels
+//! from a capacity against the time `servebench test --help` states on a slow server.
+//!
+//! The levels run on the simulator's engine model in virtual time
+//! (`servebench::procedure::conformance`, docs/procedures.md "Conformance"), not on the
+//! simulator's HTTP server in real time: a server of 0.33 requests per second cannot be run
+//! faster than it is (`time_scale` makes it a fast server, which the fixed lengths always
+//! handled), and a busy machine would slow the real-time engine under the procedure's feet.
+//! Here the truth is the engine's own analytic capacity and no wall clock is read, so these
+//! tests hold on a loaded two-core machine and take seconds of CPU. The same checks run for
+//! users as `servebench selfbench --procedures`.
+//!
+//! What is checked against the truth is the answer's rate, what the sustainable level
+//! sustained: the median over five seeds within 10 % (one seed's few dozen Poisson arrivals
+//! per `--quick` level can land further off; each run is shown in the message).
+
+use servebench::procedure::conformance::{
+    case, check, run_test, SEEDS, SLOW_SERVER_MINUTES, TOLERANCE,
+};
+use servebench::procedure::TestName;
+
+/// One test of this binary at a time: the others time a real-time simulator, which this
+/// one's CPU would slow.
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    crate::ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+}
+
+/// The median answer of a case lies within 10 % of the engine's analytic capacity.
+fn conforms(name: &str) {
+    let _turn = turn();
+    let c = case(name).expect("a conformance case");
+    let checked = check(&c, &SEEDS).expect("the virtual bench runs");
+    let median = checked.median_ratio();
+    assert!(
+        checked.conforms(),
+        "{} ({}): median answer {:?} of the truth, outside {:.0} %\n{}",
+        c.name,
+        c.what,
+        median,
+        TOLERANCE * 100.0,
+        checked.describe()
+    );
+}
+
+#[test]
+fn throughput_on_fixed_lengths_is_the_analytic_capacity() {
+    conforms("fixed");
+}
+
+#[test]
+fn throughput_on_skewed_lengths_is_the_analytic_capacity() {
+    conforms("skewed");
+}
+
+#[test]
+fn throughput_with_requests_longer_than_a_fifth_of_the_level_is_the_analytic_capacity() {
+    let c = case("long").unwrap();
+    // The case is what it says: one request alone lasts more than 0.2 × the level.
+    let level_s = c.level_duration.unwrap().as_secs_f64();
+    let alone_s =
+        (c.sim.step.base_ms + c.sim.step.prefill_ms_per_token * 128.0 + 255.0 * c.sim.step.base_ms)
+            / 1e3;
+    assert!(
+        alone_s > 0.2 * level_s,
+        "{alone_s} s of a {level_s} s level"
+    );
+    conforms("long");
+}
+
+#[test]
+fn throughput_on_a_server_of_a_third_of_a_request_per_second_is_its_capacity() {
+    let c = case("slow").unwrap();
+    let truth = c.sim.capacity(256, 640).unwrap().requests_per_s;
+    assert!(truth < 0.5, "a slow server: {truth} req/s");
+    conforms("slow");
+    let _turn = turn();
+    let checked = check(&c, &SEEDS[..1]).unwrap();
+    let stated = SLOW_SERVER_MINUTES
+        .iter()
+        .find(|(t, _)| *t == TestName::Throughput)
+        .unwrap()
+        .1;
+    assert!(
+        checked.longest_s() <= stated * 60.0,
+        "{:.1} min, stated {stated} min\n{}",
+        checked.longest_s() / 60.0,
+        checked.describe()
+    );
+}
+
+/// Issue 19, item 12: on a slow server every `--quick` test that takes a capacity answers
+/// (ttft, throughput and curve exited 1 after minutes: the capacity estimate, concurrency 32
+/// for 3 s, completed nothing), within the time its help states, and with the right
+/// figures: the capacity the curve and ttft take shares of within 10 % of the truth, and the
+/// capacity test's concurrency the engine's four batch slots (every level undecided before).
+#[test]
+fn every_quick_procedure_answers_a_slow_server_in_its_stated_time() {
+    let _turn = turn();
+    let c = case("slow").unwrap();
+    let truth = c.sim.capacity(256, 640).unwrap();
+    for (test, minutes) in SLOW_SERVER_MINUTES {
+        let (finding, bench) = run_test(&c, test, SEEDS[0]).unwrap();
+        let took = bench.elapsed_s / 60.0;
+        assert!(
+            finding.answered && finding.stopped.is_none(),
+            "{test}: {} ({:?})",
+            finding.answer,
+            finding.stopped
+        );
+        assert!(
+            took <= minutes,
+            "{test}: {took:.1} min, stated {minutes} min: {}",
+            finding.answer
+        );
+        let r = &finding.result;
+        match test {
+            TestName::Curve | TestName::Itl => {
+                let cap = r["capacity_rate_per_s"].as_f64().unwrap();
+                assert!(
+                    (cap / truth.requests_per_s - 1.0).abs() <= TOLERANCE,
+                    "{test}: capacity {cap} vs {}",
+                    truth.requests_per_s
+                );
+            }
+            TestName::Ttft => {
+                let load = r["load"]["rate_per_s"].as_f64().unwrap();
+                assert!(
+                    (2.0 * load / truth.requests_per_s - 1.0).abs() <= TOLERANCE,
+                    "ttft at {load} req/s, half the capacity is {}",
+                    truth.requests_per_s / 2.0
+                );
+                assert_eq!(r["samples"].as_u64(), Some(50));
+            }
+            TestName::Capacity => {
+                assert_eq!(
+                    r["max_concurrency"].as_u64(),
+                    Some(truth.batch_slots as u64),
+                    "{}",
+                    finding.answer
+                );
+            }
+            _ => {}
+        }
+    }
+}
