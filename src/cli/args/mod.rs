@@ -53,7 +53,7 @@ completions, 60 without --quick; --capacity skips it, and the capacity test need
 --level-duration (60 s; 6 s with --quick) and long enough for 50 completions at the rate \
 the server can have (200 without --quick; 10 and 50 for a sweep's point), at most 300 s \
 with --quick. On a server of 0.3 req/s --quick takes up to about 35 min (throughput, \
-curve), 15 (ttft, itl, capacity); checked on the simulator's engine model by `servebench \
+itl), 50 (curve: a throughput search, then its levels), 15 (ttft, capacity); checked on the simulator's engine model by `servebench \
 selfbench --procedures`.";
 
 #[derive(Debug, Subcommand)]
