@@ -83,8 +83,8 @@ pub struct ReadStamps {
     pub kernel: AtomicU64,
     pub total: AtomicU64,
     /// Read return − kernel receive stamp, ns, per stamped read: the client's own reaction
-    /// time. With `--arrival-clock read` it is exactly the error the client adds to a
-    /// timestamp; with the kernel clock it bounds the error of chunks that shared a read.
+    /// time, the estimate behind the error bound of chunks that shared a read (with
+    /// `--arrival-clock read` no read is stamped and this stays empty).
     pub socket_wait: crate::stats::log_histogram::LogHistogram,
 }
 

@@ -226,11 +226,11 @@ fn shared_read(chunks: &[crate::record::Chunk]) -> u64 {
 /// How exact the timestamps are, and the bound the client's reaction time puts on them.
 ///
 /// With the kernel clock a chunk read on its own is stamped when its bytes arrived; one
-/// that shared a read carries the stamp of the read's last bytes, which came at most the
-/// client's reaction time (socket wait) after it. With the read clock every stamp is late
-/// by the socket wait. Either way the P99 socket wait bounds the error of the stamps it
-/// applies to, and so of a TTFT (one stamp) or an ITL (two stamps, each late by 0 to the
-/// bound, so their difference is within ± the bound).
+/// that shared a read carries the stamp of the read's last bytes, typically within the
+/// client's reaction time (socket wait) of its own arrival. The P99 socket wait is the
+/// estimated bound on the stamps it applies to, and so on a TTFT (one stamp) or an ITL
+/// (two stamps, each late by 0 to the bound, so their difference is within ± the bound).
+/// With the read clock no read is stamped, so the wait, and the bound, are unknown.
 fn timestamp_report(measured: &[&RequestRecord], facts: &GeneratorFacts) -> TimestampReport {
     let chunks: u64 = measured
         .iter()
@@ -250,7 +250,8 @@ fn timestamp_report(measured: &[&RequestRecord], facts: &GeneratorFacts) -> Time
             100.0 * shared as f64 / chunks.max(1) as f64
         )
     } else {
-        "every chunk (stamped when the read returned)".to_owned()
+        "every chunk (stamped when the read returned; no kernel stamp to measure the wait against)"
+            .to_owned()
     };
     TimestampReport {
         chunks,

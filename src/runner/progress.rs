@@ -134,10 +134,8 @@ impl Progress {
                     }
                     rate.update(tokens);
                     let sent_now = sent.load(Ordering::Relaxed).saturating_sub(view.sent_base);
-                    let finished =
-                        c.completed.load(Ordering::Relaxed) + c.failed.load(Ordering::Relaxed);
                     sent_rate.update(sent_now);
-                    done_rate.update(finished);
+                    done_rate.update(c.completed.load(Ordering::Relaxed));
                     let line = format!(
                         "{}: sent {sent_now} · in flight {} · done {} · failed {} · {:.0} tok/s",
                         view.label,
