@@ -262,17 +262,7 @@ fn throughput(streams: u32, args: &SelfbenchArgs, engine_model: bool) -> Result<
     };
     let (out, report, truth) = closed_run(cfg, streams, args, "tput", "kernel")?;
     let summary = summarize(&out.records, &SummaryParams::default());
-    let tokens: u64 = truth
-        .iter()
-        .map(|t| t.chunk_writes.iter().map(|w| w.1 as u64).sum::<u64>())
-        .sum();
-    let first = truth.iter().map(|t| t.received).min().context("no truth")?;
-    let last = truth
-        .iter()
-        .filter_map(|t| t.chunk_writes.last().map(|w| w.0))
-        .max()
-        .context("no truth")?;
-    let sent_rate = tokens as f64 / (last - first).as_secs_f64();
+    let sent_rate = written_tokens_per_s(&truth)?;
     println!(
         "throughput, {streams} streams of 1 token/ms, one-thread server ({}):",
         if engine_model {
@@ -304,6 +294,22 @@ fn throughput(streams: u32, args: &SelfbenchArgs, engine_model: bool) -> Result<
         }
     }
     Ok(())
+}
+
+/// Tokens the simulator wrote per second, from the first request's receipt to the last
+/// chunk's write (its own truth, not the client's view).
+fn written_tokens_per_s(truth: &[crate::sim::TruthRecord]) -> Result<f64> {
+    let tokens: u64 = truth
+        .iter()
+        .map(|t| t.chunk_writes.iter().map(|w| w.1 as u64).sum::<u64>())
+        .sum();
+    let first = truth.iter().map(|t| t.received).min().context("no truth")?;
+    let last = truth
+        .iter()
+        .filter_map(|t| t.chunk_writes.last().map(|w| w.0))
+        .max()
+        .context("no truth")?;
+    Ok(tokens as f64 / (last - first).as_secs_f64())
 }
 
 /// Chunk arrival − server write, µs, for every chunk matched to the simulator's truth.
@@ -352,17 +358,7 @@ fn protocols(args: &SelfbenchArgs) -> Result<()> {
         )?;
         let failed = out.records.iter().filter(|r| !r.outcome.is_ok()).count();
         let summary = summarize(&out.records, &SummaryParams::default());
-        let written: u64 = truth
-            .iter()
-            .map(|t| t.chunk_writes.iter().map(|w| w.1 as u64).sum::<u64>())
-            .sum();
-        let first = truth.iter().map(|t| t.received).min().context("no truth")?;
-        let last = truth
-            .iter()
-            .filter_map(|t| t.chunk_writes.last().map(|w| w.0))
-            .max()
-            .context("no truth")?;
-        let written_rate = written as f64 / (last - first).as_secs_f64();
+        let written_rate = written_tokens_per_s(&truth)?;
         let lag = Distribution::of(&mut arrival_lag_us(&out, truth));
         println!(
             "  {:<12} {:>14.1} {:>14.1} {:>16.1} {:>+12.2} {:>9}{}",
