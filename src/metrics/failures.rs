@@ -28,29 +28,61 @@ pub struct FailureBreakdown {
 const SHOWN: usize = 5;
 const MESSAGE_CHARS: usize = 240;
 
-/// Counts failures by kind and message.
-pub fn breakdown(measured: &[&RequestRecord]) -> FailureBreakdown {
-    let mut by_kind = BTreeMap::new();
-    let mut by_message: BTreeMap<(FailureKind, String), u64> = BTreeMap::new();
-    for r in measured {
-        if let Outcome::Failed { kind, detail } = &r.outcome {
-            *by_kind.entry(*kind).or_default() += 1;
-            let message: String = detail.chars().take(MESSAGE_CHARS).collect();
-            *by_message.entry((*kind, message)).or_default() += 1;
+/// Distinct messages kept at most; later new ones are counted under one line, so a run
+/// whose every failure says something different cannot grow without bound.
+const DISTINCT_MESSAGES: usize = 1_000;
+
+/// Failure counts built one request at a time.
+#[derive(Debug, Clone, Default)]
+pub struct FailureTally {
+    by_kind: BTreeMap<FailureKind, u64>,
+    by_message: BTreeMap<(FailureKind, String), u64>,
+}
+
+impl FailureTally {
+    /// Counts `r` when it failed.
+    pub fn add(&mut self, r: &RequestRecord) {
+        let Outcome::Failed { kind, detail } = &r.outcome else {
+            return;
+        };
+        *self.by_kind.entry(*kind).or_default() += 1;
+        let mut message: String = detail.chars().take(MESSAGE_CHARS).collect();
+        if self.by_message.len() >= DISTINCT_MESSAGES
+            && !self.by_message.contains_key(&(*kind, message.clone()))
+        {
+            message = format!("(other messages: more than {DISTINCT_MESSAGES} distinct ones)");
+        }
+        *self.by_message.entry((*kind, message)).or_default() += 1;
+    }
+
+    /// The counts by kind and the most frequent messages.
+    pub fn finish(&self) -> FailureBreakdown {
+        let mut top: Vec<FailureMessage> = self
+            .by_message
+            .iter()
+            .map(|((kind, message), &count)| FailureMessage {
+                hint: hint(*kind, message),
+                kind: *kind,
+                message: message.clone(),
+                count,
+            })
+            .collect();
+        top.sort_by(|a, b| b.count.cmp(&a.count).then(a.message.cmp(&b.message)));
+        top.truncate(SHOWN);
+        FailureBreakdown {
+            by_kind: self.by_kind.clone(),
+            top,
         }
     }
-    let mut top: Vec<FailureMessage> = by_message
-        .into_iter()
-        .map(|((kind, message), count)| FailureMessage {
-            hint: hint(kind, &message),
-            kind,
-            message,
-            count,
-        })
-        .collect();
-    top.sort_by(|a, b| b.count.cmp(&a.count).then(a.message.cmp(&b.message)));
-    top.truncate(SHOWN);
-    FailureBreakdown { by_kind, top }
+}
+
+/// Counts failures by kind and message.
+pub fn breakdown(measured: &[&RequestRecord]) -> FailureBreakdown {
+    let mut tally = FailureTally::default();
+    for r in measured {
+        tally.add(r);
+    }
+    tally.finish()
 }
 
 /// Measured requests by who ended them: the server (completed, or failed for any reason but

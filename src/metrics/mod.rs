@@ -19,6 +19,7 @@ pub mod live;
 pub mod modality;
 pub mod request;
 pub mod slo;
+pub mod stream;
 pub mod summary;
 pub mod ux;
 pub mod warnings;

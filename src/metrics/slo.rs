@@ -369,6 +369,39 @@ pub struct RunFigures<'a> {
     pub success_rate: f64,
 }
 
+/// Per-request bound counts, built one request at a time (the streamed summary feeds it
+/// request by request; [`evaluate`] over a slice).
+#[derive(Debug, Clone, Default)]
+pub struct AttainmentTally {
+    /// Measured requests, failed ones included.
+    pub total: u64,
+    pub met: u64,
+    pub met_tokens: u64,
+    /// Requests meeting each per-request bound alone, in the spec's order.
+    pub by_bound: Vec<u64>,
+}
+
+impl AttainmentTally {
+    /// Counts one measured request (`None`: failed or no answer, which meets nothing).
+    pub fn add(&mut self, spec: &SloSpec, m: Option<&RequestMetrics>) {
+        let bounds: Vec<(RequestMetric, f64)> = spec.per_request().collect();
+        if self.by_bound.len() < bounds.len() {
+            self.by_bound.resize(bounds.len(), 0);
+        }
+        self.total += 1;
+        let Some(m) = m else { return };
+        if spec.met_by(m) {
+            self.met += 1;
+            self.met_tokens += m.output_tokens as u64;
+        }
+        for (i, &(metric, max)) in bounds.iter().enumerate() {
+            if metric.value(m).is_none_or(|v| v <= max) {
+                self.by_bound[i] += 1;
+            }
+        }
+    }
+}
+
 /// Evaluates `spec` over the measured requests (`None` for a failed request) and the run's
 /// figures; `window_s` is the measurement window that goodput is counted over.
 pub fn evaluate(
@@ -377,18 +410,25 @@ pub fn evaluate(
     window_s: f64,
     figures: &RunFigures<'_>,
 ) -> SloResult {
+    let mut tally = AttainmentTally::default();
+    for m in requests {
+        tally.add(spec, *m);
+    }
+    evaluate_tally(spec, &tally, window_s, figures)
+}
+
+/// [`evaluate`] from counts already made.
+pub fn evaluate_tally(
+    spec: &SloSpec,
+    tally: &AttainmentTally,
+    window_s: f64,
+    figures: &RunFigures<'_>,
+) -> SloResult {
     let bounds: Vec<(RequestMetric, f64)> = spec.per_request().collect();
     let per_request = (!bounds.is_empty()).then(|| {
-        let total = requests.len();
-        let mut met = 0u64;
-        let mut met_tokens = 0u64;
-        for m in requests.iter().flatten() {
-            if spec.met_by(m) {
-                met += 1;
-                met_tokens += m.output_tokens as u64;
-            }
-        }
-        let share = |n: usize| {
+        let total = tally.total;
+        let met = tally.met;
+        let share = |n: u64| {
             if total == 0 {
                 0.0
             } else {
@@ -397,16 +437,13 @@ pub fn evaluate(
         };
         let by_threshold = bounds
             .iter()
-            .map(|&(metric, max)| {
-                let n = requests
-                    .iter()
-                    .flatten()
-                    .filter(|m| metric.value(m).is_none_or(|v| v <= max))
-                    .count();
+            .enumerate()
+            .map(|(i, &(metric, max))| {
+                let n = tally.by_bound.get(i).copied().unwrap_or(0);
                 (format!("{}<={max}", metric.name()), share(n))
             })
             .collect();
-        let attainment = share(met as usize);
+        let attainment = share(met);
         let per_s = |x: f64| if window_s > 0.0 { x / window_s } else { 0.0 };
         Attainment {
             spec: bounds
@@ -417,9 +454,9 @@ pub fn evaluate(
             attainment,
             attainment_by_threshold: by_threshold,
             met,
-            total: total as u64,
+            total,
             goodput_requests_per_s: per_s(met as f64),
-            goodput_tokens_per_s: per_s(met_tokens as f64),
+            goodput_tokens_per_s: per_s(tally.met_tokens as f64),
             target_attainment: spec.target_attainment,
             passed: total > 0 && attainment + 1e-12 >= spec.target_attainment,
         }

@@ -190,6 +190,10 @@ pub struct RunSummary {
     #[serde(flatten)]
     pub experience: Experience,
     pub warnings: Vec<Warning>,
+    /// Present when the run had more requests than the summary keeps in memory, and was
+    /// summarised as its records streamed past (docs/metrics.md, "Long runs").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streamed: Option<super::stream::Streamed>,
 }
 
 /// Chooses the ITL option per draft B.2.1: server per-token times when every request has
@@ -198,16 +202,45 @@ pub struct RunSummary {
 /// 8-token chunk per nine single-token ones, 90 % of chunks carry one token but almost half
 /// of the tokens arrive in bulk.
 pub fn choose_itl(records: &[&RequestRecord]) -> ItlChoice {
-    let (mut chunks, mut single_tokens, mut tokens) = (0u64, 0u64, 0u64);
+    let mut chunks = ChunkShares::default();
     for r in records {
+        chunks.add(r);
+    }
+    let has_server_times = !records.is_empty() && records.iter().all(|r| has_server_times(r));
+    choose_itl_from(&chunks, has_server_times)
+}
+
+/// Whether the server gave per-token times for `r` (ITL option C).
+pub fn has_server_times(r: &RequestRecord) -> bool {
+    r.server_timing
+        .as_ref()
+        .and_then(|t| t.token_times_ms.as_ref())
+        .is_some_and(|t| !t.is_empty())
+}
+
+/// Chunks and the tokens they carried, for the ITL choice.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ChunkShares {
+    pub chunks: u64,
+    pub single_tokens: u64,
+    pub tokens: u64,
+}
+
+impl ChunkShares {
+    pub fn add(&mut self, r: &RequestRecord) {
         for c in &r.chunks {
-            chunks += 1;
-            tokens += c.tokens as u64;
+            self.chunks += 1;
+            self.tokens += c.tokens as u64;
             if c.tokens == 1 {
-                single_tokens += 1;
+                self.single_tokens += 1;
             }
         }
     }
+}
+
+/// [`choose_itl`] from counts already made.
+pub fn choose_itl_from(c: &ChunkShares, has_server_times: bool) -> ItlChoice {
+    let (chunks, single_tokens, tokens) = (c.chunks, c.single_tokens, c.tokens);
     let share = if tokens == 0 {
         1.0
     } else {
@@ -218,13 +251,6 @@ pub fn choose_itl(records: &[&RequestRecord]) -> ItlChoice {
     } else {
         tokens as f64 / chunks as f64
     };
-    let has_server_times = !records.is_empty()
-        && records.iter().all(|r| {
-            r.server_timing
-                .as_ref()
-                .and_then(|t| t.token_times_ms.as_ref())
-                .is_some_and(|t| !t.is_empty())
-        });
     let (option, reason) = if has_server_times {
         (
             ItlOption::C,
@@ -256,7 +282,7 @@ pub fn choose_itl(records: &[&RequestRecord]) -> ItlChoice {
     }
 }
 
-const INPUT_BUCKETS: [(u32, u32, &str); 6] = [
+pub(crate) const INPUT_BUCKETS: [(u32, u32, &str); 6] = [
     (0, 256, "0-256"),
     (256, 512, "256-512"),
     (512, 1024, "512-1024"),
@@ -275,7 +301,7 @@ pub fn input_tokens(r: &RequestRecord) -> u64 {
 }
 
 /// Output tokens a request delivered (a failed one keeps what it received).
-fn delivered_tokens(r: &RequestRecord) -> u64 {
+pub(crate) fn delivered_tokens(r: &RequestRecord) -> u64 {
     if r.outcome.is_ok() {
         r.output_tokens as u64
     } else {
@@ -284,7 +310,7 @@ fn delivered_tokens(r: &RequestRecord) -> u64 {
 }
 
 /// Answer tokens a request delivered.
-fn delivered_answer_tokens(r: &RequestRecord) -> u64 {
+pub(crate) fn delivered_answer_tokens(r: &RequestRecord) -> u64 {
     if r.outcome.is_ok() {
         r.answer_tokens() as u64
     } else {
@@ -495,14 +521,22 @@ pub fn summarize(records: &[RequestRecord], params: &SummaryParams) -> RunSummar
         slo,
         experience: exp,
         warnings: Vec::new(),
+        streamed: None,
     };
-    summary.warnings = warnings(&summary);
-    summary.warnings.extend(startup_transient(
-        &measured,
-        &per_request,
-        window,
-        ttft_ms.map(|d| d.p99),
-    ));
+    let transient = startup_transient(&measured, &per_request, window, ttft_ms.map(|d| d.p99));
+    add_warnings(&mut summary, transient, params);
+    summary
+}
+
+/// The summary's warnings: from its figures, the start-up transient found (if any), then
+/// the caller's and the warm-up's.
+pub(crate) fn add_warnings(
+    summary: &mut RunSummary,
+    transient: Option<Warning>,
+    params: &SummaryParams,
+) {
+    summary.warnings = warnings(summary);
+    summary.warnings.extend(transient);
     summary
         .warnings
         .extend(params.extra_warnings.iter().cloned());
@@ -517,38 +551,57 @@ pub fn summarize(records: &[RequestRecord], params: &SummaryParams) -> RunSummar
             });
         }
     }
-    summary
 }
 
 fn token_counting(ok: &[&RequestRecord]) -> TokenCounting {
-    let mut by_out: BTreeMap<String, u64> = BTreeMap::new();
-    let mut by_chunk: BTreeMap<String, u64> = BTreeMap::new();
+    let mut tally = TokenSources::default();
     for r in ok {
+        tally.add(r);
+    }
+    tally.finish()
+}
+
+/// How each successful request's tokens were counted, one request at a time.
+#[derive(Debug, Clone, Default)]
+pub struct TokenSources {
+    by_out: BTreeMap<String, u64>,
+    by_chunk: BTreeMap<String, u64>,
+    requests: u64,
+    server_prompt_counts: u64,
+}
+
+impl TokenSources {
+    /// Counts a successful request.
+    pub fn add(&mut self, r: &RequestRecord) {
         let o = match r.output_tokens_source {
             TokenSource::ServerUsage => "server_usage",
             TokenSource::Tokenizer => "tokenizer",
             TokenSource::None => "none",
         };
-        *by_out.entry(o.into()).or_default() += 1;
+        *self.by_out.entry(o.into()).or_default() += 1;
         let c = match r.chunk_tokens_source {
             ChunkTokenSource::StreamedUsage => "streamed_usage",
             ChunkTokenSource::OnePerChunk => "one_per_chunk",
             ChunkTokenSource::Tokenizer => "tokenizer",
         };
-        *by_chunk.entry(c.into()).or_default() += 1;
+        *self.by_chunk.entry(c.into()).or_default() += 1;
+        self.requests += 1;
+        if r.usage_prompt_tokens().is_some() {
+            self.server_prompt_counts += 1;
+        }
     }
-    let server_prompt_counts = ok
-        .iter()
-        .filter(|r| r.usage_prompt_tokens().is_some())
-        .count();
-    TokenCounting {
-        output_tokens_source: by_out,
-        chunk_tokens_source: by_chunk,
-        input_tokens_source: if !ok.is_empty() && server_prompt_counts == ok.len() {
-            "server_usage".into()
-        } else {
-            "tokenizer".into()
-        },
+
+    pub fn finish(&self) -> TokenCounting {
+        TokenCounting {
+            output_tokens_source: self.by_out.clone(),
+            chunk_tokens_source: self.by_chunk.clone(),
+            input_tokens_source: if self.requests > 0 && self.server_prompt_counts == self.requests
+            {
+                "server_usage".into()
+            } else {
+                "tokenizer".into()
+            },
+        }
     }
 }
 
@@ -574,20 +627,36 @@ fn arrival_balance(
         .iter()
         .filter(|r| r.outcome.is_ok() && r.finished_at >= cut && r.finished_at <= last)
         .count();
-    let arrival_rate = arrivals as f64 / span_s;
-    let completion_rate = completions as f64 / span_s;
+    Some(balance_from(
+        arrivals as f64,
+        completions as f64,
+        span_s,
+        e2e,
+    ))
+}
+
+/// The arrival balance from the arrivals and completions counted over the steady part of
+/// the arrival span (`span_s` long).
+pub(crate) fn balance_from(
+    arrivals: f64,
+    completions: f64,
+    span_s: f64,
+    e2e: Option<Distribution>,
+) -> ArrivalBalance {
+    let arrival_rate = arrivals / span_s;
+    let completion_rate = completions / span_s;
     // Completions trail arrivals by a request's latency: over a span not much longer than
     // that, a server that keeps up would still look short. The shortest E2E stands for the
     // latency without queueing (a saturated server's median grows with the run).
     let long_enough = e2e.is_some_and(|d| span_s * 1e3 >= 3.0 * d.min)
-        || (e2e.is_none() && completions == 0 && span_s >= 10.0);
+        || (e2e.is_none() && completions == 0.0 && span_s >= 10.0);
     let share = (long_enough && arrival_rate > 0.0).then(|| completion_rate / arrival_rate);
-    Some(ArrivalBalance {
+    ArrivalBalance {
         arrival_rate_per_s: arrival_rate,
         completion_rate_per_s: completion_rate,
         completion_share: share,
         saturated: share.is_some_and(|s| s < 0.9),
-    })
+    }
 }
 
 fn bucket_ttft(

@@ -8,4 +8,6 @@ pub mod dist;
 pub mod fit;
 pub mod interval;
 pub mod log_histogram;
+pub mod sketch;
+pub mod time_bins;
 pub mod trend;

@@ -354,15 +354,38 @@ pub fn smooth_goodput(
     params: &UxParams,
     window: &UxWindow,
 ) -> SmoothGoodput {
+    let mut sums = GoodputSums::default();
+    for o in outcomes {
+        sums.add(o, params);
+    }
+    smooth_goodput_of(&sums, params, window)
+}
+
+/// The sums smooth goodput divides by T, built one outcome at a time.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GoodputSums {
+    /// Σ (delivered − α·f(idle)), tokens.
+    pub benefit: f64,
+    /// Σ delivered, tokens.
+    pub tokens: u64,
+}
+
+impl GoodputSums {
+    pub fn add(&mut self, o: &DeadlineOutcome, params: &UxParams) {
+        self.benefit += o.delivered_tokens as f64
+            - params.alpha * params.idle_cost.apply(o.user_idle_ms / 1000.0);
+        self.tokens += o.delivered_tokens as u64;
+    }
+}
+
+/// [`smooth_goodput`] from sums already made.
+pub fn smooth_goodput_of(
+    sums: &GoodputSums,
+    params: &UxParams,
+    window: &UxWindow,
+) -> SmoothGoodput {
     let window_s = window.duration_s;
-    let benefit: f64 = outcomes
-        .iter()
-        .map(|o| {
-            o.delivered_tokens as f64
-                - params.alpha * params.idle_cost.apply(o.user_idle_ms / 1000.0)
-        })
-        .sum();
-    let tokens: u64 = outcomes.iter().map(|o| o.delivered_tokens as u64).sum();
+    let (benefit, tokens) = (sums.benefit, sums.tokens);
     let per_s = |x: f64| if window_s > 0.0 { x / window_s } else { 0.0 };
     let (rate, d0) = match params.scheme {
         DeadlineScheme::Reading { d0_ms, rate_per_s } => (Some(rate_per_s), d0_ms),

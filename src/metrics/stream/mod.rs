@@ -1,0 +1,580 @@
+//! The run summary of a run too long to keep: built one record at a time, in memory that
+//! does not grow with the number of requests.
+//!
+//! [`summarize`] reads every measured record at once and gives exact figures; it stays the
+//! summary of every run whose records fit in memory (`--exact-summary-limit`). Beyond that,
+//! [`StreamSummary`] takes each measured record as it is written and keeps only:
+//! - exact counts and sums: requests by outcome, failures by kind and message, tokens, the
+//!   window's ends, SLO attainment and goodput, deadline attainment and smooth goodput (each
+//!   request's judgement depends on itself alone, and T on the plan or the window's ends);
+//! - a [`Sketch`] per distribution (exact up to [`EXACT_VALUES`] values, then within
+//!   [`RELATIVE_ERROR`]), for each of the three ITL options until the choice is known;
+//! - [`TimeBins`] for the amounts that fall after a cut known only at the end (the steady
+//!   state, the arrival balance);
+//! - a seeded uniform [`Reservoir`] of measured records, which the figures that need whole
+//!   requests side by side are computed from: the fluidity distribution and fluid token
+//!   rate, fairness, the ITL modes, the server comparison and the start-up transient.
+//!
+//! The summary says so in [`Streamed`]; a test holds every figure to the exact summary of
+//! the same records within the stated error.
+
+pub mod reservoir;
+
+use super::distribution::Distribution;
+use super::experience::{Experience, RateComparison};
+use super::failures::FailureTally;
+use super::modality::shape;
+use super::request::{itl_samples, measure, ItlOption, RequestMetrics};
+use super::slo::{evaluate_tally, AttainmentTally, RunFigures, RunMetric};
+use super::summary::{
+    add_warnings, balance_from, choose_itl_from, delivered_answer_tokens, delivered_tokens,
+    has_server_times, input_tokens, startup_transient, summarize, ChunkShares, InputBucket,
+    RequestCounts, RunSummary, SteadyState, SummaryParams, TokenSources, Window, INPUT_BUCKETS,
+};
+use super::ux::{committed_at, judge, smooth_goodput_of, GoodputSums, UxWindow};
+use crate::clock::Nanos;
+use crate::record::{Phase, RequestRecord};
+use crate::stats::sketch::{Sketch, RELATIVE_ERROR};
+use crate::stats::time_bins::TimeBins;
+pub use reservoir::Reservoir;
+
+/// Values a distribution keeps exactly before it turns to buckets.
+pub const EXACT_VALUES: usize = 65_536;
+/// Measured records kept as the sample.
+pub const SAMPLE_REQUESTS: usize = 2_000;
+
+/// How a streamed summary was made, for its readers.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct Streamed {
+    /// Measured requests summarised.
+    pub requests: u64,
+    /// Measured requests kept as the sample the whole-request figures come from.
+    pub sample_requests: u64,
+    /// Largest relative error of a percentile of a distribution of more than
+    /// `exact_values` values (counts, means, deviations, extremes are exact).
+    pub percentile_relative_error: f64,
+    pub exact_values: u64,
+    /// Width of the time bins the steady state and arrival balance were cut from, ms.
+    pub time_bin_ms: f64,
+    /// The figures computed from the sample.
+    pub from_sample: Vec<String>,
+}
+
+/// Sketches that depend on the ITL option, and the SLO counts that read them.
+#[derive(Debug, Clone)]
+struct PerOption {
+    itl: Sketch,
+    jitter: Sketch,
+    max_pause: Sketch,
+    slo: AttainmentTally,
+}
+
+impl PerOption {
+    fn new(exact_values: usize) -> Self {
+        Self {
+            itl: Sketch::new(exact_values),
+            jitter: Sketch::new(exact_values),
+            max_pause: Sketch::new(exact_values),
+            slo: AttainmentTally::default(),
+        }
+    }
+}
+
+/// Distributions that do not depend on the ITL option.
+#[derive(Debug, Clone)]
+struct Latencies {
+    ttft: Sketch,
+    tpot: Sketch,
+    e2e: Sketch,
+    ttfb: Sketch,
+    reasoning: Sketch,
+    normalized: Sketch,
+    decode: Sketch,
+    ttft_scheduled: Sketch,
+    e2e_scheduled: Sketch,
+    connect: Sketch,
+}
+
+impl Latencies {
+    fn new(exact_values: usize) -> Self {
+        let s = || Sketch::new(exact_values);
+        Self {
+            ttft: s(),
+            tpot: s(),
+            e2e: s(),
+            ttfb: s(),
+            reasoning: s(),
+            normalized: s(),
+            decode: s(),
+            ttft_scheduled: s(),
+            e2e_scheduled: s(),
+            connect: s(),
+        }
+    }
+
+    fn add(&mut self, m: &RequestMetrics) {
+        let opt = |s: &mut Sketch, v: Option<f64>| {
+            if let Some(v) = v {
+                s.add(v);
+            }
+        };
+        self.ttft.add(m.ttft_ms);
+        self.e2e.add(m.e2e_ms);
+        opt(&mut self.tpot, m.tpot_ms);
+        opt(&mut self.ttfb, m.ttfb_ms);
+        opt(&mut self.reasoning, m.time_to_first_reasoning_ms);
+        opt(&mut self.normalized, m.normalized_ms_per_token);
+        opt(&mut self.decode, m.decode_tokens_per_s);
+        opt(&mut self.ttft_scheduled, m.ttft_from_schedule_ms);
+        opt(&mut self.e2e_scheduled, m.e2e_from_schedule_ms);
+    }
+}
+
+/// The planned send times of the measured requests.
+#[derive(Debug, Clone, Copy)]
+struct Plan {
+    planned: u64,
+    first: Nanos,
+    last: Nanos,
+}
+
+/// A run's summary, one measured record at a time.
+#[derive(Debug, Clone)]
+pub struct StreamSummary {
+    params: SummaryParams,
+    exact_values: usize,
+    counts: RequestCounts,
+    failures: FailureTally,
+    window: (Nanos, Nanos),
+    totals: (u64, u64, u64),
+    steady_tokens: TimeBins,
+    steady_done: TimeBins,
+    steady_input: TimeBins,
+    arrivals: TimeBins,
+    plan: Plan,
+    chunks: ChunkShares,
+    ok: u64,
+    ok_with_server_times: u64,
+    /// A, B and C.
+    options: [PerOption; 3],
+    latencies: Latencies,
+    sources: TokenSources,
+    input_range: (u64, u64),
+    ttft_by_input: Vec<Sketch>,
+    idle: Sketch,
+    deadlines_met: u64,
+    goodput: GoodputSums,
+    /// Earliest commitment and latest end, for T in closed loop.
+    commitments: (Nanos, Nanos),
+    sample: Reservoir<RequestRecord>,
+}
+
+fn option_index(o: ItlOption) -> usize {
+    match o {
+        ItlOption::A => 0,
+        ItlOption::B => 1,
+        ItlOption::C => 2,
+    }
+}
+
+impl StreamSummary {
+    /// An empty summary; `params` are those [`summarize`] would be given.
+    pub fn new(params: SummaryParams) -> Self {
+        Self::with_limits(params, EXACT_VALUES, SAMPLE_REQUESTS)
+    }
+
+    /// An empty summary whose distributions keep `exact_values` values exactly and whose
+    /// sample holds `sample_requests` records.
+    pub fn with_limits(params: SummaryParams, exact_values: usize, sample_requests: usize) -> Self {
+        let sketch = || Sketch::new(exact_values);
+        Self {
+            exact_values,
+            params,
+            counts: RequestCounts::default(),
+            failures: FailureTally::default(),
+            window: (Nanos::MAX, 0),
+            totals: (0, 0, 0),
+            steady_tokens: TimeBins::default(),
+            steady_done: TimeBins::default(),
+            steady_input: TimeBins::default(),
+            arrivals: TimeBins::default(),
+            plan: Plan {
+                planned: 0,
+                first: Nanos::MAX,
+                last: 0,
+            },
+            chunks: ChunkShares::default(),
+            ok: 0,
+            ok_with_server_times: 0,
+            options: [
+                PerOption::new(exact_values),
+                PerOption::new(exact_values),
+                PerOption::new(exact_values),
+            ],
+            latencies: Latencies::new(exact_values),
+            sources: TokenSources::default(),
+            input_range: (u64::MAX, 0),
+            ttft_by_input: INPUT_BUCKETS.iter().map(|_| sketch()).collect(),
+            idle: sketch(),
+            deadlines_met: 0,
+            goodput: GoodputSums::default(),
+            commitments: (Nanos::MAX, 0),
+            sample: Reservoir::new(sample_requests),
+        }
+    }
+
+    /// Measured records summarised so far.
+    pub fn requests(&self) -> u64 {
+        self.counts.total
+    }
+
+    /// Takes one record; records of other phases than the measured one are ignored.
+    pub fn add(&mut self, r: RequestRecord) {
+        if r.phase != Phase::Measure {
+            return;
+        }
+        self.count(&r);
+        self.time(&r);
+        let ok = r.outcome.is_ok();
+        if ok {
+            self.chunks.add(&r);
+            self.sources.add(&r);
+            self.ok += 1;
+        }
+        let with_server_times = ok && has_server_times(&r);
+        if with_server_times {
+            self.ok_with_server_times += 1;
+        }
+        // Option C is only ever chosen when every successful request had server times.
+        let c_possible = self.ok_with_server_times == self.ok;
+        let input = input_tokens(&r);
+        self.input_range = (self.input_range.0.min(input), self.input_range.1.max(input));
+        for option in [ItlOption::A, ItlOption::B, ItlOption::C] {
+            if option == ItlOption::C && !c_possible {
+                continue;
+            }
+            let m = measure(&r, option);
+            let o = &mut self.options[option_index(option)];
+            if let Some(m) = &m {
+                m.itl_ms.iter().for_each(|&v| o.itl.add(v));
+                m.jitter_ms.inspect(|&v| o.jitter.add(v));
+                m.max_pause_ms.inspect(|&v| o.max_pause.add(v));
+            }
+            if let Some(spec) = &self.params.slo {
+                o.slo.add(spec, m.as_ref());
+            }
+            if option == ItlOption::A {
+                if let Some(m) = &m {
+                    self.latencies.add(m);
+                    if let Some(i) = INPUT_BUCKETS
+                        .iter()
+                        .position(|&(lo, hi, _)| input >= lo as u64 && input < hi as u64)
+                    {
+                        self.ttft_by_input[i].add(m.ttft_ms);
+                    }
+                }
+            }
+        }
+        self.latencies.connect.add(r.connect_ns as f64 / 1e6);
+        let o = judge(&r, &self.params.ux);
+        self.idle.add(o.user_idle_ms);
+        self.deadlines_met += u64::from(o.met);
+        self.goodput.add(&o, &self.params.ux);
+        self.sample.offer(r);
+    }
+
+    fn count(&mut self, r: &RequestRecord) {
+        let c = &mut self.counts;
+        c.total += 1;
+        if r.sent_at.is_none() {
+            c.never_sent += 1;
+        }
+        match r.outcome.failure_kind() {
+            None => {
+                c.completed += 1;
+                if r.output_tokens < r.max_tokens {
+                    c.ended_early += 1;
+                }
+                if !r.reasoning_chunks.is_empty() {
+                    c.with_reasoning += 1;
+                }
+            }
+            Some(kind) => {
+                c.failed += 1;
+                *c.failed_by_kind.entry(kind.to_string()).or_default() += 1;
+            }
+        }
+        self.failures.add(r);
+        let (output, answer) = (delivered_tokens(r), delivered_answer_tokens(r));
+        self.totals.0 += output;
+        self.totals.1 += answer;
+        if r.http_status == Some(200) {
+            self.totals.2 += input_tokens(r);
+        }
+    }
+
+    fn time(&mut self, r: &RequestRecord) {
+        let attempted = r.attempted_at();
+        self.window.0 = self.window.0.min(attempted);
+        self.window.1 = self.window.1.max(r.finished_at.max(attempted));
+        for c in r.chunks.iter().chain(&r.reasoning_chunks) {
+            self.steady_tokens.add(c.at, c.tokens as f64);
+        }
+        if r.outcome.is_ok() {
+            self.steady_done.add(r.finished_at, 1.0);
+        }
+        let first = r
+            .chunks
+            .first()
+            .into_iter()
+            .chain(r.reasoning_chunks.first());
+        if let Some(at) = first.map(|c| c.at).min() {
+            self.steady_input.add(at, input_tokens(r) as f64);
+        }
+        if let Some(s) = r.scheduled_at {
+            self.plan.planned += 1;
+            self.plan.first = self.plan.first.min(s);
+            self.plan.last = self.plan.last.max(s);
+            self.arrivals.add(s, 1.0);
+        }
+        let commit = r.scheduled_at.unwrap_or_else(|| committed_at(r));
+        self.commitments.0 = self.commitments.0.min(commit);
+        self.commitments.1 = self.commitments.1.max(r.finished_at.max(commit));
+    }
+
+    fn window(&self) -> Window {
+        if self.counts.total == 0 {
+            return Window::default();
+        }
+        let (start, end) = self.window;
+        Window {
+            start,
+            end,
+            duration_s: end.saturating_sub(start) as f64 / 1e9,
+        }
+    }
+
+    fn steady_state(&self, w: Window) -> SteadyState {
+        let cut = w.start + w.end.saturating_sub(w.start) / 10;
+        let steady_s = w.end.saturating_sub(cut) as f64 / 1e9;
+        let per_s = |x: f64| if steady_s > 0.0 { x / steady_s } else { 0.0 };
+        SteadyState {
+            excluded_s: cut.saturating_sub(w.start) as f64 / 1e9,
+            output_tokens_per_s: per_s(self.steady_tokens.sum_from(cut)),
+            requests_per_s: per_s(self.steady_done.sum_from(cut)),
+            input_tokens_per_s: per_s(self.steady_input.sum_from(cut)),
+        }
+    }
+
+    fn arrival_balance(&self, e2e: Option<Distribution>) -> Option<super::summary::ArrivalBalance> {
+        let p = self.plan;
+        if p.planned < 10 || p.planned != self.counts.total {
+            return None;
+        }
+        let cut = p.first + (p.last - p.first) / 10;
+        let span_s = (p.last - cut) as f64 / 1e9;
+        if span_s <= 0.0 {
+            return None;
+        }
+        let arrivals = self.arrivals.sum_between(cut, p.last + 1);
+        let completions = self.steady_done.sum_between(cut, p.last + 1);
+        Some(balance_from(arrivals, completions, span_s, e2e))
+    }
+
+    fn ux_window(&self) -> Option<UxWindow> {
+        let p = self.plan;
+        if self.counts.total == 0 {
+            return None;
+        }
+        if p.planned == self.counts.total && p.planned >= 2 && p.last > p.first {
+            let n = p.planned as f64;
+            let duration_s = (p.last - p.first) as f64 / 1e9 * n / (n - 1.0);
+            return Some(UxWindow {
+                start: p.first,
+                end: p.first + (duration_s * 1e9) as Nanos,
+                duration_s,
+                outcome_independent: true,
+            });
+        }
+        let (start, end) = self.commitments;
+        Some(UxWindow {
+            start,
+            end,
+            duration_s: end.saturating_sub(start) as f64 / 1e9,
+            outcome_independent: false,
+        })
+    }
+
+    fn ttft_by_input(&self) -> Vec<InputBucket> {
+        if self.input_range.0 >= self.input_range.1 {
+            return Vec::new(); // fixed input length, as the exact summary
+        }
+        INPUT_BUCKETS
+            .iter()
+            .zip(&self.ttft_by_input)
+            .filter_map(|(&(_, _, label), s)| {
+                let d = s.distribution()?;
+                Some(InputBucket {
+                    label: label.into(),
+                    n: d.n,
+                    p50_ms: d.p50,
+                    p95_ms: d.p95,
+                    p99_ms: d.p99,
+                })
+            })
+            .collect()
+    }
+
+    /// The run's summary.
+    pub fn finish(self) -> RunSummary {
+        let sample = self.sample.clone().into_items();
+        let sample_size = sample.len() as u64;
+        let from_sample = summarize(&sample, &self.params);
+        let has_c = self.ok > 0 && self.ok_with_server_times == self.ok;
+        let itl_method = choose_itl_from(&self.chunks, has_c);
+        let per = &self.options[option_index(itl_method.option)];
+        let l = &self.latencies;
+        let (ttft_ms, tpot_ms, e2e_ms) = (
+            l.ttft.distribution(),
+            l.tpot.distribution(),
+            l.e2e.distribution(),
+        );
+        let (itl_ms, jitter_ms, max_pause_ms) = (
+            per.itl.distribution(),
+            per.jitter.distribution(),
+            per.max_pause.distribution(),
+        );
+        let window = self.window();
+        let per_s = |x: f64| {
+            if window.duration_s > 0.0 {
+                x / window.duration_s
+            } else {
+                0.0
+            }
+        };
+        let counts = self.counts.clone();
+        let success_rate = if counts.total == 0 {
+            0.0
+        } else {
+            counts.completed as f64 / counts.total as f64
+        };
+        let (output_tokens_per_s, requests_per_s) =
+            (per_s(self.totals.0 as f64), per_s(counts.completed as f64));
+        let idle = self.idle.distribution();
+        let ux = &self.params.ux;
+        let experience = Experience {
+            deadlines: ux.scheme.to_string(),
+            user_idle_ms: idle,
+            deadline_attainment: if counts.total == 0 {
+                0.0
+            } else {
+                self.deadlines_met as f64 / counts.total as f64
+            },
+            smooth_goodput: self
+                .ux_window()
+                .map(|w| smooth_goodput_of(&self.goodput, ux, &w)),
+            token_rates: RateComparison {
+                fluid_tokens_per_s: from_sample.experience.token_rates.fluid_tokens_per_s,
+                inverse_mean_tpot_per_s: tpot_ms.filter(|d| d.mean > 0.0).map(|d| 1000.0 / d.mean),
+                inverse_p99_tbt_per_s: itl_ms.filter(|d| d.p99 > 0.0).map(|d| 1000.0 / d.p99),
+            },
+            ..from_sample.experience.clone()
+        };
+        let slo = self.params.slo.as_ref().map(|spec| {
+            let distribution = |m: RunMetric| match m {
+                RunMetric::TtftMs => ttft_ms,
+                RunMetric::TpotMs => tpot_ms,
+                RunMetric::E2eMs => e2e_ms,
+                RunMetric::ItlMs => itl_ms,
+                RunMetric::JitterMs => jitter_ms,
+                RunMetric::MaxPauseMs => max_pause_ms,
+                RunMetric::UserIdleMs => idle,
+            };
+            evaluate_tally(
+                spec,
+                &per.slo,
+                window.duration_s,
+                &RunFigures {
+                    distribution: &distribution,
+                    output_tokens_per_s,
+                    requests_per_s,
+                    success_rate,
+                },
+            )
+        });
+        // The ITL modes from the sample's own gaps, read against the whole run's figures.
+        let sample_itl: Vec<f64> = sample
+            .iter()
+            .flat_map(|r| itl_samples(r, itl_method.option))
+            .collect();
+        let sample_refs: Vec<&RequestRecord> = sample.iter().collect();
+        let sample_metrics: Vec<Option<RequestMetrics>> = sample
+            .iter()
+            .map(|r| measure(r, itl_method.option))
+            .collect();
+        let transient = startup_transient(
+            &sample_refs,
+            &sample_metrics,
+            window,
+            ttft_ms.map(|d| d.p99),
+        );
+        let mut summary = RunSummary {
+            requests: counts.clone(),
+            failures: self.failures.finish(),
+            window,
+            ttft_ms,
+            tpot_ms,
+            itl_ms,
+            e2e_ms,
+            jitter_ms,
+            max_pause_ms,
+            ttfb_ms: l.ttfb.distribution(),
+            time_to_first_reasoning_ms: l.reasoning.distribution(),
+            normalized_latency_ms_per_token: l.normalized.distribution(),
+            decode_tokens_per_s: l.decode.distribution(),
+            ttft_from_schedule_ms: l.ttft_scheduled.distribution(),
+            e2e_from_schedule_ms: l.e2e_scheduled.distribution(),
+            connect_ms: l.connect.distribution(),
+            itl_tail_ratio: itl_ms.filter(|d| d.p50 > 0.0).map(|d| d.p99 / d.p50),
+            itl_shape: shape(&sample_itl, itl_ms.as_ref()),
+            output_tokens_per_s,
+            answer_tokens_per_s: per_s(self.totals.1 as f64),
+            input_tokens_per_s: per_s(self.totals.2 as f64),
+            requests_per_s,
+            total_output_tokens: self.totals.0,
+            total_reasoning_tokens: self.totals.0 - self.totals.1,
+            total_input_tokens: self.totals.2,
+            success_rate,
+            steady_state: self.steady_state(window),
+            arrival_balance: self.arrival_balance(e2e_ms),
+            itl_method,
+            token_counting: self.sources.finish(),
+            ttft_by_input_tokens: self.ttft_by_input(),
+            server: from_sample.server.clone(),
+            slo,
+            experience,
+            warnings: Vec::new(),
+            streamed: Some(Streamed {
+                requests: counts.total,
+                sample_requests: sample_size,
+                percentile_relative_error: RELATIVE_ERROR,
+                exact_values: self.exact_values as u64,
+                time_bin_ms: self.steady_tokens.width() as f64 / 1e6,
+                from_sample: [
+                    "fluidity and the fluid token rate",
+                    "fairness across classes",
+                    "the ITL modes",
+                    "the server comparison",
+                    "the start-up transient",
+                ]
+                .map(String::from)
+                .to_vec(),
+            }),
+        };
+        add_warnings(&mut summary, transient, &self.params);
+        summary
+    }
+}
+
+#[cfg(test)]
+mod tests;
