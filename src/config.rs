@@ -635,6 +635,10 @@ pub struct RunConfig {
     /// (`--new-connection-per-request`; real clients reuse, so the default does).
     #[serde(default)]
     pub new_connection_per_request: bool,
+    /// Requests kept in memory for an exact summary; past it the summary streams in
+    /// bounded memory (`--exact-summary-limit`; `None`: keep every one, as test levels do).
+    #[serde(default)]
+    pub exact_summary_limit: Option<usize>,
     pub prefill: PrefillSetup,
     /// Deadlines of user idle latency and smooth goodput.
     pub ux: crate::metrics::ux::UxParams,

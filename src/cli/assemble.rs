@@ -6,12 +6,13 @@ use super::run::{host_info, verdict};
 use crate::clock::Nanos;
 use crate::metrics::experience::FluidityParams;
 use crate::metrics::fluidity::ProfiledCurve;
-use crate::metrics::generator::{judge, GeneratorFacts};
+use crate::metrics::generator::{judge, judge_counts, GeneratorFacts};
 use crate::metrics::warnings::Warning;
 use crate::metrics::{summarize, SummaryParams};
 use crate::record::run::{ProfileReport, WarmupReport};
 use crate::record::{Phase, RequestRecord};
 use crate::report::{json::run_json, RunReport, RunStart, TimingNotes};
+use crate::store::kept::StreamedRun;
 use crate::store::write_run_json;
 use crate::telemetry::TelemetryData;
 use anyhow::{Context, Result};
@@ -19,7 +20,10 @@ use anyhow::{Context, Result};
 /// Everything a report is made of.
 pub struct Inputs<'a> {
     pub start: RunStart,
+    /// Every record, or a sample of the measured ones when `streamed` is there.
     pub records: &'a [RequestRecord],
+    /// The figures of a run that kept no records past `--exact-summary-limit`.
+    pub streamed: Option<&'a StreamedRun>,
     pub telemetry: &'a TelemetryData,
     pub idle_until: Nanos,
     /// The run's last moment on its clock.
@@ -47,35 +51,43 @@ pub fn assemble(i: Inputs<'_>) -> Result<RunReport> {
         warmup: Some(i.warmup.clone()),
         extra_warnings: i.extra_warnings,
     };
-    let summary = summarize(i.records, &params);
+    let summary = match i.streamed {
+        Some(s) => s.summary.clone().finish_with(params),
+        None => summarize(i.records, &params),
+    };
     let measured: Vec<&RequestRecord> = i
         .records
         .iter()
         .filter(|r| r.phase == Phase::Measure)
         .collect();
-    let mut generator = judge(&measured, &i.generator);
+    let mut generator = match i.streamed {
+        Some(s) => judge_counts(&measured, &s.generator, &i.generator),
+        None => judge(&measured, &i.generator),
+    };
     if i.recovered {
         generator.notes.push(
             "recovered from an interrupted run: the generator's CPU figures were not recorded"
                 .into(),
         );
     }
-    let rows = crate::telemetry::timeline::timeline(i.records, i.telemetry, i.end);
+    let rows = match i.streamed {
+        Some(s) => crate::telemetry::timeline::timeline_of(&s.timeline, i.telemetry, i.end),
+        None => crate::telemetry::timeline::timeline(i.records, i.telemetry, i.end),
+    };
     let csv = config.out_dir.join("timeseries.csv");
     std::fs::write(&csv, crate::telemetry::timeline::to_csv(&rows))
         .with_context(|| format!("writing {}", csv.display()))?;
     let telemetry = {
         let w = summary.window;
-        let ttfts: Vec<f64> = measured
-            .iter()
-            .filter_map(|r| r.derived.as_ref()?.ttft_ms)
-            .collect();
-        let seen = crate::telemetry::summary::client_counts_in_window(
-            i.records,
-            i.telemetry,
-            w.start,
-            w.end,
-        );
+        let seen = match i.streamed {
+            Some(s) => s.seen.counts(i.telemetry, w.start, w.end),
+            None => crate::telemetry::summary::client_counts_in_window(
+                i.records,
+                i.telemetry,
+                w.start,
+                w.end,
+            ),
+        };
         crate::telemetry::summary::summarize(
             i.telemetry,
             w.start,
@@ -86,8 +98,7 @@ pub fn assemble(i: Inputs<'_>) -> Result<RunReport> {
                 output_tokens: seen.output_tokens,
                 completed: summary.requests.completed,
                 ended: seen.ended,
-                mean_ttft_ms: (!ttfts.is_empty())
-                    .then(|| ttfts.iter().sum::<f64>() / ttfts.len() as f64),
+                mean_ttft_ms: summary.ttft_ms.map(|d| d.mean),
             },
         )
     };

@@ -9,6 +9,7 @@ use super::exit;
 use crate::config::PrefillSetup;
 use crate::metrics::fluidity::ProfiledCurve;
 use crate::metrics::generator::GeneratorFacts;
+use crate::metrics::SummaryParams;
 use crate::procedure::report::TestReport;
 use crate::record::run::WarmupReport;
 use crate::record::RequestRecord;
@@ -16,8 +17,8 @@ use crate::report::page::Page;
 use crate::report::run_page::{self, RunData};
 use crate::report::test_page::{self, LevelReport, SuiteEntry};
 use crate::report::{terminal, RunReport, RunStart};
-use crate::store::read_requests;
-use crate::store::run_dir::earliest_us;
+use crate::store::kept::{Keeper, DEFAULT_EXACT_SUMMARY_LIMIT};
+use crate::store::run_dir::{earliest_us, for_each_request};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 
@@ -58,12 +59,23 @@ fn recover(dir: &Path, mut start: RunStart) -> Result<RunReport> {
     // The run folder may have moved since: write where it is now.
     start.config.out_dir = dir.to_path_buf();
     let anchor = earliest_us(&jsonl)?.min(start.started_at_us);
-    let records = read_requests(&jsonl, anchor)?;
-    let last = records
-        .iter()
-        .map(|r| r.finished_at)
-        .max()
-        .unwrap_or_default();
+    // Read as the run kept them: every record up to its limit, streamed past it.
+    let limit = start
+        .config
+        .exact_summary_limit
+        .unwrap_or(DEFAULT_EXACT_SUMMARY_LIMIT);
+    let mut keeper = Keeper::new(Some(limit));
+    keeper.judge_by(SummaryParams {
+        slo: start.config.slo.clone(),
+        ux: start.config.ux,
+        ..SummaryParams::default()
+    });
+    let mut last = 0;
+    for_each_request(&jsonl, anchor, |r| {
+        last = last.max(r.finished_at);
+        keeper.add(r);
+    })?;
+    let kept = keeper.finish();
     let curve: Option<ProfiledCurve> = match &start.config.prefill {
         PrefillSetup::Curve(c) => Some(c.clone()),
         _ => std::fs::read(dir.join("prefill-curve.json"))
@@ -85,7 +97,8 @@ fn recover(dir: &Path, mut start: RunStart) -> Result<RunReport> {
     let started = anchor;
     assemble(Inputs {
         start,
-        records: &records,
+        records: &kept.records,
+        streamed: kept.streamed.as_deref(),
         telemetry: &telemetry,
         idle_until: 0,
         end: last,
@@ -141,14 +154,27 @@ pub fn write_files(report: &RunReport, records: &[RequestRecord]) -> Result<[Pat
     Ok([md, html])
 }
 
-/// The records of a run folder (read back relative to the earliest time in them).
+/// The records of a run folder its page draws (read back relative to the earliest time in
+/// them): every one, or past the run's exact-summary limit the summary's seeded sample of
+/// the measured ones, read in the memory of the sample.
 fn records_of(dir: &Path, report: &RunReport) -> Result<Vec<RequestRecord>> {
     let jsonl = dir.join("requests.jsonl");
     if !jsonl.exists() {
         return Ok(Vec::new());
     }
     let anchor = earliest_us(&jsonl)?.min(report.started_at_us);
-    read_requests(&jsonl, anchor)
+    let limit = report
+        .config
+        .exact_summary_limit
+        .unwrap_or(DEFAULT_EXACT_SUMMARY_LIMIT);
+    let mut keeper = Keeper::new(Some(limit));
+    keeper.judge_by(SummaryParams {
+        slo: report.config.slo.clone(),
+        ux: report.config.ux,
+        ..SummaryParams::default()
+    });
+    for_each_request(&jsonl, anchor, |r| keeper.add(r))?;
+    Ok(keeper.finish().records)
 }
 
 /// The page of a test folder: its `test.json` and the `run.json` of each level (a level

@@ -399,6 +399,7 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
         max_concurrency: l.max_concurrency,
         arrival_clock: args.output.arrival_clock,
         new_connection_per_request: args.output.new_connection_per_request,
+        exact_summary_limit: Some(args.output.exact_summary_limit),
         prefill,
         ux: ux_params(args)?,
         fluidity: FluidityParams {
@@ -1010,6 +1011,7 @@ pub fn execute(
     let report = super::assemble::assemble(super::assemble::Inputs {
         start,
         records: &output.records,
+        streamed: output.streamed.as_deref(),
         telemetry: &output.telemetry,
         idle_until: output.idle_until,
         end,

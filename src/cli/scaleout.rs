@@ -427,6 +427,7 @@ pub fn merge(args: MergeArgs) -> Result<u8> {
     let mut report = assemble(Inputs {
         start,
         records: &merged.records,
+        streamed: None,
         telemetry: &telemetry,
         idle_until: 0,
         end,

@@ -12,6 +12,8 @@ use crate::record::{Derived, RequestRecord};
 pub struct DeriveParams {
     pub ux: UxParams,
     pub fluidity: FluidityParams,
+    /// The SLO a streamed summary judges each record by (not a per-record figure).
+    pub slo: Option<crate::metrics::slo::SloSpec>,
 }
 
 /// The per-request figures of a settled record.
@@ -60,6 +62,7 @@ mod tests {
                 slack_ms: 50.0,
                 ..FluidityParams::default()
             },
+            slo: None,
         };
         // Sent at 0; tokens at 100, 120, 200 ms.
         let r = RequestRecord::completed_for_tests(0, 0, &[100, 120, 200], 10);

@@ -5,9 +5,9 @@
 //! server's accept queue) is reported beside them but belongs to the server side; an
 //! overloaded server that is slow to accept must not read as a slow generator.
 
-use crate::metrics::Distribution;
 use crate::record::run::{ConnectionReport, GeneratorReport, TimestampReport};
 use crate::record::RequestRecord;
+use crate::stats::sketch::Sketch;
 
 /// Dispatch lag P99 above this means the generator's own scheduling was late, ms.
 const DISPATCH_LAG_P99_MS: f64 = 5.0;
@@ -47,8 +47,75 @@ pub struct GeneratorFacts {
     pub socket_wait_ns: Option<(u64, u64)>,
 }
 
+/// What the generator's verdict counts over the measured records, one record at a time:
+/// exact counts, and the lag distributions in [`Sketch`]es (exact up to their cap).
+#[derive(Debug, Clone)]
+pub struct GeneratorCounts {
+    dispatch_lag_ms: Sketch,
+    connection_wait_ms: Sketch,
+    send_lag_ms: Sketch,
+    chunks: u64,
+    shared_read_chunks: u64,
+    sent: u64,
+    reused: u64,
+}
+
+impl GeneratorCounts {
+    /// Empty counts whose distributions keep `exact_values` values exactly.
+    pub fn new(exact_values: usize) -> Self {
+        Self {
+            dispatch_lag_ms: Sketch::new(exact_values),
+            connection_wait_ms: Sketch::new(exact_values),
+            send_lag_ms: Sketch::new(exact_values),
+            chunks: 0,
+            shared_read_chunks: 0,
+            sent: 0,
+            reused: 0,
+        }
+    }
+
+    /// The counts of `measured`, exact.
+    pub fn of(measured: &[&RequestRecord]) -> Self {
+        let mut c = Self::new(usize::MAX);
+        for r in measured {
+            c.add(r);
+        }
+        c
+    }
+
+    /// Counts one measured record.
+    pub fn add(&mut self, r: &RequestRecord) {
+        let ms = |ns: u64| ns as f64 / 1e6;
+        if let Some(s) = r.scheduled_at {
+            self.dispatch_lag_ms.add(ms(r.queued_at.saturating_sub(s)));
+        }
+        if let Some(sent) = r.sent_at {
+            self.connection_wait_ms
+                .add(ms(sent.saturating_sub(r.queued_at)));
+            if let Some(s) = r.scheduled_at {
+                self.send_lag_ms.add(ms(sent.saturating_sub(s)));
+            }
+            self.sent += 1;
+            self.reused += u64::from(r.reused_connection);
+        }
+        self.chunks += (r.chunks.len() + r.reasoning_chunks.len()) as u64;
+        self.shared_read_chunks += shared_read(&r.chunks) + shared_read(&r.reasoning_chunks);
+    }
+}
+
 /// Judges the generator from the measured records and its own facts.
 pub fn judge(measured: &[&RequestRecord], facts: &GeneratorFacts) -> GeneratorReport {
+    judge_counts(measured, &GeneratorCounts::of(measured), facts)
+}
+
+/// Judges the generator from counts made over the measured records; `measured` (every
+/// measured record, or a uniform sample of them) only serves the check for a lag that grew
+/// over the run.
+pub fn judge_counts(
+    measured: &[&RequestRecord],
+    counts: &GeneratorCounts,
+    facts: &GeneratorFacts,
+) -> GeneratorReport {
     let ms = |ns: u64| ns as f64 / 1e6;
     let mut lags: Vec<(u64, f64)> = measured
         .iter()
@@ -58,23 +125,10 @@ pub fn judge(measured: &[&RequestRecord], facts: &GeneratorFacts) -> GeneratorRe
         })
         .collect();
     lags.sort_by_key(|l| l.0);
-    let dispatch_lag_ms = Distribution::of(&mut lags.iter().map(|l| l.1).collect());
-    let connection_wait_ms = Distribution::of(
-        &mut measured
-            .iter()
-            .filter_map(|r| Some(ms(r.sent_at?.saturating_sub(r.queued_at))))
-            .collect(),
-    );
-    let send_lag_ms = Distribution::of(
-        &mut measured
-            .iter()
-            .filter_map(|r| Some(ms(r.sent_at?.saturating_sub(r.scheduled_at?))))
-            .collect(),
-    );
-    let chunks: usize = measured
-        .iter()
-        .map(|r| r.chunks.len() + r.reasoning_chunks.len())
-        .sum();
+    let dispatch_lag_ms = counts.dispatch_lag_ms.distribution();
+    let connection_wait_ms = counts.connection_wait_ms.distribution();
+    let send_lag_ms = counts.send_lag_ms.distribution();
+    let chunks = counts.chunks as usize;
     let wall = facts.wall_seconds;
     let cores_used = if wall > 0.0 {
         facts.cpu_seconds / wall
@@ -145,8 +199,8 @@ pub fn judge(measured: &[&RequestRecord], facts: &GeneratorFacts) -> GeneratorRe
     } else {
         (Some(facts.cpu_seconds * 1e6 / chunks as f64), None)
     };
-    let connections = connection_report(measured, facts);
-    let timestamps = timestamp_report(measured, facts);
+    let connections = connection_report(counts, facts);
+    let timestamps = timestamp_report(counts, facts);
     let client_limited = client_limit_notes(&timestamps, &mut notes);
     if client_limited {
         kept_up = false;
@@ -183,12 +237,8 @@ pub fn judge(measured: &[&RequestRecord], facts: &GeneratorFacts) -> GeneratorRe
 }
 
 /// Connections opened and reused, and the machine's network counters.
-fn connection_report(measured: &[&RequestRecord], facts: &GeneratorFacts) -> ConnectionReport {
-    let sent = measured.iter().filter(|r| r.sent_at.is_some()).count() as u64;
-    let reused = measured
-        .iter()
-        .filter(|r| r.sent_at.is_some() && r.reused_connection)
-        .count() as u64;
+fn connection_report(counts: &GeneratorCounts, facts: &GeneratorFacts) -> ConnectionReport {
+    let (sent, reused) = (counts.sent, counts.reused);
     ConnectionReport {
         opened: facts.connections_opened_measured,
         opened_per_s: if facts.wall_seconds > 0.0 {
@@ -231,15 +281,8 @@ fn shared_read(chunks: &[crate::record::Chunk]) -> u64 {
 /// estimated bound on the stamps it applies to, and so on a TTFT (one stamp) or an ITL
 /// (two stamps, each late by 0 to the bound, so their difference is within ± the bound).
 /// With the read clock no read is stamped, so the wait, and the bound, are unknown.
-fn timestamp_report(measured: &[&RequestRecord], facts: &GeneratorFacts) -> TimestampReport {
-    let chunks: u64 = measured
-        .iter()
-        .map(|r| (r.chunks.len() + r.reasoning_chunks.len()) as u64)
-        .sum();
-    let shared: u64 = measured
-        .iter()
-        .map(|r| shared_read(&r.chunks) + shared_read(&r.reasoning_chunks))
-        .sum();
+fn timestamp_report(counts: &GeneratorCounts, facts: &GeneratorFacts) -> TimestampReport {
+    let (chunks, shared) = (counts.chunks, counts.shared_read_chunks);
     let ms = |ns: u64| ns as f64 / 1e6;
     let busy = (facts.wall_seconds > 0.0 && facts.client_threads > 0)
         .then(|| facts.client_cpu_seconds / (facts.wall_seconds * facts.client_threads as f64));

@@ -52,7 +52,10 @@ pub enum RunError {
 
 /// Everything a run produced.
 pub struct RunOutput {
+    /// Every record; or, when `streamed` is there, a seeded sample of the measured ones.
     pub records: Vec<RequestRecord>,
+    /// The run's figures, streamed past `exact_summary_limit` requests.
+    pub streamed: Option<Box<crate::store::kept::StreamedRun>>,
     pub clock: RunClock,
     pub started_unix_us: u64,
     pub finished_unix_us: u64,
@@ -124,6 +127,7 @@ async fn run_async(
     let controls = Controls::new();
     let writer = RecordWriter::start(
         &config.out_dir.join("requests.jsonl"),
+        config.exact_summary_limit,
         clock,
         tokenizer.clone(),
         move || {
@@ -335,6 +339,7 @@ async fn run_async(
     let _ = writer.derive_params.set(DeriveParams {
         ux: config.ux,
         fluidity: fluidity.clone(),
+        slo: config.slo.clone(),
     });
 
     // Measurement.
@@ -453,7 +458,7 @@ async fn run_async(
     let telemetry = tokio::task::spawn_blocking(move || collector.stop())
         .await
         .unwrap_or_default();
-    let records = tokio::task::spawn_blocking(move || writer.finish())
+    let kept = tokio::task::spawn_blocking(move || writer.finish())
         .await
         .map_err(|e| std::io::Error::other(e.to_string()))??;
     if let Some(e) = workload_error {
@@ -467,7 +472,8 @@ async fn run_async(
     let kernel_reads = stamps.kernel.load(Ordering::Relaxed);
     let total_reads = stamps.total.load(Ordering::Relaxed);
     Ok(RunOutput {
-        records,
+        records: kept.records,
+        streamed: kept.streamed,
         clock,
         started_unix_us,
         finished_unix_us,

@@ -2,6 +2,7 @@
 //! them back; and the history database that indexes them.
 
 pub mod history;
+pub mod kept;
 pub mod run_dir;
 pub mod runs;
 pub mod writer;

@@ -97,36 +97,65 @@ pub fn write_run_json(dir: &Path, value: &serde_json::Value) -> Result<()> {
 /// Reads `requests.jsonl` back into records with times relative to `anchor_unix_us`.
 /// A truncated last line (a crash mid-write) is skipped; other bad lines are errors.
 pub fn read_requests(path: &Path, anchor_unix_us: u64) -> Result<Vec<RequestRecord>> {
-    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    let lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
-    let mut out = Vec::with_capacity(lines.len());
-    for (i, line) in lines.iter().enumerate() {
+    let mut out = Vec::new();
+    for_each_request(path, anchor_unix_us, |r| out.push(r))?;
+    Ok(out)
+}
+
+/// Hands each record of `requests.jsonl` to `f`, one line in memory at a time (a run of a
+/// million requests is read back in the memory of one); returns how many there were.
+pub fn for_each_request(
+    path: &Path,
+    anchor_unix_us: u64,
+    mut f: impl FnMut(RequestRecord),
+) -> Result<u64> {
+    let mut n = 0;
+    for_each_wire(path, |w| {
+        f(w.into_record(anchor_unix_us));
+        n += 1;
+    })?;
+    Ok(n)
+}
+
+/// Hands each line of `requests.jsonl` to `f`, parsed; the truncated-last-line rule of
+/// [`read_requests`].
+fn for_each_wire(path: &Path, mut f: impl FnMut(WireRecord)) -> Result<()> {
+    use std::io::BufRead;
+    let file = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
+    let mut line = Vec::new();
+    for i in 1.. {
+        line.clear();
+        let read = reader
+            .read_until(b'\n', &mut line)
+            .with_context(|| format!("reading {}", path.display()))?;
+        if read == 0 {
+            break;
+        }
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        match serde_json::from_slice::<WireRecord>(line) {
-            Ok(w) => out.push(w.into_record(anchor_unix_us)),
+        match serde_json::from_slice::<WireRecord>(&line) {
+            Ok(w) => f(w),
             // A last line without its newline was cut by a crash mid-write (possibly inside
             // a multi-byte character): everything before it is whole.
-            Err(_) if i + 1 == lines.len() => break,
-            Err(e) => anyhow::bail!("{}:{}: not a request record: {e}", path.display(), i + 1),
+            Err(_) if line.last() != Some(&b'\n') => break,
+            Err(e) => anyhow::bail!("{}:{i}: not a request record: {e}", path.display()),
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// The earliest time in `requests.jsonl` (µs since the epoch), a safe anchor for reading
 /// it back when the run's own anchor is unknown.
 pub fn earliest_us(path: &Path) -> Result<u64> {
-    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    Ok(bytes
-        .split(|&b| b == b'\n')
-        .filter_map(|l| serde_json::from_slice::<WireRecord>(l).ok())
-        .map(|w| {
+    let mut earliest = u64::MAX;
+    for_each_wire(path, |w| {
+        earliest = earliest.min(
             w.scheduled_at_us
                 .unwrap_or(w.queued_at_us)
-                .min(w.queued_at_us)
-        })
-        .min()
-        .unwrap_or(0))
+                .min(w.queued_at_us),
+        );
+    })?;
+    Ok(if earliest == u64::MAX { 0 } else { earliest })
 }

@@ -4,11 +4,14 @@
 //! counts, then the per-request figures whose parameters are known before measuring), and
 //! appends one JSON line each. Lines are handed to the file only whole, at least once a
 //! second: a crash or `kill -9` at any moment leaves a file of complete lines, losing at
-//! most the last second. The thread also keeps the records for the summary and the live
-//! counters the progress line reads.
+//! most the last second. The thread also keeps the records for the summary (or, past
+//! `--exact-summary-limit`, streams them into it: [`super::kept`]) and the live counters
+//! the progress line reads.
 
+use super::kept::{Keeper, Kept};
 use crate::clock::RunClock;
 use crate::metrics::derive::{derive, DeriveParams};
+use crate::metrics::SummaryParams;
 use crate::record::settle::settle;
 use crate::record::wire::WireRecord;
 use crate::record::{Draft, Phase, RequestRecord};
@@ -58,16 +61,18 @@ const FLUSH_EVERY: Duration = Duration::from_millis(500);
 /// Handle to the writer thread.
 pub struct RecordWriter {
     tx: Sender<Draft>,
-    thread: JoinHandle<std::io::Result<Vec<RequestRecord>>>,
+    thread: JoinHandle<std::io::Result<Kept>>,
     pub counters: Arc<Counters>,
     /// Parameters of the per-request figures; set once, before the measured phase.
     pub derive_params: Arc<OnceLock<DeriveParams>>,
 }
 
 impl RecordWriter {
-    /// Starts writing to `path` (created; the caller has checked it may be).
+    /// Starts writing to `path` (created; the caller has checked it may be); keeps every
+    /// record in memory up to `keep` of them (all when `None`), then streams them.
     pub fn start(
         path: &Path,
+        keep: Option<usize>,
         clock: RunClock,
         tokenizer: SharedTokenizer,
         register_thread: impl FnOnce() + Send + 'static,
@@ -85,7 +90,7 @@ impl RecordWriter {
                 register_thread();
                 // A write that fails (a full disk) must stop the run: nothing more could be
                 // recorded. The flag is the run's "stop sending"; the error is returned.
-                let result = write_loop(rx, file, &live, &params, &tokenizer, clock);
+                let result = write_loop(rx, file, &live, &params, &tokenizer, clock, keep);
                 if result.is_err() {
                     failed.store(true, Ordering::Release);
                 }
@@ -108,9 +113,10 @@ fn write_loop(
     params: &OnceLock<DeriveParams>,
     tokenizer: &SharedTokenizer,
     clock: RunClock,
-) -> std::io::Result<Vec<RequestRecord>> {
+    keep: Option<usize>,
+) -> std::io::Result<Kept> {
     let mut pending: Vec<u8> = Vec::with_capacity(FLUSH_BYTES + 64 * 1024);
-    let mut records = Vec::new();
+    let mut keeper = Keeper::new(keep);
     let mut last_flush = Instant::now();
     loop {
         match rx.recv_timeout(Duration::from_millis(250)) {
@@ -118,6 +124,11 @@ fn write_loop(
                 let mut rec = settle(draft, tokenizer.as_ref());
                 if let Some(p) = params.get() {
                     rec.derived = Some(derive(&rec, p));
+                    keeper.judge_by(SummaryParams {
+                        slo: p.slo.clone(),
+                        ux: p.ux,
+                        ..SummaryParams::default()
+                    });
                 }
                 let c = live.of(rec.phase);
                 if rec.outcome.is_ok() {
@@ -130,7 +141,7 @@ fn write_loop(
                 feed_live(live, &rec, &clock);
                 serde_json::to_writer(&mut pending, &WireRecord::from_record(&rec, &clock))?;
                 pending.push(b'\n');
-                records.push(rec);
+                keeper.add(rec);
             }
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => break,
@@ -145,7 +156,7 @@ fn write_loop(
     }
     file.write_all(&pending)?;
     file.sync_data()?;
-    Ok(records)
+    Ok(keeper.finish())
 }
 
 /// Hands one settled record's TTFT, inter-token gaps or failure kind to the live view.
@@ -170,9 +181,9 @@ impl RecordWriter {
         self.tx.clone()
     }
 
-    /// Waits for everything sent to be written; returns the records in completion order.
-    /// Every sender must have been dropped first.
-    pub fn finish(self) -> std::io::Result<Vec<RequestRecord>> {
+    /// Waits for everything sent to be written; returns what was kept (the records in
+    /// completion order, or the streamed figures). Every sender must have been dropped first.
+    pub fn finish(self) -> std::io::Result<Kept> {
         drop(self.tx);
         self.thread
             .join()
@@ -196,6 +207,7 @@ mod tests {
         let failed = Arc::new(AtomicBool::new(false));
         let w = RecordWriter::start(
             full,
+            None,
             RunClock::start(),
             crate::tokenizer::reference(),
             || {},

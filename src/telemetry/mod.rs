@@ -8,6 +8,7 @@
 //! `nvml` and `host` read the world. A source that cannot be read is reported as "not
 //! measured" with the reason, never as zero.
 
+pub mod client_seconds;
 pub mod collector;
 pub mod engines;
 pub mod gpu;

@@ -376,18 +376,7 @@ pub fn client_counts_in_window(
     start: Nanos,
     end: Nanos,
 ) -> WindowCounts {
-    let times: Vec<Nanos> = data
-        .server
-        .iter()
-        .filter(|p| p.sample.is_some())
-        .map(|p| p.at)
-        .collect();
-    let first = times.iter().rev().find(|t| **t <= start).or(times.first());
-    let last = times.iter().find(|t| **t >= end).or(times.last());
-    let span = match (first, last) {
-        (Some(a), Some(b)) => *a..=*b,
-        _ => start..=end,
-    };
+    let span = sampled_span(data, start, end);
     WindowCounts {
         output_tokens: records
             .iter()
@@ -399,6 +388,53 @@ pub fn client_counts_in_window(
             .iter()
             .filter(|r| r.http_status.is_some() && span.contains(&r.finished_at))
             .count() as u64,
+    }
+}
+
+/// The span between the server samples around `start..=end` (the window itself when the
+/// server was not sampled).
+fn sampled_span(data: &TelemetryData, start: Nanos, end: Nanos) -> std::ops::RangeInclusive<Nanos> {
+    let times: Vec<Nanos> = data
+        .server
+        .iter()
+        .filter(|p| p.sample.is_some())
+        .map(|p| p.at)
+        .collect();
+    let first = times.iter().rev().find(|t| **t <= start).or(times.first());
+    let last = times.iter().find(|t| **t >= end).or(times.last());
+    match (first, last) {
+        (Some(a), Some(b)) => *a..=*b,
+        _ => start..=end,
+    }
+}
+
+/// What [`client_counts_in_window`] counts, kept in time bins as records stream past (a
+/// long run keeps no records); a span's counts are then within one bin's amount at each
+/// end.
+#[derive(Debug, Clone, Default)]
+pub struct SeenTimes {
+    tokens: crate::stats::time_bins::TimeBins,
+    ended: crate::stats::time_bins::TimeBins,
+}
+
+impl SeenTimes {
+    pub fn add(&mut self, r: &crate::record::RequestRecord) {
+        for c in r.chunks.iter().chain(&r.reasoning_chunks) {
+            self.tokens.add(c.at, f64::from(c.tokens));
+        }
+        if r.http_status.is_some() {
+            self.ended.add(r.finished_at, 1.0);
+        }
+    }
+
+    /// [`client_counts_in_window`] from the bins.
+    pub fn counts(&self, data: &TelemetryData, start: Nanos, end: Nanos) -> WindowCounts {
+        let span = sampled_span(data, start, end);
+        let (a, b) = (*span.start(), span.end().saturating_add(1));
+        WindowCounts {
+            output_tokens: self.tokens.sum_between(a, b).round() as u64,
+            ended: self.ended.sum_between(a, b).round() as u64,
+        }
     }
 }
 

@@ -5,14 +5,12 @@
 //!
 //! Pure: records and collected samples in, rows out.
 
+use super::client_seconds::{leading_phase, ClientSeconds, SECOND};
 use super::collector::TelemetryData;
 use crate::clock::Nanos;
-use crate::metrics::distribution::percentile_sorted;
 use crate::record::{Phase, RequestRecord};
 use serde::Serialize;
 use std::fmt::Write;
-
-const SECOND: Nanos = 1_000_000_000;
 
 /// One second of the run. Server, GPU and host columns are empty (`None`) when the source
 /// was not measured or had no sample in that second.
@@ -63,62 +61,32 @@ fn phase_name(p: Phase) -> &'static str {
 
 /// The timeline of a run from its records and telemetry; `end` is the run's last moment.
 pub fn timeline(records: &[RequestRecord], data: &TelemetryData, end: Nanos) -> Vec<TimelineRow> {
+    timeline_of(&ClientSeconds::of(records), data, end)
+}
+
+/// The timeline from the client's activity counted per second and the telemetry.
+pub fn timeline_of(client: &ClientSeconds, data: &TelemetryData, end: Nanos) -> Vec<TimelineRow> {
     let seconds = end / SECOND + 1;
-    let mut rows: Vec<TimelineRow> = (0..seconds)
-        .map(|s| TimelineRow {
-            t_s: s,
+    let mut rows: Vec<TimelineRow> = client
+        .seconds(seconds as usize)
+        .into_iter()
+        .enumerate()
+        .map(|(s, c)| TimelineRow {
+            t_s: s as u64,
+            phase: leading_phase(c.phase_votes)
+                .map_or("idle", phase_name)
+                .into(),
+            sends: c.sends,
+            completions: c.completions,
+            failures: c.failures,
+            in_flight: c.in_flight,
+            output_tokens: c.output_tokens,
+            ttft_p50_ms: (c.ttft_ms.count() > 0).then(|| c.ttft_ms.percentile(50.0)),
             ..Default::default()
         })
         .collect();
     let last = rows.len().saturating_sub(1);
     let bucket = |t: Nanos| ((t / SECOND) as usize).min(last);
-    let mut ttfts: Vec<Vec<f64>> = vec![Vec::new(); rows.len()];
-    let mut phase_votes: Vec<[u64; 4]> = vec![[0; 4]; rows.len()];
-    for r in records {
-        if let Some(s) = r.sent_at {
-            rows[bucket(s)].sends += 1;
-            if let Some(t) = r.derived.as_ref().and_then(|d| d.ttft_ms) {
-                ttfts[bucket(s)].push(t);
-            }
-        }
-        let b = bucket(r.finished_at);
-        if r.outcome.is_ok() {
-            rows[b].completions += 1;
-        } else {
-            rows[b].failures += 1;
-        }
-        for c in r.chunks.iter().chain(&r.reasoning_chunks) {
-            rows[bucket(c.at)].output_tokens += c.tokens as u64;
-        }
-        // In flight at the end of each second from its attempt to its end.
-        let (from, to) = (r.attempted_at(), r.finished_at);
-        let first = (from / SECOND) as usize;
-        for s in first..rows.len() {
-            let edge = (s as u64 + 1) * SECOND;
-            if edge > to {
-                break;
-            }
-            if edge > from {
-                rows[s].in_flight += 1;
-                phase_votes[s][r.phase as usize] += 1;
-            }
-        }
-        phase_votes[b][r.phase as usize] += 1;
-    }
-    for (i, row) in rows.iter_mut().enumerate() {
-        let v = &mut ttfts[i];
-        if !v.is_empty() {
-            v.sort_unstable_by(f64::total_cmp);
-            row.ttft_p50_ms = Some(percentile_sorted(v, 50.0));
-        }
-        let votes = phase_votes[i];
-        row.phase = match votes.iter().enumerate().max_by_key(|(_, n)| **n) {
-            Some((_, 0)) | None => "idle".into(),
-            Some((p, _)) => {
-                phase_name([Phase::Warmup, Phase::Probe, Phase::Profile, Phase::Measure][p]).into()
-            }
-        };
-    }
     // Server: the last scrape in each second; counters as differences from the previous one.
     let mut prev: Option<(Nanos, Option<f64>, Option<f64>)> = None;
     for p in data.server.iter().filter(|p| p.sample.is_some()) {

@@ -425,6 +425,23 @@ impl StreamSummary {
             .collect()
     }
 
+    /// The sample of measured records kept so far (a copy).
+    pub fn sample(&self) -> Vec<RequestRecord> {
+        self.sample.clone().into_items()
+    }
+
+    /// The run's summary with the parameters known only at its end (the fluidity curve
+    /// profiled during the run, the warm-up, the caller's warnings); the SLO and deadline
+    /// parameters stay those the records were judged with.
+    pub fn finish_with(mut self, params: SummaryParams) -> RunSummary {
+        self.params = SummaryParams {
+            slo: self.params.slo.take(),
+            ux: self.params.ux,
+            ..params
+        };
+        self.finish()
+    }
+
     /// The run's summary.
     pub fn finish(self) -> RunSummary {
         let sample = self.sample.clone().into_items();
