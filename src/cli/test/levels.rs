@@ -1,0 +1,343 @@
+//! [`LevelRunner`]: each level of a test run as a full run folder against its target, within
+//! the time budget, with the plan and the time left said as it goes.
+
+use super::between_levels::{drain, flush_prefix_cache};
+use super::INTERRUPTED;
+use crate::cli::run::{execute, Execute};
+use crate::config::{Arrival, Limits, LoadPattern, PrefillSetup, RunConfig, Warmup};
+use crate::metrics::fluidity::ProfiledCurve;
+use crate::procedure::budget::{Budget, DEFAULT_OVERHEAD_S};
+use crate::procedure::level::{Bench, LevelRun, LevelSpec, Load, Stop, WarmupChoice};
+use crate::procedure::report::TargetInfo;
+use crate::procedure::{self, Options, TestName};
+use crate::report::{RunReport, SystemInfo};
+use crate::runner::plan::{
+    expected_rate, human, quick_warmup_requests, warmup_plan, QUICK_WARMUP_S,
+};
+use crate::runner::ServerInfo;
+use crate::sim::SimServer;
+use crate::store::prepare_run_dir;
+use crate::tokenizer::SharedTokenizer;
+use anyhow::{Context, Result};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+/// One target, ready to run levels against.
+pub(super) struct TargetSetup {
+    pub(super) config: RunConfig,
+    pub(super) system: SystemInfo,
+    pub(super) server: ServerInfo,
+    pub(super) tokenizer: SharedTokenizer,
+    /// The prefill curve profiled at this target's first level, reused by the others.
+    pub(super) curve: Option<ProfiledCurve>,
+}
+
+/// Runs levels as run folders (the I/O side of [`Bench`]).
+pub struct LevelRunner {
+    /// The test folder; levels go under `levels/`.
+    pub(super) dir: PathBuf,
+    pub(super) targets: BTreeMap<Option<String>, TargetSetup>,
+    pub(super) budget: Budget,
+    pub(super) count: usize,
+    pub(super) quiet: bool,
+    /// Completed requests per second of the latest level, to predict request-count levels.
+    pub(super) last_rps: Option<f64>,
+    /// `--quick`: the first level's warm-up is a short one sized from the server's speed.
+    pub(super) quick: bool,
+    /// The current test's plan: the budget spent when it started and its planned length
+    /// (the longer end), s, for the time left shown after each level.
+    pub(super) planned: Option<(f64, f64)>,
+    /// Keeps the built-in simulators alive.
+    pub(super) _sims: Vec<SimServer>,
+}
+
+impl LevelRunner {
+    /// Starts a new test in `dir` (levels numbered from 1 again).
+    pub(super) fn start_test(&mut self, dir: PathBuf) {
+        self.dir = dir;
+        self.count = 0;
+    }
+
+    /// The main target's configuration (the unlabelled one, else the first).
+    fn main_config(&self) -> Option<&RunConfig> {
+        self.targets
+            .get(&None)
+            .or_else(|| self.targets.values().next())
+            .map(|t| &t.config)
+    }
+
+    /// Says what `test` will take before it starts, and keeps it for the time left.
+    pub(super) fn announce_plan(&mut self, test: TestName, o: &Options) {
+        let Some(config) = self.main_config() else {
+            return;
+        };
+        let warm_s = planned_warmup_s(config, o.quick);
+        let plan = procedure::budget::plan(test, o, &rate_at(config));
+        let line = plan.describe(DEFAULT_OVERHEAD_S, warm_s);
+        let total = plan.seconds(DEFAULT_OVERHEAD_S, warm_s).1;
+        if !self.quiet {
+            eprintln!("Planned: {line} (estimated from the test request's speed)");
+        }
+        self.planned = Some((self.budget.spent_s(), total));
+    }
+
+    /// The suite's planned length: its tests' plans added up.
+    pub(super) fn suite_plan(&self, tests: &[TestName], o: &Options) -> Option<String> {
+        let config = self.main_config()?;
+        let warm_s = planned_warmup_s(config, o.quick);
+        let rate = rate_at(config);
+        let runs: Vec<TestName> = tests
+            .iter()
+            .copied()
+            .filter(|t| *t != TestName::Guardrails || o.targets.len() >= 2)
+            .collect();
+        let (mut lo, mut hi) = (0.0, 0.0);
+        for t in &runs {
+            let plan = procedure::budget::plan(*t, o, &rate);
+            let (x, y) = plan.seconds(DEFAULT_OVERHEAD_S, warm_s);
+            lo += x;
+            hi += y;
+        }
+        let names: Vec<&str> = runs.iter().map(|t| t.slug()).collect();
+        Some(format!(
+            "Planned suite: {} tests ({}), about {}-{} in all (estimated from the test request's speed; each test's plan is printed as it starts)",
+            runs.len(),
+            names.join(", "),
+            human(lo),
+            human(hi)
+        ))
+    }
+
+    pub(super) fn target_info(&self) -> TargetInfo {
+        let main = self
+            .targets
+            .get(&None)
+            .or_else(|| self.targets.values().next());
+        TargetInfo {
+            url: main
+                .map(|t| t.config.target.url.to_string())
+                .unwrap_or_default(),
+            model: main
+                .map(|t| t.config.target.model.clone())
+                .unwrap_or_default(),
+            engine: main.and_then(|t| t.server.engine.clone()),
+            engine_version: main.and_then(|t| t.server.version.clone()),
+            targets: self
+                .targets
+                .iter()
+                .filter_map(|(k, t)| Some((k.clone()?, t.config.target.url.to_string())))
+                .collect(),
+        }
+    }
+}
+
+impl Bench for LevelRunner {
+    fn run_level(&mut self, spec: &LevelSpec) -> Result<LevelRun, Stop> {
+        if INTERRUPTED.load(Ordering::Acquire) {
+            return Err(Stop::Interrupted);
+        }
+        // A request count lasts as long as the latest completion rate says; a duration with
+        // it is a cap (the first limit reached ends the level).
+        let by_count = spec
+            .requests
+            .and_then(|n| self.last_rps.filter(|r| *r > 0.0).map(|r| n as f64 / r));
+        let measure_s = match (spec.duration, by_count) {
+            (Some(d), Some(c)) => d.as_secs_f64().min(c),
+            (Some(d), None) => d.as_secs_f64(),
+            (None, Some(c)) => c,
+            (None, None) => 0.0,
+        };
+        let expected = self.budget.expected_s(measure_s);
+        self.budget
+            .admit(expected)
+            .map_err(|(needed_s, left_s)| Stop::Budget { needed_s, left_s })?;
+        let count = self.count;
+        let dir = self.dir.clone();
+        let quiet = self.quiet;
+        let quick = self.quick;
+        let Some(t) = self.targets.get_mut(&spec.target) else {
+            return Err(Stop::Failed(anyhow::anyhow!(
+                "the level needs the target `{}`: give it with --target {}=URL",
+                spec.target.as_deref().unwrap_or("default"),
+                spec.target.as_deref().unwrap_or("NAME")
+            )));
+        };
+        let mut config = t.config.clone();
+        config.load = load_pattern(spec.load, t.config.load);
+        config.max_concurrency = None;
+        config.limits = Limits {
+            requests: spec.requests,
+            duration: spec.duration,
+        };
+        if let Some(w) = &spec.workload {
+            config.workload = w.clone();
+        }
+        if let Some(on) = spec.prefix_cache {
+            config.request.prefix_cache = on;
+        }
+        if spec.warmup != WarmupChoice::AsConfigured {
+            config.warmup = Warmup::None;
+        } else if quick && config.warmup == Warmup::Auto {
+            // A --quick test is never compliant: rather than the draft's warm-up (up to
+            // --warmup-max), about ten seconds of the level's load at the server's speed.
+            let out = config.workload.output.mean();
+            let n = quick_warmup_requests(config.load, out, config.preflight.as_ref());
+            config.warmup = Warmup::Requests(n);
+        }
+        if let Some(cap) = spec.warmup_max {
+            config.warmup_max = config.warmup_max.min(cap);
+        }
+        if let Some(c) = &t.curve {
+            config.prefill = PrefillSetup::Curve(c.clone());
+        }
+        config.quiet = quiet;
+        let name = format!(
+            "{:02}-{}{}",
+            count + 1,
+            spec.target
+                .as_deref()
+                .map(|t| format!("{t}-"))
+                .unwrap_or_default(),
+            spec.load.folder_part()
+        );
+        let rel = format!("levels/{name}");
+        config.out_dir = prepare_run_dir(Some(&dir.join(&rel)), false)
+            .map_err(|e| Stop::Failed(anyhow::anyhow!(e)))?;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| Stop::Failed(e.into()))?;
+        if count > 0 {
+            rt.block_on(drain(&config));
+        }
+        let note = spec.flush_cache.then(|| {
+            rt.block_on(flush_prefix_cache(
+                &config.target,
+                t.server.engine.as_deref(),
+            ))
+        });
+        drop(rt);
+        let started = Instant::now();
+        let ran = execute(Execute {
+            config,
+            system: t.system.clone(),
+            baseline: spec.baseline.clone(),
+            server: &t.server,
+            tokenizer: t.tokenizer.clone(),
+            warnings: Vec::new(),
+            announce: false,
+        });
+        let (report, records) = match ran {
+            Ok(Ok(r)) => r,
+            Ok(Err(_)) => {
+                return Err(Stop::Failed(anyhow::anyhow!(
+                    "the server could not be used for level {} (see the message above)",
+                    count + 1
+                )))
+            }
+            Err(e) => return Err(Stop::Failed(e)),
+        };
+        self.count += 1;
+        self.budget.level_done(
+            started.elapsed().as_secs_f64(),
+            report.summary.window.duration_s,
+        );
+        let rps = report.summary.requests_per_s;
+        if rps > 0.0 {
+            self.last_rps = Some(rps);
+        }
+        if t.curve.is_none() {
+            t.curve = report.prefill_curve.clone();
+        }
+        if report.interrupted {
+            INTERRUPTED.store(true, Ordering::Release);
+            return Err(Stop::Interrupted);
+        }
+        Ok(LevelRun {
+            run: rel,
+            report,
+            records,
+            note,
+        })
+    }
+
+    fn progress(&mut self, line: &str) {
+        if self.quiet {
+            return;
+        }
+        let budget = match self.budget.left_s() {
+            Some(left) => format!(" | {} left of the budget", human(left)),
+            None => format!(" | {} so far", human(self.budget.spent_s())),
+        };
+        let planned = self
+            .planned
+            .map(|(at, total)| {
+                let left = (at + total - self.budget.spent_s()).max(0.0);
+                format!(" | ~{} left of the plan", human(left))
+            })
+            .unwrap_or_default();
+        eprintln!("[test] {line}{budget}{planned}");
+    }
+
+    fn load_run(&mut self, dir: &Path) -> Result<LevelRun, Stop> {
+        let read = || -> Result<LevelRun> {
+            let text = std::fs::read_to_string(dir.join("run.json"))
+                .with_context(|| format!("reading {}/run.json", dir.display()))?;
+            let report: RunReport = serde_json::from_str(&text).with_context(|| {
+                format!(
+                    "{}/run.json is not a finished run's report (run `servebench report {}` first)",
+                    dir.display(),
+                    dir.display()
+                )
+            })?;
+            let records =
+                crate::store::read_requests(&dir.join("requests.jsonl"), report.started_at_us)?;
+            Ok(LevelRun {
+                run: dir.display().to_string(),
+                report,
+                records,
+                note: Some(format!("composed from {}", dir.display())),
+            })
+        };
+        read().map_err(Stop::Failed)
+    }
+}
+
+/// A level's load as the run options' load pattern (open-loop levels keep the arrival
+/// process given, Poisson by default).
+fn load_pattern(load: Load, configured: LoadPattern) -> LoadPattern {
+    match load {
+        Load::Rate { rate_per_s } => LoadPattern::Open {
+            rate_per_s,
+            arrival: match configured {
+                LoadPattern::Open { arrival, .. } => arrival,
+                _ => Arrival::Poisson,
+            },
+        },
+        Load::Concurrency { concurrency } => LoadPattern::Closed { concurrency },
+    }
+}
+
+/// The server's expected completion rate at a level's load, from the speed the test request
+/// measured on `config`'s target (`None` without one).
+fn rate_at(config: &RunConfig) -> impl Fn(Load) -> Option<f64> + '_ {
+    move |load| {
+        let speed = config.preflight.as_ref()?;
+        let out = config.workload.output.mean();
+        expected_rate(load_pattern(load, config.load), out, speed)
+    }
+}
+
+/// What a test's warm-up should take: a `--quick` test's short one, else the configured
+/// one at the run options' load (its cap when the server's speed is unknown).
+fn planned_warmup_s(config: &RunConfig, quick: bool) -> f64 {
+    match config.warmup {
+        Warmup::None => 0.0,
+        Warmup::Auto if quick => QUICK_WARMUP_S,
+        _ => warmup_plan(config)
+            .and_then(|p| p.seconds)
+            .unwrap_or(config.warmup_max.as_secs_f64()),
+    }
+}

@@ -1,0 +1,308 @@
+//! `servebench test NAME` and `servebench suite`: the draft's section 5 tests against real
+//! servers (or the simulator).
+//!
+//! The procedures (`crate::procedure`) decide which levels to run and what they mean; this
+//! file runs them: [`LevelRunner`] turns a level spec into a full run folder under
+//! `levels/`, keeps the time budget, empties the prefix cache when asked, lets the server
+//! drain between levels, and stops on Ctrl-C. `test.json` is rewritten at the end with
+//! everything measured, also when the test stopped early.
+//!
+//! `prepare` readies the targets and the options, `levels` runs each level, and
+//! `between_levels` lets the server drain and empties its prefix cache.
+
+mod between_levels;
+mod levels;
+mod prepare;
+
+use super::args::{RunArgs, SuiteArgs, TestArgs};
+use super::exit;
+use super::run::redacted_command_line;
+use crate::procedure::report::{Finding, TestReport, TestStatus, TEST_SCHEMA_VERSION};
+use crate::procedure::{self, Options, TestName};
+use crate::report::{SystemInfo, ToolInfo};
+use anyhow::{Context, Result};
+pub use levels::LevelRunner;
+use prepare::{setup, Setup};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+/// Set by Ctrl-C anywhere in a test (also between levels, when no run is listening).
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// Watches Ctrl-C for the whole test on a thread of its own. The runner's own watcher
+/// handles the level in progress (grace, then cancel); this one stops the levels after it.
+fn watch_interrupts() {
+    let _ = std::thread::Builder::new()
+        .name("interrupts".into())
+        .spawn(|| {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            rt.block_on(async {
+                while tokio::signal::ctrl_c().await.is_ok() {
+                    INTERRUPTED.store(true, Ordering::Release);
+                }
+            });
+        });
+}
+
+/// Runs one procedure.
+fn run_procedure(test: TestName, bench: &mut LevelRunner, o: &Options) -> Finding {
+    use procedure::*;
+    match test {
+        TestName::Ttft => ttft::run(bench, o),
+        TestName::Throughput => throughput::run(bench, o),
+        TestName::Curve => curve::run(bench, o),
+        TestName::Itl => itl::run(bench, o),
+        TestName::Capacity => capacity::run(bench, o),
+        TestName::Fairness => fairness::run(bench, o),
+        TestName::PrefixCache => prefix_cache::run(bench, o),
+        TestName::MemoryPressure => memory::run(bench, o),
+        TestName::LongContext => long_context::run(bench, o),
+        TestName::Guardrails => guardrails::run(bench, o),
+    }
+}
+
+/// Runs `test` into the runner's current folder and writes `test.json`.
+fn one_test(
+    test: TestName,
+    runner: &mut LevelRunner,
+    o: &Options,
+    system: &SystemInfo,
+) -> Result<TestReport> {
+    let started = crate::clock::RunClock::start().unix_us(0);
+    let t0 = Instant::now();
+    if !runner.quiet {
+        eprintln!(
+            "servebench test {} (draft {} {}): levels go to {}",
+            test.slug(),
+            test.section(),
+            test.title(),
+            runner.dir.join("levels").display()
+        );
+    }
+    runner.announce_plan(test, o);
+    let f = run_procedure(test, runner, o);
+    let mut parameters = f.parameters;
+    if let Some(obj) = parameters.as_object_mut() {
+        obj.insert(
+            "budget_s".into(),
+            serde_json::json!(runner.budget.limit.map(|d| d.as_secs_f64())),
+        );
+    }
+    let finished = crate::clock::RunClock::start().unix_us(0);
+    let mut report = TestReport {
+        schema_version: TEST_SCHEMA_VERSION,
+        test,
+        section: test.section().into(),
+        title: test.title().into(),
+        status: if f.stopped.is_some() {
+            TestStatus::Incomplete
+        } else {
+            TestStatus::Complete
+        },
+        stopped: f.stopped,
+        answer: f.answer,
+        started_at: crate::clock::iso8601_ms(started),
+        finished_at: crate::clock::iso8601_ms(finished),
+        started_at_us: started,
+        finished_at_us: finished,
+        duration_s: t0.elapsed().as_secs_f64(),
+        exit_status: exit::OK,
+        interrupted: INTERRUPTED.load(Ordering::Acquire),
+        tool: ToolInfo::default(),
+        command_line: redacted_command_line(),
+        target: runner.target_info(),
+        system: system.clone(),
+        parameters,
+        levels: f.levels,
+        result: f.result,
+        compliance: f.compliance,
+    };
+    report.exit_status = status(&report);
+    let path = runner.dir.join("test.json");
+    let tmp = runner.dir.join("test.json.tmp");
+    std::fs::write(&tmp, serde_json::to_vec_pretty(&report)?)
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))?;
+    // The pages are a view of test.json and the level folders: failing to write them
+    // never loses the test (`servebench report DIR --format all` writes them again).
+    if let Err(err) = super::report::write_test_files(&runner.dir, &report) {
+        eprintln!(
+            "warning: the test's reports were not written: {err:#}. `servebench report {} --format all` writes them again.",
+            runner.dir.display()
+        );
+    }
+    Ok(report)
+}
+
+/// `servebench test NAME`.
+pub fn test(args: TestArgs) -> Result<u8> {
+    watch_interrupts();
+    let Setup {
+        mut runner,
+        options,
+        system,
+    } = match setup(&args.run, &args.procedure, &[args.test])? {
+        Ok(s) => s,
+        Err(code) => return Ok(code),
+    };
+    let report = one_test(args.test, &mut runner, &options, &system)?;
+    print!("{}", procedure::tables::render(&report));
+    println!(
+        "\nTest folder: {} (report.html, report.md, test.json; a run folder per level)",
+        runner.dir.display()
+    );
+    index_test(&args.run, &runner.dir);
+    Ok(report.exit_status)
+}
+
+/// Indexes a finished test folder (the test and its levels) in the history, unless
+/// `--no-store`; a failure warns and keeps the folder.
+fn index_test(run: &RunArgs, dir: &Path) {
+    if !run.output.no_store {
+        super::history::record_run(
+            run.output.store.as_deref(),
+            dir,
+            &run.output.labels,
+            run.output.quiet,
+        );
+    }
+}
+
+/// The exit status of a test: 130 when interrupted, 1 when it found no answer, else 0.
+fn status(r: &TestReport) -> u8 {
+    if INTERRUPTED.load(Ordering::Acquire) {
+        exit::INTERRUPTED
+    } else if r.levels.is_empty() || r.answer.starts_with("no ") {
+        exit::FAILED
+    } else {
+        exit::OK
+    }
+}
+
+/// The order a suite runs in: throughput first, since its capacity feeds the others.
+const SUITE_ORDER: [TestName; 10] = [
+    TestName::Throughput,
+    TestName::Ttft,
+    TestName::Curve,
+    TestName::Itl,
+    TestName::Capacity,
+    TestName::MemoryPressure,
+    TestName::Fairness,
+    TestName::PrefixCache,
+    TestName::LongContext,
+    TestName::Guardrails,
+];
+
+/// `servebench suite`.
+pub fn suite(args: SuiteArgs) -> Result<u8> {
+    watch_interrupts();
+    let wanted: Vec<TestName> = SUITE_ORDER
+        .iter()
+        .copied()
+        .filter(|t| !args.skip.contains(t))
+        .collect();
+    let Setup {
+        mut runner,
+        mut options,
+        system,
+    } = match setup(&args.run, &args.procedure, &wanted)? {
+        Ok(s) => s,
+        Err(code) => return Ok(code),
+    };
+    if let (Some(line), false) = (runner.suite_plan(&wanted, &options), runner.quiet) {
+        eprintln!("{line}");
+    }
+    let suite_dir = runner.dir.clone();
+    let started = crate::clock::RunClock::start().unix_us(0);
+    let mut entries = Vec::new();
+    let mut worst = exit::OK;
+    for test in wanted {
+        if INTERRUPTED.load(Ordering::Acquire) {
+            entries.push(serde_json::json!({"test": test, "skipped": "interrupted"}));
+            continue;
+        }
+        if test == TestName::Guardrails && options.targets.len() < 2 {
+            entries.push(serde_json::json!({"test": test, "skipped": "needs two or more --target configurations (baseline=URL, full=URL, ...)"}));
+            continue;
+        }
+        let dir = suite_dir.join(test.slug());
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        runner.start_test(dir.clone());
+        let report = one_test(test, &mut runner, &options, &system)?;
+        print!("{}", procedure::tables::render(&report));
+        index_test(&args.run, &dir);
+        // Capacities found feed the tests after.
+        if let Some(r) = report
+            .result
+            .get("sustainable_rate_per_s")
+            .and_then(|v| v.as_f64())
+        {
+            options.capacity_rate_per_s.get_or_insert(r);
+        }
+        if let Some(c) = report
+            .result
+            .get("max_concurrency")
+            .and_then(|v| v.as_u64())
+        {
+            options.capacity_concurrency.get_or_insert(c as u32);
+        }
+        worst = worst.max(report.exit_status);
+        entries.push(serde_json::json!({
+            "test": test,
+            "section": report.section,
+            "title": report.title,
+            "folder": test.slug(),
+            "status": report.status,
+            "answer": report.answer,
+            "compliance": report.compliance.verdict,
+        }));
+    }
+    let summary = serde_json::json!({
+        "schema_version": TEST_SCHEMA_VERSION,
+        "suite": true,
+        "started_at": crate::clock::iso8601_ms(started),
+        "finished_at": crate::clock::iso8601_ms(crate::clock::RunClock::start().unix_us(0)),
+        "command_line": redacted_command_line(),
+        "target": runner.target_info(),
+        "system": system,
+        "tests": entries,
+    });
+    std::fs::write(
+        suite_dir.join("suite.json"),
+        serde_json::to_vec_pretty(&summary)?,
+    )
+    .context("writing suite.json")?;
+    if let Err(err) = super::report::write_suite_files(&suite_dir) {
+        eprintln!(
+            "warning: the suite's reports were not written: {err:#}. `servebench report {} --format all` writes them again.",
+            suite_dir.display()
+        );
+    }
+    println!("\nSuite");
+    for e in summary["tests"].as_array().into_iter().flatten() {
+        match e.get("skipped") {
+            Some(why) => println!(
+                "  {:<16} skipped: {}",
+                e["test"].as_str().unwrap_or(""),
+                why.as_str().unwrap_or("")
+            ),
+            None => println!(
+                "  {:<16} {} [{}]",
+                e["test"].as_str().unwrap_or(""),
+                e["answer"].as_str().unwrap_or(""),
+                e["compliance"].as_str().unwrap_or("")
+            ),
+        }
+    }
+    println!(
+        "\nSuite folder: {} (report.html, report.md, suite.json; a folder per test)",
+        suite_dir.display()
+    );
+    Ok(worst)
+}

@@ -1,0 +1,233 @@
+//! One request of a phase from start to record: timeout, the phase's and the run's
+//! cancellation, retries by the policy; and what follows a request in a stream (a session's
+//! later turns, a closed loop's lead-in).
+
+use super::{FailureStreak, Shared};
+use crate::client::{execute, Exchange, PreparedRequest};
+use crate::clock::Nanos;
+use crate::record::{FailureKind, Phase};
+use crate::runner::feeder::Feed;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// One request from start to record, honouring timeout and both cancellations (the
+/// phase's, after its grace; the run's, on Ctrl-C). Returns how it failed (`None`: it
+/// succeeded).
+async fn run_one(
+    shared: &Shared,
+    req: PreparedRequest,
+    phase: Phase,
+    scheduled_at: Option<Nanos>,
+    attempted_at: Option<Nanos>,
+    mut cancels: (watch::Receiver<bool>, watch::Receiver<bool>),
+) -> Option<FailureKind> {
+    let mut ex = Exchange::new(&req, phase, scheduled_at);
+    // The attempt is stamped before racing against cancellation, so even a request
+    // cancelled before its first poll has a real attempt time. A caller that made the
+    // request wait first (for a --max-concurrency slot) passes when it started waiting.
+    let first_attempt = attempted_at.unwrap_or_else(|| shared.clock.now());
+    ex.draft.record.queued_at = first_attempt;
+    enum End {
+        Done,
+        Timeout,
+        Cancelled,
+    }
+    let deadline = tokio::time::Instant::now() + shared.timeout;
+    let mut retries = 0u32;
+    let mut first_sent = None;
+    let end = loop {
+        let end = tokio::select! {
+            r = tokio::time::timeout_at(deadline, execute(&mut ex, &shared.pool, &shared.clock, &req, &shared.url, &shared.limits)) => {
+                if r.is_ok() { End::Done } else { End::Timeout }
+            }
+            _ = cancels.0.wait_for(|c| *c) => End::Cancelled,
+            _ = cancels.1.wait_for(|c| *c) => End::Cancelled,
+        };
+        first_sent = first_sent.or(ex.record().sent_at);
+        let Some(wait) = retry_wait(&shared.retry, ex.record(), retries) else {
+            break end;
+        };
+        if !matches!(end, End::Done) {
+            break end;
+        }
+        // Try again after the wait; the user is still waiting, so latency keeps counting
+        // from the first attempt.
+        let cancelled = tokio::select! {
+            _ = tokio::time::sleep(wait) => false,
+            _ = cancels.0.wait_for(|c| *c) => true,
+            _ = cancels.1.wait_for(|c| *c) => true,
+        };
+        if cancelled {
+            break End::Done;
+        }
+        retries += 1;
+        ex = Exchange::new(&req, phase, scheduled_at);
+        ex.draft.record.queued_at = shared.clock.now();
+    };
+    let r = &mut ex.draft.record;
+    r.retries = retries;
+    if retries > 0 {
+        // The whole wait is the user's: attempt and send times are the first attempt's.
+        r.queued_at = first_attempt;
+        r.sent_at = first_sent.or(r.sent_at);
+    }
+    let now = shared.clock.now();
+    match end {
+        End::Done => {}
+        End::Timeout => ex.fail_if_unfinished(
+            FailureKind::Timeout,
+            &format!(
+                "no complete response within {:.0} s (--timeout)",
+                shared.timeout.as_secs_f64()
+            ),
+            now,
+        ),
+        End::Cancelled => ex.fail_if_unfinished(
+            FailureKind::Cancelled,
+            "still in flight when the run stopped (duration limit plus --grace, or Ctrl-C)",
+            now,
+        ),
+    }
+    shared.in_flight.fetch_sub(1, Ordering::AcqRel);
+    let failure = ex.record().outcome.failure_kind();
+    let _ = shared.sink.send(ex.into_draft());
+    failure
+}
+
+/// How long to wait before retrying a refused request, when the policy retries it:
+/// its `Retry-After` (seconds) capped by the policy, or 0.5 s doubling per retry.
+fn retry_wait(
+    policy: &crate::config::RetryPolicy,
+    r: &crate::record::RequestRecord,
+    retries: u32,
+) -> Option<Duration> {
+    if retries >= policy.max_retries {
+        return None;
+    }
+    let retryable = match (&r.outcome, r.http_status) {
+        (
+            crate::record::Outcome::Failed {
+                kind: FailureKind::HttpStatus,
+                ..
+            },
+            Some(s),
+        ) => policy.statuses.contains(&s),
+        (
+            crate::record::Outcome::Failed {
+                kind: FailureKind::Connect,
+                ..
+            },
+            _,
+        ) => policy.connect_errors,
+        _ => false,
+    };
+    if !retryable {
+        return None;
+    }
+    let advised = match &r.outcome {
+        crate::record::Outcome::Failed { detail, .. } => detail
+            .split("(Retry-After: ")
+            .nth(1)
+            .and_then(|s| s.trim_end_matches(')').trim().parse::<f64>().ok()),
+        _ => None,
+    };
+    let backoff = 0.5 * f64::from(1u32 << retries.min(10));
+    Some(Duration::from_secs_f64(
+        advised.unwrap_or(backoff).clamp(0.0, policy.max_wait_s),
+    ))
+}
+
+/// Reserves one request slot of the phase (`sent` counts from `start`); false, with nothing
+/// reserved, once `max` requests have been claimed.
+pub(super) fn claim_slot(sent: &AtomicU64, start: u64, max: Option<u64>) -> bool {
+    let claimed = sent.fetch_add(1, Ordering::AcqRel) - start;
+    if max.is_some_and(|m| claimed >= m) {
+        sent.fetch_sub(1, Ordering::AcqRel);
+        return false;
+    }
+    true
+}
+
+/// What each request task needs to know about its phase.
+#[derive(Clone)]
+pub(super) struct PhaseCtx {
+    pub(super) shared: Shared,
+    pub(super) phase: Phase,
+    pub(super) phase_cancel: watch::Receiver<bool>,
+    pub(super) run_cancel: watch::Receiver<bool>,
+    pub(super) should_stop: Arc<dyn Fn() -> bool + Send + Sync>,
+    pub(super) claim: Arc<dyn Fn() -> bool + Send + Sync>,
+    pub(super) streak: Arc<FailureStreak>,
+}
+
+impl PhaseCtx {
+    fn cancels(&self) -> (watch::Receiver<bool>, watch::Receiver<bool>) {
+        (self.phase_cancel.clone(), self.run_cancel.clone())
+    }
+
+    /// Runs one request of the phase (see [`run_one`]) and notes its end in the phase's
+    /// failure streak; true when it succeeded.
+    pub(super) async fn send(
+        &self,
+        req: PreparedRequest,
+        scheduled_at: Option<Nanos>,
+        attempted_at: Option<Nanos>,
+    ) -> bool {
+        let failure = run_one(
+            &self.shared,
+            req,
+            self.phase,
+            scheduled_at,
+            attempted_at,
+            self.cancels(),
+        )
+        .await;
+        self.streak.note(failure);
+        failure.is_none()
+    }
+}
+
+/// Runs the turns of a session after its first one: each `think_ms` after the previous
+/// answer ended, while the phase goes on; a failed turn abandons the rest (as a user would).
+pub(super) async fn follow_up_turns(ctx: &PhaseCtx, turns: Vec<PreparedRequest>, open_loop: bool) {
+    for req in turns {
+        let due = ctx.shared.clock.now() + (req.think_ms.max(0.0) * 1e6) as u64;
+        let (mut phase_cancel, mut run_cancel) = ctx.cancels();
+        tokio::select! {
+            _ = tokio::time::sleep_until(ctx.shared.clock.instant_at(due).into()) => {}
+            _ = phase_cancel.wait_for(|c| *c) => return,
+            _ = run_cancel.wait_for(|c| *c) => return,
+        }
+        if (ctx.should_stop)() || !(ctx.claim)() {
+            return;
+        }
+        ctx.shared.in_flight.fetch_add(1, Ordering::AcqRel);
+        let scheduled = open_loop.then_some(due);
+        if !ctx.send(req, scheduled, None).await {
+            return;
+        }
+    }
+}
+
+/// A stream's lead-in (see [`LeadIn`]): its share of the spread, then the first turn of one
+/// session of the warm-up's stream, recorded as a warm-up request.
+pub(super) async fn lead_in_request(ctx: &PhaseCtx, feed: &Feed, wait: Duration) {
+    let (mut phase_cancel, mut run_cancel) = ctx.cancels();
+    tokio::select! {
+        _ = tokio::time::sleep(wait) => {}
+        _ = phase_cancel.wait_for(|c| *c) => return,
+        _ = run_cancel.wait_for(|c| *c) => return,
+    }
+    if (ctx.should_stop)() {
+        return;
+    }
+    let Some(mut session) = feed.next().await else {
+        return;
+    };
+    session.truncate(1);
+    let Some(req) = session.pop() else { return };
+    ctx.shared.in_flight.fetch_add(1, Ordering::AcqRel);
+    run_one(&ctx.shared, req, Phase::Warmup, None, None, ctx.cancels()).await;
+}
