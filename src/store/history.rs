@@ -41,100 +41,34 @@
 //! A test folder whose `test.json` has no `levels` list is read as the list of
 //! its subfolders that hold a `run.json`.
 //!
-//! This file holds the types, the schema and its migration, opening, labels
-//! and notes, and [`record_folder`] (what `servebench run` calls when a run
-//! ends, and what a test procedure calls for its folder); `history/index.rs`
-//! reads folders into rows (`index`, `reindex`, `workload_key`), and
-//! `history/query.rs` lists and looks them up (`list`, `get`,
-//! `runs_with_label`, resolving a [`RunRef`]).
+//! This file holds the error and reference types, opening, labels and notes,
+//! and [`record_folder`] (what `servebench run` calls when a run ends, and what
+//! a test procedure calls for its folder); `history/schema.rs` holds the schema
+//! and its migration, and `history/rows.rs` the rows and reports handed back;
+//! `history/index.rs` reads folders into rows (`index`, `reindex`), with
+//! `history/columns.rs` turning file values into columns (`workload_key`, the
+//! load in words), and `history/query.rs` lists and looks them up (`list`,
+//! `get`, `runs_with_label`, resolving a [`RunRef`]).
 
 use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rusqlite::{params, Connection, ErrorCode, TransactionBehavior};
+use rusqlite::{params, Connection, ErrorCode};
 
+mod columns;
 mod index;
 mod query;
+mod rows;
+mod schema;
 #[cfg(test)]
 mod tests;
 
-pub use index::workload_key;
-
-/// The layout version this code reads and writes.
-pub const SCHEMA_VERSION: i64 = 1;
-
-/// Migration `i` brings a database from version `i` to `i + 1`; they run in
-/// order inside one transaction, so a crash leaves the old version intact.
-const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [SCHEMA_V1];
-
-const SCHEMA_V1: &str = "
-CREATE TABLE runs (
-    id INTEGER PRIMARY KEY,
-    kind TEXT NOT NULL CHECK (kind IN ('run', 'test')),
-    path TEXT NOT NULL UNIQUE,
-    name TEXT NOT NULL,
-    parent_test INTEGER REFERENCES runs(id) ON DELETE SET NULL,
-    test_name TEXT,
-    schema_version INTEGER,
-    started_at TEXT,
-    started_at_us INTEGER,
-    finished_at_us INTEGER,
-    interrupted INTEGER,
-    command_line TEXT,
-    target TEXT,
-    endpoint TEXT,
-    model TEXT,
-    engine TEXT,
-    engine_version TEXT,
-    workload TEXT,
-    workload_key TEXT,
-    seed TEXT,
-    load TEXT,
-    limit_requests INTEGER,
-    limit_duration_s REAL,
-    hardware TEXT,
-    gpus TEXT,
-    hostname TEXT,
-    requests_total INTEGER,
-    completed INTEGER,
-    failed INTEGER,
-    duration_s REAL,
-    ttft_p50_ms REAL,
-    ttft_p99_ms REAL,
-    tpot_p50_ms REAL,
-    tpot_p99_ms REAL,
-    itl_p99_ms REAL,
-    e2e_p50_ms REAL,
-    e2e_p99_ms REAL,
-    output_tokens_per_s REAL,
-    requests_per_s REAL,
-    success_rate REAL,
-    slo TEXT,
-    goodput_requests_per_s REAL,
-    exit_status INTEGER,
-    verdict TEXT,
-    indexed_at TEXT NOT NULL
-);
-CREATE INDEX runs_started ON runs (started_at_us);
-CREATE INDEX runs_parent ON runs (parent_test);
-CREATE INDEX runs_name ON runs (name);
-CREATE TABLE labels (
-    path TEXT NOT NULL,
-    label TEXT NOT NULL,
-    added_at TEXT NOT NULL,
-    PRIMARY KEY (path, label)
-) WITHOUT ROWID;
-CREATE INDEX labels_label ON labels (label);
-CREATE TABLE notes (
-    id INTEGER PRIMARY KEY,
-    path TEXT NOT NULL,
-    text TEXT NOT NULL,
-    added_at TEXT NOT NULL
-);
-CREATE INDEX notes_path ON notes (path);
-";
+pub use columns::workload_key;
+pub use rows::{Filter, Indexed, ReindexReport, RunRow, Unreadable};
+use schema::migrate;
+pub use schema::SCHEMA_VERSION;
 
 /// SQLite expression for "now" in the same ISO 8601 form run.json uses.
 const NOW_SQL: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
@@ -278,169 +212,6 @@ impl fmt::Display for RunRef {
     }
 }
 
-/// Which rows [`History::list`] returns; every field left `None` matches all.
-/// Text filters are case-insensitive substrings, except `label` (exact).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Filter {
-    /// Part of the target URL.
-    pub target: Option<String>,
-    /// Part of the model name.
-    pub model: Option<String>,
-    /// Part of the workload name.
-    pub workload: Option<String>,
-    /// Part of the engine name (`vllm`, `sglang`, ...).
-    pub engine: Option<String>,
-    /// A label the run carries.
-    pub label: Option<String>,
-    /// Only runs or only tests.
-    pub kind: Option<Kind>,
-    /// Only the levels of this test (its row id).
-    pub parent_test: Option<i64>,
-    /// ISO 8601 lower bound on the start time (`2026-11-20`,
-    /// `2026-11-20T08:00:00Z`); the caller turns "7d" into such a date.
-    pub since: Option<String>,
-    /// At most this many rows (the newest).
-    pub limit: Option<usize>,
-}
-
-/// One indexed folder as listed. Missing values in the files are `None`.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct RunRow {
-    /// Row id (changes if the database is rebuilt; paths do not).
-    pub id: i64,
-    /// Run or test.
-    pub kind: Kind,
-    /// Canonical absolute path of the folder.
-    pub path: PathBuf,
-    /// The folder's name, which `RunRef::Prefix` matches.
-    pub name: String,
-    /// For a level of a test procedure: the test's row id.
-    pub parent_test: Option<i64>,
-    /// The test's name (`/test` of test.json), for tests and their levels.
-    pub test_name: Option<String>,
-    /// `/schema_version` of run.json or test.json.
-    pub schema_version: Option<i64>,
-    /// `/started_at`, or derived from `/started_at_us`.
-    pub started_at: Option<String>,
-    /// `/started_at_us`, or derived from `/started_at` (to the millisecond).
-    pub started_at_us: Option<i64>,
-    /// `/finished_at_us`.
-    pub finished_at_us: Option<i64>,
-    /// `/interrupted` (Ctrl-C).
-    pub interrupted: Option<bool>,
-    /// `/command_line`.
-    pub command_line: Option<Vec<String>>,
-    /// `/config/target/url`.
-    pub target: Option<String>,
-    /// `/config/target/endpoint` (`chat`, `completions`).
-    pub endpoint: Option<String>,
-    /// `/config/target/model`.
-    pub model: Option<String>,
-    /// `/server/engine`.
-    pub engine: Option<String>,
-    /// `/server/version`.
-    pub engine_version: Option<String>,
-    /// `/config/workload/name`.
-    pub workload: Option<String>,
-    /// Hash of workload and seed; see the module documentation.
-    pub workload_key: Option<String>,
-    /// `/config/seed`.
-    pub seed: Option<u64>,
-    /// `/config/load` in words: `closed c=64`, `open 12.5 req/s poisson`.
-    pub load: Option<String>,
-    /// `/config/limits/requests`.
-    pub limit_requests: Option<i64>,
-    /// `/config/limits/duration`, seconds.
-    pub limit_duration_s: Option<f64>,
-    /// `/system/hardware` (text, or compact JSON when structured).
-    pub hardware: Option<String>,
-    /// `/system/gpus` (text, or compact JSON when structured).
-    pub gpus: Option<String>,
-    /// `/host/hostname` of the machine that ran the client.
-    pub hostname: Option<String>,
-    /// `/summary/requests/total`.
-    pub requests_total: Option<i64>,
-    /// `/summary/requests/completed`.
-    pub completed: Option<i64>,
-    /// `/summary/requests/failed`.
-    pub failed: Option<i64>,
-    /// `/summary/window/duration_s`.
-    pub duration_s: Option<f64>,
-    /// `/summary/ttft_ms/p50`.
-    pub ttft_p50_ms: Option<f64>,
-    /// `/summary/ttft_ms/p99`.
-    pub ttft_p99_ms: Option<f64>,
-    /// `/summary/tpot_ms/p50`.
-    pub tpot_p50_ms: Option<f64>,
-    /// `/summary/tpot_ms/p99`.
-    pub tpot_p99_ms: Option<f64>,
-    /// `/summary/itl_ms/p99`.
-    pub itl_p99_ms: Option<f64>,
-    /// `/summary/e2e_ms/p50`.
-    pub e2e_p50_ms: Option<f64>,
-    /// `/summary/e2e_ms/p99`.
-    pub e2e_p99_ms: Option<f64>,
-    /// `/summary/output_tokens_per_s`.
-    pub output_tokens_per_s: Option<f64>,
-    /// `/summary/requests_per_s`.
-    pub requests_per_s: Option<f64>,
-    /// `/summary/success_rate` (0 to 1).
-    pub success_rate: Option<f64>,
-    /// `/summary/slo/spec`: the SLOs the run was judged by, as written.
-    pub slo: Option<String>,
-    /// `/summary/slo/per_request/goodput_requests_per_s`: requests per second
-    /// that met every per-request bound.
-    pub goodput_requests_per_s: Option<f64>,
-    /// `/verdict/exit_status`.
-    pub exit_status: Option<i64>,
-    /// For tests: `/compliance/verdict` of test.json.
-    pub verdict: Option<String>,
-    /// When the row was last written (ISO 8601, UTC).
-    pub indexed_at: String,
-    /// Labels, sorted.
-    pub labels: Vec<String>,
-    /// Notes, oldest first.
-    pub notes: Vec<String>,
-}
-
-/// A folder that could not be indexed, and why.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Unreadable {
-    /// The folder (or file) concerned.
-    pub path: PathBuf,
-    /// The error message.
-    pub reason: String,
-}
-
-/// What [`History::index`] wrote.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Indexed {
-    /// Row id of the folder.
-    pub id: i64,
-    /// Run or test.
-    pub kind: Kind,
-    /// Canonical path, the row's key.
-    pub path: PathBuf,
-    /// For a test: row ids of the levels indexed, in test.json order.
-    pub levels: Vec<i64>,
-    /// For a test: levels that could not be read (the test is indexed anyway,
-    /// since an interrupted test has missing or partial levels).
-    pub skipped: Vec<Unreadable>,
-}
-
-/// What [`History::reindex`] did.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
-pub struct ReindexReport {
-    /// Run rows written (test levels included).
-    pub runs: usize,
-    /// Test rows written.
-    pub tests: usize,
-    /// Rows dropped because their folder is gone.
-    pub removed: usize,
-    /// Folders left as they were because they could not be read.
-    pub unreadable: Vec<Unreadable>,
-}
-
 impl History {
     /// `$XDG_DATA_HOME/servebench/history.db`, or
     /// `~/.local/share/servebench/history.db` when that is unset or relative
@@ -559,35 +330,6 @@ fn default_path_from(
         _ => PathBuf::from("."),
     };
     data.join("servebench").join("history.db")
-}
-
-fn migrate(conn: &mut Connection, path: &Path) -> Result<(), HistoryError> {
-    // IMMEDIATE takes the write lock up front, so two processes opening a new
-    // file at once cannot both create the schema.
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    tx.execute_batch("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")?;
-    let found: Option<i64> =
-        tx.query_row("SELECT max(version) FROM schema_version", [], |r| r.get(0))?;
-    let found = found.unwrap_or(0);
-    if found > SCHEMA_VERSION {
-        return Err(HistoryError::TooNew {
-            path: path.to_path_buf(),
-            found,
-            supported: SCHEMA_VERSION,
-        });
-    }
-    if found < SCHEMA_VERSION {
-        for sql in &MIGRATIONS[found.max(0) as usize..] {
-            tx.execute_batch(sql)?;
-        }
-        tx.execute("DELETE FROM schema_version", [])?;
-        tx.execute(
-            "INSERT INTO schema_version (version) VALUES (?1)",
-            [SCHEMA_VERSION],
-        )?;
-    }
-    tx.commit()?;
-    Ok(())
 }
 
 /// The label trimmed, or why it cannot be one (checked by `run --label`

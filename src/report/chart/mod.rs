@@ -10,10 +10,15 @@ pub mod axis;
 pub mod charts;
 pub mod data;
 mod draw;
+mod frame;
 pub mod groups;
+mod legend;
+mod markers;
 mod prep;
+mod presets;
 pub mod procedures;
 mod render;
+mod series;
 pub mod svg;
 #[cfg(test)]
 mod tests;

@@ -12,6 +12,9 @@ use std::fmt::Write;
 use super::axis::{Axis, Scale};
 use super::charts::{AxisSpec, Chart};
 use super::draw::*;
+use super::frame::{draw_axes, draw_axis_break, draw_tick_labels, shorten};
+use super::legend::{draw_legend, legend_items, legend_layout};
+use super::markers::{draw_markers, marker_label_rows};
 use super::prep::{build_axis, count, extents, prepare, Prep, Stats};
 use super::svg::{escape, fmt_coord, Svg};
 
