@@ -127,3 +127,70 @@ fn every_http_api_reuses_its_connections() {
         );
     }
 }
+
+/// Past `--exact-summary-limit` a run keeps no records: what it returns is the summary's
+/// sample, and the streamed summary counts every request that `requests.jsonl` holds, its
+/// distributions equal to the exact summary of the file (every one still fits its exact
+/// part here) and its steady state within the stated bin error.
+#[test]
+fn past_the_limit_a_run_keeps_no_records_and_its_summary_is_the_files() {
+    let sim = SimServer::spawn(SimConfig::fixed(2.0, 0.5), 0).unwrap();
+    let out_dir = temp_dir("streamed");
+    let cfg = config(
+        &sim.base_url(),
+        &[
+            "--concurrency",
+            "8",
+            "--requests",
+            "2400",
+            "--warmup",
+            "none",
+            "--input-tokens",
+            "16",
+            "--output-tokens",
+            "4",
+            "--exact-summary-limit",
+            "300",
+            "--no-server-metrics",
+        ],
+        &out_dir,
+    );
+    let out = servebench::runner::run(
+        &cfg,
+        servebench::tokenizer::reference(),
+        &servebench::runner::ServerInfo::default(),
+    )
+    .unwrap();
+    let streamed = out
+        .streamed
+        .as_ref()
+        .expect("past the limit the run streams");
+    assert!(
+        out.records.len() <= servebench::metrics::stream::SAMPLE_REQUESTS,
+        "kept {} records",
+        out.records.len()
+    );
+    let s = streamed.summary.clone().finish();
+    assert_eq!(s.streamed.as_ref().unwrap().requests, 2400);
+    let written =
+        servebench::store::read_requests(&out_dir.join("requests.jsonl"), out.clock.unix_us(0))
+            .unwrap();
+    assert_eq!(written.len(), 2400);
+    let exact =
+        servebench::metrics::summarize(&written, &servebench::metrics::SummaryParams::default());
+    assert_eq!(s.requests, exact.requests);
+    assert_eq!(s.total_output_tokens, exact.total_output_tokens);
+    // The file holds whole microseconds: the streamed figures (from nanoseconds) agree
+    // to within a microsecond per value.
+    let (a, b) = (s.ttft_ms.unwrap(), exact.ttft_ms.unwrap());
+    assert_eq!(a.n, b.n);
+    assert!(
+        (a.p99 - b.p99).abs() < 2e-3 && (a.p50 - b.p50).abs() < 2e-3,
+        "{a:?} {b:?}"
+    );
+    let (a, b) = (s.steady_state, exact.steady_state);
+    assert!(
+        (a.requests_per_s - b.requests_per_s).abs() <= 0.02 * b.requests_per_s,
+        "{a:?} {b:?}"
+    );
+}

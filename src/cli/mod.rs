@@ -45,6 +45,7 @@ pub mod exit {
 /// Parses the command line and runs it.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    crate::runner::host_net::raise_open_file_limit();
     let result = match cli.command {
         Command::Run(args) if args.scaleout.plan.is_some() => scaleout::run_planned(*args),
         Command::Run(args) => run::run(args.run),

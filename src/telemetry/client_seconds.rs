@@ -9,6 +9,9 @@ use crate::record::{Phase, RequestRecord};
 use crate::stats::sketch::Sketch;
 
 pub(crate) const SECOND: Nanos = 1_000_000_000;
+/// Seconds kept at most (a week): a record stamped later (a corrupt line read back) is
+/// counted in the last, not allowed to size the timeline.
+const MAX_SECONDS: usize = 7 * 24 * 3600;
 
 /// One second of what the client did.
 #[derive(Debug, Clone)]
@@ -52,7 +55,7 @@ impl ClientSeconds {
     }
 
     fn at(&mut self, t: Nanos) -> &mut ClientSecond {
-        let i = (t / SECOND) as usize;
+        let i = ((t / SECOND) as usize).min(MAX_SECONDS - 1);
         if i >= self.seconds.len() {
             let cap = self.exact_ttfts;
             self.seconds.resize_with(i + 1, || ClientSecond {
@@ -91,6 +94,7 @@ impl ClientSeconds {
         // In flight at the end of each second from its attempt to its end.
         let (from, to) = (r.attempted_at(), r.finished_at);
         let mut s = (from / SECOND) as usize;
+        let to = to.min(MAX_SECONDS as Nanos * SECOND);
         loop {
             let edge = (s as u64 + 1) * SECOND;
             if edge > to {
