@@ -470,10 +470,10 @@ fn synthetic_request(
             c
         })
         .collect::<Vec<_>>();
-    let failed = id % 97 == 0;
+    let failed = id.is_multiple_of(97);
     RequestRecord {
         id,
-        class: Some(if id % 3 == 0 { "long" } else { "short" }.into()),
+        class: Some(if id.is_multiple_of(3) { "long" } else { "short" }.into()),
         scheduled_at: Some(start),
         queued_at: start,
         sent_at: Some(start),
