@@ -10,8 +10,13 @@
 //! records shaped as a real run's. No wall clock is read anywhere: a server of 0.3 requests
 //! per second costs milliseconds of CPU, and the answer is judged against the engine's own
 //! analytic capacity ([`SimConfig::capacity`]), never against how fast this machine ran.
-//! The KV cache, the prefix cache, preemption and speculative decoding are not modelled; the
-//! cases keep clear of them (their KV holds every sequence, their prompts share nothing).
+//! The KV cache, preemption and speculative decoding are not modelled; the cases keep clear
+//! of them (their KV holds every sequence). The prefix cache is modelled as far as the
+//! prefix-cache test needs it (module `prefix`: shared prompt segments served from the cache
+//! skip their prefill, and the responses' usage says how many prompt tokens were cached),
+//! and so are the guardrail delays of [`SimConfig`] (`input_guardrail_ms` holds a request
+//! before it is queued, `output_guardrail_ms` every token after it is generated), on
+//! labelled targets ([`VirtualBench::with_target`]).
 //!
 //! The cases ([`cases`]): fixed lengths, Synthetic-Skewed lengths, long requests (latency
 //! above 0.2 × the level), and a slow server of 0.33 requests per second. Each runs
@@ -21,6 +26,18 @@
 //! level, so one seed can land further off; the median of five does not. The virtual time
 //! each test would have taken is kept too ([`VirtualBench::elapsed_s`]), to hold the times
 //! `servebench test --help` states ([`SLOW_SERVER_MINUTES`]).
+//!
+//! The other procedures' answers (the curve's saturation point and knee, the capacity
+//! test's concurrency, the long-context exponent, the prefix-cache hit rate, a latency-only
+//! guardrail's Table 14) are checked against their own truths in [`readings`].
+
+mod prefix;
+pub mod readings;
+
+pub use readings::{
+    capacity_truth, check_reading, knee_point, run_reading, saturation_point, Accept, Reading,
+    ReadingCheck, ReadingRun, READINGS,
+};
 
 use super::level::{Bench, LevelRun, LevelSpec, Load, Stop, WarmupChoice};
 use super::report::Finding;
@@ -36,8 +53,10 @@ use crate::sim::SimConfig;
 use crate::workload::lengths::LengthDist;
 use crate::workload::WorkloadSpec;
 use anyhow::Context;
+use prefix::{PrefixCache, SharedPrefixes};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::time::Duration;
 
@@ -75,6 +94,9 @@ struct Seq {
     output: u32,
     prefilled: u32,
     generated: u32,
+    /// What the prompt is made of, when the level's workload shares prefixes: the cache
+    /// serves it at admission, and the record's usage says how much it served.
+    content: Option<prefix::Content>,
 }
 
 /// One step's work: prefill chunks (running index, tokens) and the decoding sequences.
@@ -85,6 +107,8 @@ struct Engine<'a> {
     cfg: &'a SimConfig,
     waiting: VecDeque<Seq>,
     running: Vec<Seq>,
+    /// The prefix cache, kept by the bench from level to level.
+    cache: PrefixCache,
 }
 
 impl Engine<'_> {
@@ -92,13 +116,27 @@ impl Engine<'_> {
         self.waiting.is_empty() && self.running.is_empty()
     }
 
-    /// FCFS admission while a batch slot is free.
-    fn admit(&mut self) {
+    /// FCFS admission while a batch slot is free. A prompt of shared prefixes is served
+    /// from the prefix cache as it is admitted (its prefill starts past what was cached, as
+    /// the simulator's engine does), and its record gets the usage a response reports.
+    fn admit(&mut self, records: &mut [RequestRecord]) {
         while (self.running.len() as u32) < self.cfg.max_num_seqs.max(1) {
-            match self.waiting.pop_front() {
-                Some(s) => self.running.push(s),
-                None => break,
+            let Some(mut s) = self.waiting.pop_front() else {
+                break;
+            };
+            if let Some(c) = s.content.take() {
+                let cached = if c.use_cache && self.cfg.prefix_cache {
+                    self.cache.serve(&c.chain, s.prompt, self.cfg.block_size)
+                } else {
+                    0
+                };
+                s.prefilled = cached;
+                records[s.rec].usage = Some(serde_json::json!({
+                    "prompt_tokens": s.prompt,
+                    "prompt_tokens_details": {"cached_tokens": cached},
+                }));
             }
+            self.running.push(s);
         }
     }
 
@@ -162,9 +200,16 @@ impl Engine<'_> {
         (ms / self.cfg.time_scale.max(1e-9) * 1e6).round() as u64
     }
 
-    /// Runs a step that ends at `at`: its tokens go to the records; returns the records of
-    /// the requests it finished.
-    fn apply(&mut self, plan: &Plan, at: u64, records: &mut [RequestRecord]) -> Vec<usize> {
+    /// Runs a step that ends at `at`: its tokens go to the records, `shift` ns later (the
+    /// output guardrail holds each token that long); returns the records of the requests
+    /// it finished.
+    fn apply(
+        &mut self,
+        plan: &Plan,
+        at: u64,
+        shift: u64,
+        records: &mut [RequestRecord],
+    ) -> Vec<usize> {
         let mut done: Vec<usize> = Vec::new();
         for &(i, chunk) in &plan.0 {
             let s = &mut self.running[i];
@@ -172,7 +217,7 @@ impl Engine<'_> {
             if s.prefilled >= s.prompt.max(1) && s.generated == 0 {
                 // The first token is sampled from the prefill's last logits.
                 s.generated = 1;
-                token(&mut records[s.rec], at);
+                token(&mut records[s.rec], at + shift);
                 if s.generated >= s.output {
                     done.push(i);
                 }
@@ -181,7 +226,7 @@ impl Engine<'_> {
         for &i in &plan.1 {
             let s = &mut self.running[i];
             s.generated += 1;
-            token(&mut records[s.rec], at);
+            token(&mut records[s.rec], at + shift);
             if s.generated >= s.output {
                 done.push(i);
             }
@@ -214,9 +259,21 @@ struct Level<'a> {
     engine: Engine<'a>,
     workload: &'a WorkloadSpec,
     lengths: ChaCha8Rng,
+    /// The workload's shared prefixes, when it has any.
+    prefixes: Option<SharedPrefixes>,
     records: Vec<RequestRecord>,
     ended: Vec<bool>,
+    /// Prompt tokens of shared prefixes, by record.
+    shared: Vec<u32>,
     arrivals: Option<std::iter::Peekable<ArrivalPlan>>,
+    /// Requests sent and not yet queued in the engine, with when they enter its queue (the
+    /// input guardrail holds each `in_delay`), in that order.
+    pending: VecDeque<(u64, Seq)>,
+    /// ns the input guardrail holds a request before it is queued.
+    in_delay: u64,
+    /// ns each token, and so each request's end, reaches the client after the engine made
+    /// it (the output guardrail).
+    out_delay: u64,
     now: u64,
     /// Sending stops here (the level's duration).
     send_until: u64,
@@ -228,10 +285,19 @@ struct Level<'a> {
 
 impl Level<'_> {
     /// Sends the next request of the workload at `at`; `open`: it was planned (open loop).
+    /// It enters the engine's queue `in_delay` later.
     fn send(&mut self, at: u64, open: bool) {
-        let prompt = self.workload.input.sample(&mut self.lengths).max(1);
+        let own = self.workload.input.sample(&mut self.lengths).max(1);
         let output = self.workload.output.sample(&mut self.lengths).max(1);
         let rec = self.records.len();
+        // Shared prefixes are added to the drawn length, as the workload generator adds them.
+        let lengths = &mut self.lengths;
+        let drawn = self
+            .prefixes
+            .as_mut()
+            .map(|p| p.draw(lengths, rec as u64, own));
+        let prompt = drawn.as_ref().map_or(own, |d| d.tokens);
+        self.shared.push(drawn.as_ref().map_or(0, |d| d.shared));
         self.records.push(RequestRecord {
             id: rec as u64,
             phase: Phase::Measure,
@@ -244,14 +310,27 @@ impl Level<'_> {
             ..Default::default()
         });
         self.ended.push(false);
-        self.engine.waiting.push_back(Seq {
+        let seq = Seq {
             rec,
             prompt,
             output,
             prefilled: 0,
             generated: 0,
-        });
+            content: drawn.map(|d| d.content),
+        };
+        let enter = at + self.in_delay;
+        let i = self.pending.partition_point(|p| p.0 <= enter);
+        self.pending.insert(i, (enter, seq));
         self.left = self.left.saturating_sub(1);
+    }
+
+    /// Queues in the engine every sent request whose input guardrail has let it through.
+    fn enter(&mut self) {
+        while self.pending.front().is_some_and(|p| p.0 <= self.now) {
+            if let Some((_, s)) = self.pending.pop_front() {
+                self.engine.waiting.push_back(s);
+            }
+        }
     }
 
     /// The next planned arrival still to send.
@@ -280,8 +359,10 @@ impl Level<'_> {
         }
         loop {
             self.arrive();
+            self.enter();
             if self.engine.idle() {
-                match self.next_arrival() {
+                let entering = self.pending.front().map(|p| p.0);
+                match self.next_arrival().into_iter().chain(entering).min() {
                     Some(at) => {
                         self.now = self.now.max(at);
                         continue;
@@ -289,19 +370,23 @@ impl Level<'_> {
                     None => return self.now,
                 }
             }
-            self.engine.admit();
+            self.engine.admit(&mut self.records);
             let plan = self.engine.plan();
             let end = self.now + self.engine.cost_ns(&plan).max(1);
             if end > self.stop_at {
                 return self.stop_at;
             }
-            let done = self.engine.apply(&plan, end, &mut self.records);
+            let done = self
+                .engine
+                .apply(&plan, end, self.out_delay, &mut self.records);
             self.now = end;
             for rec in done {
-                self.records[rec].finished_at = end;
+                // The client sees the end when the output guardrail lets the last token go.
+                let seen = end + self.out_delay;
+                self.records[rec].finished_at = seen;
                 self.ended[rec] = true;
-                if concurrency.is_some() && end < self.send_until && self.left > 0 {
-                    self.send(end, false);
+                if concurrency.is_some() && seen < self.send_until && self.left > 0 {
+                    self.send(seen, false);
                 }
             }
         }
@@ -324,6 +409,11 @@ impl Level<'_> {
 /// Runs levels on an engine model in virtual time ([module documentation](self)).
 pub struct VirtualBench {
     sim: SimConfig,
+    /// Labelled targets (`--target NAME=…`) and their engines; a level naming none runs on
+    /// `sim`.
+    targets: Vec<(String, SimConfig)>,
+    /// The prefix cache, from level to level (emptied by a level that asks).
+    cache: RefCell<PrefixCache>,
     workload: WorkloadSpec,
     seed: u64,
     arrival: Arrival,
@@ -333,6 +423,8 @@ pub struct VirtualBench {
     pub elapsed_s: f64,
     /// The requests each level offered, (prompt, output) tokens, by level index.
     pub offered: Vec<Vec<(u32, u32)>>,
+    /// Prompt tokens of shared prefixes of each request each level offered, by level index.
+    pub shared: Vec<Vec<u32>>,
 }
 
 impl VirtualBench {
@@ -342,6 +434,8 @@ impl VirtualBench {
             serde_json::from_str(RUN_TEMPLATE).context("the run report template")?;
         Ok(Self {
             sim,
+            targets: Vec::new(),
+            cache: RefCell::new(PrefixCache::default()),
             workload: o.workload.clone(),
             seed: o.seed,
             arrival: match o.arrival.as_str() {
@@ -351,7 +445,30 @@ impl VirtualBench {
             template,
             elapsed_s: 0.0,
             offered: Vec::new(),
+            shared: Vec::new(),
         })
+    }
+
+    /// The bench with a labelled target (`--target NAME=…`): the levels that name it run
+    /// on `sim` (a guardrail configuration of the same engine).
+    pub fn with_target(mut self, name: &str, sim: SimConfig) -> Self {
+        self.targets.push((name.to_owned(), sim));
+        self
+    }
+
+    /// The engine of a level's target.
+    fn config_for(&self, target: Option<&str>) -> &SimConfig {
+        target
+            .and_then(|t| self.targets.iter().find(|(n, _)| n.as_str() == t))
+            .map_or(&self.sim, |(_, c)| c)
+    }
+
+    /// The shared prefixes' share of the prompt tokens level `index` offered, 0-1: the hit
+    /// rate of a cache that holds every shared prefix and nothing of the requests' own.
+    pub fn prefix_share_at(&self, index: usize) -> Option<f64> {
+        let prompt: u64 = self.offered.get(index)?.iter().map(|o| o.0 as u64).sum();
+        let shared: u64 = self.shared.get(index)?.iter().map(|&s| s as u64).sum();
+        (prompt > 0).then(|| shared as f64 / prompt as f64)
     }
 
     /// The engine's analytic capacity for the requests level `index` offered (their mean
@@ -367,9 +484,17 @@ impl VirtualBench {
         Some(c.requests_per_s)
     }
 
-    /// Runs one level; returns its records and when it ended, ns.
-    fn simulate(&self, spec: &LevelSpec) -> (Vec<RequestRecord>, u64) {
+    /// Runs one level; returns its records, when it ended (ns) and the shared-prefix tokens
+    /// of each record's prompt.
+    fn simulate(&self, spec: &LevelSpec) -> (Vec<RequestRecord>, u64, Vec<u32>) {
         let s_to_ns = |s: f64| (s * 1e9) as u64;
+        let cfg = self.config_for(spec.target.as_deref());
+        let ms_to_ns = |ms: f64| (ms.max(0.0) / cfg.time_scale.max(1e-9) * 1e6).round() as u64;
+        let workload = spec.workload.as_ref().unwrap_or(&self.workload);
+        let mut cache = self.cache.take();
+        if spec.flush_cache {
+            cache.clear();
+        }
         let (arrivals, concurrency) = match spec.load {
             Load::Rate { rate_per_s } => (
                 Some(ArrivalPlan::new(rate_per_s, self.arrival, self.seed).peekable()),
@@ -379,15 +504,23 @@ impl VirtualBench {
         };
         let mut level = Level {
             engine: Engine {
-                cfg: &self.sim,
+                cfg,
                 waiting: VecDeque::new(),
                 running: Vec::new(),
+                cache,
             },
-            workload: spec.workload.as_ref().unwrap_or(&self.workload),
-            lengths: ChaCha8Rng::seed_from_u64(self.seed),
+            workload,
+            // The requests' own draws, from the seed and the workload's request salt (a
+            // salted level sends other requests of the same workload), as the generator's.
+            lengths: ChaCha8Rng::seed_from_u64(self.seed ^ workload.request_salt),
+            prefixes: SharedPrefixes::of(workload, self.seed, spec.prefix_cache.unwrap_or(true)),
             records: Vec::new(),
             ended: Vec::new(),
+            shared: Vec::new(),
             arrivals,
+            pending: VecDeque::new(),
+            in_delay: ms_to_ns(cfg.input_guardrail_ms),
+            out_delay: ms_to_ns(cfg.output_guardrail_ms),
             now: 0,
             send_until: spec.duration.map_or(u64::MAX, |d| d.as_nanos() as u64),
             stop_at: spec.duration.map_or(s_to_ns(HORIZON_S), |d| {
@@ -397,7 +530,8 @@ impl VirtualBench {
         };
         let end = level.run(concurrency);
         level.finish(end);
-        (level.records, end)
+        *self.cache.borrow_mut() = level.engine.cache;
+        (level.records, end, level.shared)
     }
 }
 
@@ -414,7 +548,7 @@ fn warmup_s(spec: &LevelSpec) -> f64 {
 
 impl Bench for VirtualBench {
     fn run_level(&mut self, spec: &LevelSpec) -> Result<LevelRun, Stop> {
-        let (records, end) = self.simulate(spec);
+        let (records, end, shared) = self.simulate(spec);
         let mut report = self.template.clone();
         report.summary = summarize(&records, &SummaryParams::default());
         report.warmup = Default::default();
@@ -429,6 +563,7 @@ impl Bench for VirtualBench {
                 .map(|r| (r.input_tokens, r.max_tokens))
                 .collect(),
         );
+        self.shared.push(shared);
         Ok(LevelRun {
             run: format!(
                 "virtual/{:02}-{}",
@@ -437,7 +572,9 @@ impl Bench for VirtualBench {
             ),
             report,
             records,
-            note: None,
+            note: spec
+                .flush_cache
+                .then(|| "cache emptied: the virtual bench's prefix cache".to_string()),
         })
     }
 
@@ -575,16 +712,25 @@ pub fn run_test(case: &Case, test: TestName, seed: u64) -> anyhow::Result<(Findi
         o.output_tokens = Some(value);
     }
     let mut bench = VirtualBench::new(case.sim.clone(), &o)?;
-    let run: fn(&mut dyn Bench, &Options) -> Finding = match test {
+    let finding = procedure(test)?(&mut bench, &o);
+    Ok((finding, bench))
+}
+
+/// The procedure of `servebench test TEST`, for the tests the virtual bench can run
+/// (fairness and memory pressure need what it does not model: request classes, the KV
+/// cache and preemption).
+pub fn procedure(test: TestName) -> anyhow::Result<fn(&mut dyn Bench, &Options) -> Finding> {
+    Ok(match test {
         TestName::Ttft => super::ttft::run,
         TestName::Throughput => super::throughput::run,
         TestName::Curve => super::curve::run,
         TestName::Itl => super::itl::run,
         TestName::Capacity => super::capacity::run,
+        TestName::PrefixCache => super::prefix_cache::run,
+        TestName::LongContext => super::long_context::run,
+        TestName::Guardrails => super::guardrails::run,
         other => anyhow::bail!("{other} is not part of the conformance checks"),
-    };
-    let finding = run(&mut bench, &o);
-    Ok((finding, bench))
+    })
 }
 
 /// One throughput run on a case.
@@ -713,7 +859,7 @@ mod tests {
                 Load::Concurrency { concurrency: 64 },
                 Duration::from_secs_f64(secs),
             );
-            let (records, _) = bench.simulate(&spec);
+            let (records, _, _) = bench.simulate(&spec);
             let r = crate::procedure::pace::completion_rate(&records).unwrap();
             assert!((r / truth - 1.0).abs() < 0.03, "{}: {r} vs {truth}", c.name);
         }

@@ -14,9 +14,20 @@
 //! What is checked against the truth is the answer's rate, what the sustainable level
 //! sustained: the median over five seeds within 10 % (one seed's few dozen Poisson arrivals
 //! per `--quick` level can land further off; each run is shown in the message).
+//!
+//! The other procedures are read against truths of their own
+//! (`servebench::procedure::conformance::readings`), with `--quick` and with their full
+//! durations (cheap in virtual time): the curve's saturation point and knee against the
+//! analytic capacity, the capacity test's concurrency against the count derived from the
+//! step model, the long-context exponent on engines of linear and quadratic prefill, the
+//! prefix-cache hit rate against the shared prefix's share, and a latency-only guardrail's
+//! Table 14 against the baseline's. Seeded answers (Poisson arrivals) are judged on the
+//! median of five seeds; closed loops of fixed lengths give every seed the same answer and
+//! run with one.
 
 use servebench::procedure::conformance::{
-    case, check, run_test, SEEDS, SLOW_SERVER_MINUTES, TOLERANCE,
+    capacity_truth, case, check, check_reading, run_test, Reading, SEEDS, SLOW_SERVER_MINUTES,
+    TOLERANCE,
 };
 use servebench::procedure::TestName;
 
@@ -154,4 +165,107 @@ fn every_quick_procedure_answers_a_slow_server_in_its_stated_time() {
             _ => {}
         }
     }
+}
+
+/// A reading's median answer is accepted against its truth (`--quick` when `quick`, else
+/// the test's full durations).
+fn reads(reading: Reading, quick: bool) {
+    let _turn = turn();
+    let checked = check_reading(reading, reading.seeds(), quick).expect("the virtual bench runs");
+    assert!(
+        checked.conforms(),
+        "{} ({}; {}): median {}, accepted {}\n{}",
+        reading.name(),
+        if quick { "--quick" } else { "full durations" },
+        reading.what(),
+        checked.median_text(),
+        reading.accept().describe(),
+        checked.describe()
+    );
+}
+
+/// 5.3 on the fixed case (1.169 req/s): the first level from which every level shows a
+/// saturation signal lies at 90-125 % of the analytic capacity.
+#[test]
+fn curve_saturation_point_is_the_analytic_capacity() {
+    reads(Reading::CurveSaturation, true);
+}
+
+#[test]
+fn curve_saturation_point_is_the_analytic_capacity_in_full() {
+    reads(Reading::CurveSaturation, false);
+}
+
+/// 5.3 on the fixed case: P99 TTFT doubles for good at or below 110 % of the capacity.
+#[test]
+fn curve_knee_comes_at_or_below_the_analytic_capacity() {
+    reads(Reading::CurveKnee, true);
+}
+
+#[test]
+fn curve_knee_comes_at_or_below_the_analytic_capacity_in_full() {
+    reads(Reading::CurveKnee, false);
+}
+
+/// 5.5 on the fixed case without `--slo`: the engine's 4 batch slots, derived from its step
+/// model (`capacity_truth`: four prompts prefilled together in 1,278 ms, within 10 × the
+/// 327 ms of one alone; a fifth request waits a 3,391 ms cycle first), ±1.
+#[test]
+fn capacity_is_the_concurrency_the_step_model_gives() {
+    let c = case("fixed").unwrap();
+    assert_eq!(capacity_truth(&c.sim, 256, 128), Some(4));
+    reads(Reading::Capacity, true);
+}
+
+#[test]
+fn capacity_is_the_concurrency_the_step_model_gives_in_full() {
+    reads(Reading::Capacity, false);
+}
+
+/// 5.9: TTFT = 10 + 0.05·L ms (one prefill step a prompt) gives an exponent of 1 ± 0.05.
+#[test]
+fn long_context_exponent_of_a_linear_prefill_is_one() {
+    reads(Reading::LinearExponent, true);
+}
+
+#[test]
+fn long_context_exponent_of_a_linear_prefill_is_one_in_full() {
+    reads(Reading::LinearExponent, false);
+}
+
+/// 5.9: TTFT = 10 + 0.00015·L² ms (prefill attention alone) gives an exponent of 2 ± 0.05.
+#[test]
+fn long_context_exponent_of_a_quadratic_prefill_is_two() {
+    reads(Reading::QuadraticExponent, true);
+}
+
+#[test]
+fn long_context_exponent_of_a_quadratic_prefill_is_two_in_full() {
+    reads(Reading::QuadraticExponent, false);
+}
+
+/// 5.7: every prompt a shared 512-token context and 128 tokens of its own: the warm level's
+/// hit rate is 512 ÷ 640 = 80 %, within 10 % (a replay of the cold level's prompts would
+/// read 639 ÷ 640).
+#[test]
+fn prefix_cache_hit_rate_is_the_shared_prefix_share() {
+    reads(Reading::PrefixHitRate, true);
+}
+
+#[test]
+fn prefix_cache_hit_rate_is_the_shared_prefix_share_in_full() {
+    reads(Reading::PrefixHitRate, false);
+}
+
+/// 5.10: filters that only add latency (160 ms before the queue, 20 ms on every token)
+/// leave Table 14's maximum throughput within 10 % of the baseline's (at a fixed
+/// concurrency of 8 the input filter would read −20 %).
+#[test]
+fn a_latency_only_guardrail_keeps_its_max_throughput() {
+    reads(Reading::GuardrailThroughput, true);
+}
+
+#[test]
+fn a_latency_only_guardrail_keeps_its_max_throughput_in_full() {
+    reads(Reading::GuardrailThroughput, false);
 }

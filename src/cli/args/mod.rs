@@ -219,8 +219,11 @@ pub struct SelfbenchArgs {
     /// level, a server of 0.33 req/s), run in virtual time with five seeds, the median answer
     /// against the analytic capacity (within 10 %); then every `--quick` test that sizes
     /// its levels from a capacity on the slow server, against the time `servebench test
-    /// --help` states. Takes seconds to a minute of CPU, whatever the machine's load; exit 1
-    /// when a check misses.
+    /// --help` states; then the other procedures' answers against the engine's own truths,
+    /// with --quick and with full durations (curve saturation point and knee, capacity's
+    /// concurrency, the long-context exponent of linear and quadratic prefill, the
+    /// prefix-cache hit rate, a latency-only guardrail's maximum throughput). Takes minutes
+    /// of CPU at most, whatever the machine's load; exit 1 when a check misses.
     #[arg(long)]
     pub procedures: bool,
 }

@@ -600,7 +600,8 @@ pub fn selfbench(args: SelfbenchArgs) -> Result<u8> {
 }
 
 /// `--procedures`: the conformance cases, answer against truth, then the slow server's
-/// `--quick` tests against their stated times (`crate::procedure::conformance`).
+/// `--quick` tests against their stated times, then the other procedures' readings against
+/// their truths, `--quick` and full (`crate::procedure::conformance`).
 fn procedures() -> Result<u8> {
     use crate::procedure::conformance::{self as c, SEEDS, TOLERANCE};
     println!(
@@ -642,6 +643,30 @@ fn procedures() -> Result<u8> {
             if met { "ok" } else { "MISSED" },
             finding.answer
         );
+    }
+    println!(
+        "the other procedures against the engine's own truth, --quick and full durations (seeded answers: the median of {} seeds):",
+        SEEDS.len()
+    );
+    for quick in [true, false] {
+        for reading in c::READINGS {
+            let check = c::check_reading(reading, reading.seeds(), quick)?;
+            let met = check.conforms();
+            ok &= met;
+            println!(
+                "  {:<18} {:<5} {}: median {} (accepted: {}), longest test {:.1} min  {}",
+                reading.name(),
+                if quick { "quick" } else { "full" },
+                reading.what(),
+                check.median_text(),
+                reading.accept().describe(),
+                check.longest_s() / 60.0,
+                if met { "ok" } else { "MISSED" }
+            );
+            for line in check.describe().lines() {
+                println!("      {line}");
+            }
+        }
     }
     Ok(if ok {
         super::exit::OK
