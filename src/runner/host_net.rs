@@ -69,6 +69,19 @@ fn count_ports(table: &str, low: u16, high: u16, server_port: u16) -> u64 {
         .count() as u64
 }
 
+/// Raises this process's soft limit on open files to its hard limit, as load generators
+/// do (wrk, k6, vegeta): every stream holds a socket, and the usual soft limit of 1,024
+/// would fail a run of 1,024 streams with "Too many open files" before the server is
+/// reached. Returns the limit now in force, `None` where it cannot be read.
+pub fn raise_open_file_limit() -> Option<u64> {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).ok()?;
+    if soft < hard && setrlimit(Resource::RLIMIT_NOFILE, hard, hard).is_ok() {
+        return Some(hard);
+    }
+    Some(soft)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,17 +107,4 @@ mod tests {
         assert_eq!(count_ports(table, 32768, 60999, 8000), 2);
         assert_eq!(count_ports(table, 32768, 60999, 80), 1);
     }
-}
-
-/// Raises this process's soft limit on open files to its hard limit, as load generators
-/// do (wrk, k6, vegeta): every stream holds a socket, and the usual soft limit of 1,024
-/// would fail a run of 1,024 streams with "Too many open files" before the server is
-/// reached. Returns the limit now in force, `None` where it cannot be read.
-pub fn raise_open_file_limit() -> Option<u64> {
-    use nix::sys::resource::{getrlimit, setrlimit, Resource};
-    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).ok()?;
-    if soft < hard && setrlimit(Resource::RLIMIT_NOFILE, hard, hard).is_ok() {
-        return Some(hard);
-    }
-    Some(soft)
 }
