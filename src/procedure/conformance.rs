@@ -76,7 +76,7 @@ pub const TOLERANCE: f64 = 0.10;
 /// of 0.3 requests per second, minutes, as `servebench test --help` states it.
 pub const SLOW_SERVER_MINUTES: [(TestName, f64); 5] = [
     (TestName::Throughput, 35.0),
-    (TestName::Curve, 50.0),
+    (TestName::Curve, 60.0),
     (TestName::Ttft, 15.0),
     (TestName::Itl, 35.0),
     (TestName::Capacity, 15.0),

@@ -59,8 +59,6 @@ pub struct LongContextResult {
     pub concurrency: u32,
 }
 
-/// The default lengths: powers of two from `min(1024, longest / 8)` up to `longest`, and
-/// `longest` itself.
 /// The prompt lengths the test runs for answers of `output` tokens, and where their limit
 /// came from.
 pub fn lengths(o: &Options, output: u32) -> (Vec<u32>, String) {
@@ -89,6 +87,8 @@ pub fn output_tokens(o: &Options) -> u32 {
     o.output_tokens.unwrap_or(if o.quick { 32 } else { 256 })
 }
 
+/// The default lengths: powers of two from `min(1024, longest / 8)` up to `longest`, and
+/// `longest` itself.
 pub fn default_lengths(longest: u32) -> Vec<u32> {
     let longest = longest.max(16);
     let mut start = 1024u32.min(longest / 8).max(16);
@@ -222,8 +222,18 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
             result.rows.first().map_or(0, |r| r.context_tokens),
             result.rows.last().map_or(0, |r| r.context_tokens)
         ),
+        (Some(best), None) => format!(
+            "best fit {} (R² = {:.4}){}; {} lengths measured: 4 are needed for the exponent",
+            best.replace('_', " "),
+            result.r2.unwrap_or(f64::NAN),
+            result
+                .us_per_input_token
+                .map(|u| per_token_cost(&result, u))
+                .unwrap_or_default(),
+            result.rows.len(),
+        ),
         _ => format!(
-            "{} lengths measured: too few to fit the scaling models (4 needed for the exponent)",
+            "{} lengths measured: too few to fit the scaling models (3 needed for a line, 4 for the exponent)",
             result.rows.len()
         ),
     };

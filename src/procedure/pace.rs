@@ -126,9 +126,19 @@ impl Pace {
     /// [`Pace::latencies_per_level`] P90 latencies, at most [`Pace::max_level_s`] unless
     /// planned longer. Never shorter than planned.
     pub fn stretch(&self, planned: Duration, load: Load, role: Role) -> Duration {
-        let Some(n) = self.completions(role) else {
+        let Some(mut n) = self.completions(role) else {
             return planned;
         };
+        // A sweep's point at 90 % of capacity or above is where saturation is read: it needs
+        // the arrivals a search level has to fire a signal (issue 19's conformance case: with
+        // a sweep's count the curve placed saturation 30-60 % above the truth).
+        if let (Role::Sweep, Load::Rate { rate_per_s }, Some(c)) =
+            (role, load, self.capacity_rate_per_s)
+        {
+            if rate_per_s >= 0.9 * c {
+                n = n.max(self.judged_completions);
+            }
+        }
         let rate = self.expected_rate_per_s(load);
         if !(rate > 0.0 && rate.is_finite()) {
             return planned;

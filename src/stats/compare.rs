@@ -63,7 +63,8 @@ pub struct GroupSummary {
     pub runs: usize,
     /// Mean over runs, in the metric's unit.
     pub mean: f64,
-    /// Bootstrap confidence interval of the mean, metric's unit.
+    /// Confidence interval of the mean: the hull of the bootstrap and Student's t, metric's
+    /// unit.
     pub ci: (f64, f64),
 }
 
@@ -139,7 +140,8 @@ pub struct Comparison {
     pub candidate: GroupSummary,
     /// mean(candidate) − mean(baseline), metric's unit.
     pub difference: f64,
-    /// Bootstrap confidence interval of the difference, metric's unit.
+    /// Confidence interval of the difference: the hull of the bootstrap and Welch's t,
+    /// metric's unit.
     pub difference_ci: (f64, f64),
     /// difference / |mean(baseline)| (0.05 = 5 % higher); None when the
     /// baseline mean is 0.

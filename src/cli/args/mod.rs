@@ -51,9 +51,9 @@ fairness, capacity) first measure the server's own speed: one request alone, the
 one at a time (10 of them with --quick, 30 without), then a closed-loop probe (20 \
 completions, 60 without --quick; --capacity skips it, and the capacity test needs none). Every level then lasts at least \
 --level-duration (60 s; 6 s with --quick) and long enough for 50 completions at the rate \
-the server can have (200 without --quick; 10 and 50 for a sweep's point), at most 300 s \
+the server can have (200 without --quick; 10 and 50 for a sweep's point below 90 % of capacity, as many as a search level above), at most 300 s \
 with --quick. On a server of 0.3 req/s --quick takes up to about 35 min (throughput, \
-itl), 50 (curve: a throughput search, then its levels), 15 (ttft, capacity); checked on the simulator's engine model by `servebench \
+itl), 60 (curve: a throughput search, then its levels), 15 (ttft, capacity); checked on the simulator's engine model by `servebench \
 selfbench --procedures`.";
 
 #[derive(Debug, Subcommand)]

@@ -37,7 +37,7 @@ pub struct ProcedureArgs {
     /// lasts long enough for 50 completions at the rate the server can have (200 without
     /// --quick), so a slow server gets longer levels, not wrong answers. On a server of
     /// 0.3 req/s (llama.cpp on two CPU cores) --quick takes up to about: throughput 35 min,
-    /// curve 50 (a throughput search first; --capacity skips it), ttft 15, itl 35 (also a
+    /// curve 60 (a throughput search first; --capacity skips it), ttft 15, itl 35 (also a
     /// search first), capacity 15; on a GPU server
     /// serving tens of requests per second, a few minutes each.
     #[arg(long)]

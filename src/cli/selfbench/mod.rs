@@ -473,7 +473,14 @@ fn synthetic_request(
     let failed = id.is_multiple_of(97);
     RequestRecord {
         id,
-        class: Some(if id.is_multiple_of(3) { "long" } else { "short" }.into()),
+        class: Some(
+            if id.is_multiple_of(3) {
+                "long"
+            } else {
+                "short"
+            }
+            .into(),
+        ),
         scheduled_at: Some(start),
         queued_at: start,
         sent_at: Some(start),

@@ -165,10 +165,11 @@ pub struct DeadlineOutcome {
     pub met: bool,
 }
 
-/// When the user committed the request: `sent_at`, or for a request that was never sent,
-/// when it was attempted.
+/// When the user committed the request (the paper's deadlines run from it): its planned
+/// time in open loop and trace replay, so a wait for a slot or a late dispatch counts as
+/// the user's idle time; otherwise `sent_at`, or for a request never sent, its attempt.
 pub fn committed_at(r: &RequestRecord) -> Nanos {
-    r.sent_at.unwrap_or(r.queued_at)
+    r.scheduled_at.or(r.sent_at).unwrap_or(r.queued_at)
 }
 
 /// Answer-token arrival times in ms after the commitment: a chunk of n tokens gives n tokens
