@@ -3,9 +3,11 @@
 //! 8–9, user experience, server timings) follow with `--detail` and are always in the
 //! report file.
 
+mod notes;
+mod results;
+
 use super::tables;
 use super::RunReport;
-use crate::metrics::fluidity::FluidRate;
 use crate::metrics::Distribution;
 use std::fmt::Write;
 
@@ -137,9 +139,18 @@ pub(crate) fn client_line(g: &crate::record::run::GeneratorReport) -> String {
 
 /// The short report (the draft's Appendix C.1, plus the verdict).
 pub fn render(r: &RunReport) -> String {
-    let s = &r.summary;
-    let c = &r.config;
     let mut out = String::new();
+    heading(&mut out, r);
+    system_section(&mut out, r);
+    test_section(&mut out, r);
+    results::results(&mut out, r);
+    notes::notes(&mut out, r);
+    verdict(&mut out, r);
+    out
+}
+
+/// The title line: whether the run completed.
+fn heading(out: &mut String, r: &RunReport) {
     let _ = writeln!(
         out,
         "\n=== servebench: {} (minimum report, draft Appendix C.1) ===",
@@ -149,15 +160,20 @@ pub fn render(r: &RunReport) -> String {
             "run complete"
         }
     );
+}
+
+/// System: the model and engine, the hardware, the system under test.
+fn system_section(out: &mut String, r: &RunReport) {
+    let c = &r.config;
     let _ = writeln!(out, "System");
     let engine = match (&r.server.engine, &r.server.version) {
         (Some(e), Some(v)) => format!("{e} {v}"),
         (Some(e), None) => e.clone(),
         _ => "engine not reported by the server".into(),
     };
-    row(&mut out, "Model", &format!("{} ({engine})", c.target.model));
+    row(out, "Model", &format!("{} ({engine})", c.target.model));
     row(
-        &mut out,
+        out,
         "Hardware",
         r.system
             .hardware
@@ -165,7 +181,7 @@ pub fn render(r: &RunReport) -> String {
             .unwrap_or("not given (--hardware)"),
     );
     row(
-        &mut out,
+        out,
         "SUT",
         &format!(
             "{} boundary: {}{}; {}",
@@ -179,266 +195,37 @@ pub fn render(r: &RunReport) -> String {
             tables::endpoint_name(c)
         ),
     );
+}
+
+/// Test: the workload, the load and what was measured.
+fn test_section(out: &mut String, r: &RunReport) {
+    let s = &r.summary;
+    let c = &r.config;
     let _ = writeln!(out, "Test");
     row(
-        &mut out,
+        out,
         "Workload",
         &format!("{} (seed {})", c.workload.name, c.seed),
     );
-    row(&mut out, "Load", &tables::describe_load(c));
+    row(out, "Load", &tables::describe_load(c));
     row(
-        &mut out,
+        out,
         "Requests",
         &format!(
             "{} measured: {} completed, {} failed, over {:.1} s",
             s.requests.total, s.requests.completed, s.requests.failed, s.window.duration_s
         ),
     );
-    let _ = writeln!(out, "Results");
-    row(
-        &mut out,
-        "TTFT",
-        &format!(
-            "P50 {} · P99 {}{}",
-            opt_ms(s.ttft_ms, |d| d.p50),
-            opt_ms(s.ttft_ms, |d| d.p99),
-            timestamp_bound(&r.generator.timestamps)
-        ),
-    );
-    row(
-        &mut out,
-        "TPOT",
-        &format!(
-            "P50 {} · P99 {}",
-            opt_ms(s.tpot_ms, |d| d.p50),
-            opt_ms(s.tpot_ms, |d| d.p99)
-        ),
-    );
-    let mut thr = format!(
-        "{} tok/s output, {} req/s",
-        fmt_rate(s.output_tokens_per_s),
-        fmt_rate(s.requests_per_s)
-    );
-    if s.total_reasoning_tokens > 0 {
-        let _ = write!(
-            thr,
-            " ({} tok/s of it answer, the rest reasoning)",
-            fmt_rate(s.answer_tokens_per_s)
-        );
-    }
-    row(&mut out, "Throughput", &thr);
-    row(
-        &mut out,
-        "<500ms",
-        &match s.ttft_ms {
-            Some(d) if d.p99 < 500.0 => format!(
-                "{} tok/s with P99 TTFT {} < 500 ms (C.1's \"throughput at P99 TTFT < 500 ms\"; `servebench test throughput` searches for the maximum)",
-                fmt_rate(s.output_tokens_per_s),
-                fmt_ms(d.p99)
-            ),
-            Some(d) => format!(
-                "not met at this load: P99 TTFT {} (`servebench test throughput --slo 'p99(ttft_ms)<=500'` finds the load that meets it)",
-                fmt_ms(d.p99)
-            ),
-            None => "-".into(),
-        },
-    );
-    let e = &s.experience;
-    let mut ux = format!(
-        "idle P99 {} · smooth goodput {}",
-        opt_ms(e.user_idle_ms, |d| d.p99),
-        e.smooth_goodput
-            .as_ref()
-            .map(|g| format!(
-                "{} tok/s (T {:.1} s)",
-                fmt_rate(g.value),
-                g.window.duration_s
-            ))
-            .unwrap_or_else(|| "-".into())
-    );
-    match &e.fluid_token_rate {
-        Some(FluidRate::Bounded { tokens_per_s, .. }) => {
-            let _ = write!(ux, " · fluid rate {} tok/s", fmt_rate(*tokens_per_s));
-        }
-        Some(FluidRate::Unbounded { .. }) => ux.push_str(" · fluid rate unbounded (--detail)"),
-        Some(FluidRate::NotReached { .. }) => ux.push_str(" · fluid rate not reached (--detail)"),
-        None => {}
-    }
-    row(&mut out, "Users", &ux);
-    row(&mut out, "", USERS_LEGEND);
-    if let Some(slo) = &s.slo {
-        if let Some(a) = &slo.per_request {
-            row(
-                &mut out,
-                "SLO",
-                &format!(
-                    "{}: {:.2} % of requests met every bound (target {:.1} %), goodput {} req/s → {}",
-                    a.spec,
-                    a.attainment * 100.0,
-                    a.target_attainment * 100.0,
-                    fmt_rate(a.goodput_requests_per_s),
-                    if a.passed { "PASS" } else { "FAIL" }
-                ),
-            );
-        }
-        for check in &slo.run_checks {
-            row(
-                &mut out,
-                "SLO",
-                &format!(
-                    "{}: observed {} → {}",
-                    check.term,
-                    check
-                        .observed
-                        .map(|v| format!("{v:.3}"))
-                        .unwrap_or_else(|| "no samples".into()),
-                    if check.passed { "PASS" } else { "FAIL" }
-                ),
-            );
-        }
-    }
-    if !s.failures.by_kind.is_empty() {
-        let kinds: Vec<String> = s
-            .failures
-            .by_kind
-            .iter()
-            .map(|(k, n)| format!("{k} {n}"))
-            .collect();
-        row(&mut out, "Failures", &kinds.join(", "));
-        for m in s.failures.top.iter().take(3) {
-            let msg: String = m.message.chars().take(160).collect();
-            row(&mut out, "", &format!("{}× {msg}", m.count));
-            if let Some(h) = &m.hint {
-                row(&mut out, "", &format!("→ {h}"));
-            }
-        }
-    }
-    let _ = writeln!(out, "Notes");
-    let g = &r.generator;
-    let gen = if g.kept_up {
-        "kept up".to_owned()
-    } else {
-        format!("DID NOT KEEP UP ({})", g.notes.join("; "))
-    };
-    row(
-        &mut out,
-        "Generator",
-        &format!(
-            "{gen}; {:.2} of {:.0} cores; arrivals timed by {}",
-            g.cpu_cores_used,
-            g.cpu_cores_available,
-            if g.arrival_clock == "kernel_rx" {
-                "the kernel's receive timestamps"
-            } else {
-                "read returns"
-            }
-        ),
-    );
-    row(&mut out, "Client", &client_line(g));
-    if let Some(b) = s.arrival_balance {
-        if let Some(share) = b.completion_share {
-            row(
-                &mut out,
-                "Server",
-                &format!(
-                    "completed {:.0} % of the arrival rate ({} of {} req/s){}",
-                    share * 100.0,
-                    fmt_rate(b.completion_rate_per_s),
-                    fmt_rate(b.arrival_rate_per_s),
-                    if b.saturated {
-                        ": SATURATED (draft 5.2.3.1)"
-                    } else {
-                        ""
-                    }
-                ),
-            );
-        }
-    }
-    let t = &r.telemetry;
-    match &t.server {
-        Some(sv) if sv.scrapes_ok > 0 => {
-            let mut line = format!("/metrics ({}): ", sv.engine);
-            match sv.comparison.output_tokens.difference_pct {
-                Some(d) => {
-                    let _ = write!(line, "generated tokens {d:+.1} % vs the client");
-                }
-                None => line.push_str("no token counter"),
-            }
-            if let Some(q) = &sv.queue {
-                let _ = write!(
-                    line,
-                    "; queue {} (mean {:.1}, {:+.2}/s)",
-                    if q.growing { "GROWING" } else { "stable" },
-                    q.waiting_mean,
-                    q.slope_per_s
-                );
-            }
-            if let Some(p) = sv.delta.preemptions.filter(|p| *p > 0.0) {
-                let _ = write!(line, "; {p:.0} preemptions");
-            }
-            row(&mut out, "Metrics", &line);
-        }
-        _ => row(&mut out, "Metrics", &t.sources.server_metrics),
-    }
-    match &t.gpu {
-        Some(g) => {
-            let util: Vec<f64> = g.gpus.iter().filter_map(|x| x.util_mean_pct).collect();
-            let mut line = format!(
-                "{} GPUs, mean utilisation {:.0} %",
-                g.gpus.len(),
-                util.iter().sum::<f64>() / util.len().max(1) as f64
-            );
-            if let (Some(j), Some(tpj)) = (g.joules_per_output_token, g.output_tokens_per_joule) {
-                let _ = write!(line, "; {j:.3} J per output token ({tpj:.2} tokens/J)");
-            }
-            row(&mut out, "GPUs", &line);
-        }
-        // The reason in brief; the whole of it is in the detailed report.
-        None => row(
-            &mut out,
-            "GPUs",
-            t.sources.gpu.split(" (").next().unwrap_or(&t.sources.gpu),
-        ),
-    }
-    row(&mut out, "Warm-up", &tables::warmup_line(&r.warmup));
-    // Few-sample warnings share one line: they say the same thing about several figures.
-    let few: Vec<String> = s
-        .warnings
-        .iter()
-        .filter_map(|w| match w {
-            crate::metrics::warnings::Warning::FewSamples {
-                metric, percentile, ..
-            } => Some(format!("{metric} {percentile}")),
-            _ => None,
-        })
-        .collect();
-    if !few.is_empty() {
-        row(
-            &mut out,
-            "-",
-            &format!(
-                "{} from fewer samples than the draft requires (5.1.4.3): indicative",
-                few.join(", ")
-            ),
-        );
-    }
-    for w in s
-        .warnings
-        .iter()
-        .filter(|w| !matches!(w, crate::metrics::warnings::Warning::FewSamples { .. }))
-    {
-        row(&mut out, "-", &w.short());
-    }
-    for n in &r.system.notes {
-        row(&mut out, "-", n);
-    }
+}
+
+/// The closing line: the exit status and why.
+fn verdict(out: &mut String, r: &RunReport) {
     let verdict = format!(
         "=== exit status {}: {} ===",
         r.verdict.exit_status,
         r.verdict.reasons.join("; ")
     );
     let _ = writeln!(out, "{}", wrap(&verdict, WIDTH, 4));
-    out
 }
 
 /// The full report: the short one, then every table.

@@ -1,0 +1,160 @@
+//! The terminal report's Results section (latency, throughput, users, SLO, failures), in a
+//! file of its own so that `render` reads as its sections and no function runs past 80 lines.
+
+use super::{fmt_ms, fmt_rate, opt_ms, row, timestamp_bound, USERS_LEGEND};
+use crate::metrics::fluidity::FluidRate;
+use crate::report::RunReport;
+use std::fmt::Write;
+
+/// Results: latency, throughput, what users saw, the SLO and the failures.
+pub(super) fn results(out: &mut String, r: &RunReport) {
+    let _ = writeln!(out, "Results");
+    latency(out, r);
+    throughput(out, r);
+    users(out, r);
+    slo(out, r);
+    failures(out, r);
+}
+
+/// The TTFT and TPOT lines.
+fn latency(out: &mut String, r: &RunReport) {
+    let s = &r.summary;
+    row(
+        out,
+        "TTFT",
+        &format!(
+            "P50 {} · P99 {}{}",
+            opt_ms(s.ttft_ms, |d| d.p50),
+            opt_ms(s.ttft_ms, |d| d.p99),
+            timestamp_bound(&r.generator.timestamps)
+        ),
+    );
+    row(
+        out,
+        "TPOT",
+        &format!(
+            "P50 {} · P99 {}",
+            opt_ms(s.tpot_ms, |d| d.p50),
+            opt_ms(s.tpot_ms, |d| d.p99)
+        ),
+    );
+}
+
+/// The Throughput line and C.1's throughput at P99 TTFT < 500 ms.
+fn throughput(out: &mut String, r: &RunReport) {
+    let s = &r.summary;
+    let mut thr = format!(
+        "{} tok/s output, {} req/s",
+        fmt_rate(s.output_tokens_per_s),
+        fmt_rate(s.requests_per_s)
+    );
+    if s.total_reasoning_tokens > 0 {
+        let _ = write!(
+            thr,
+            " ({} tok/s of it answer, the rest reasoning)",
+            fmt_rate(s.answer_tokens_per_s)
+        );
+    }
+    row(out, "Throughput", &thr);
+    row(
+        out,
+        "<500ms",
+        &match s.ttft_ms {
+            Some(d) if d.p99 < 500.0 => format!(
+                "{} tok/s with P99 TTFT {} < 500 ms (C.1's \"throughput at P99 TTFT < 500 ms\"; `servebench test throughput` searches for the maximum)",
+                fmt_rate(s.output_tokens_per_s),
+                fmt_ms(d.p99)
+            ),
+            Some(d) => format!(
+                "not met at this load: P99 TTFT {} (`servebench test throughput --slo 'p99(ttft_ms)<=500'` finds the load that meets it)",
+                fmt_ms(d.p99)
+            ),
+            None => "-".into(),
+        },
+    );
+}
+
+/// The Users line (user experience) and its legend.
+fn users(out: &mut String, r: &RunReport) {
+    let s = &r.summary;
+    let e = &s.experience;
+    let mut ux = format!(
+        "idle P99 {} · smooth goodput {}",
+        opt_ms(e.user_idle_ms, |d| d.p99),
+        e.smooth_goodput
+            .as_ref()
+            .map(|g| format!(
+                "{} tok/s (T {:.1} s)",
+                fmt_rate(g.value),
+                g.window.duration_s
+            ))
+            .unwrap_or_else(|| "-".into())
+    );
+    match &e.fluid_token_rate {
+        Some(FluidRate::Bounded { tokens_per_s, .. }) => {
+            let _ = write!(ux, " · fluid rate {} tok/s", fmt_rate(*tokens_per_s));
+        }
+        Some(FluidRate::Unbounded { .. }) => ux.push_str(" · fluid rate unbounded (--detail)"),
+        Some(FluidRate::NotReached { .. }) => ux.push_str(" · fluid rate not reached (--detail)"),
+        None => {}
+    }
+    row(out, "Users", &ux);
+    row(out, "", USERS_LEGEND);
+}
+
+/// One SLO line per judgement: the per-request attainment, then each run-level check.
+fn slo(out: &mut String, r: &RunReport) {
+    let s = &r.summary;
+    if let Some(slo) = &s.slo {
+        if let Some(a) = &slo.per_request {
+            row(
+                out,
+                "SLO",
+                &format!(
+                    "{}: {:.2} % of requests met every bound (target {:.1} %), goodput {} req/s → {}",
+                    a.spec,
+                    a.attainment * 100.0,
+                    a.target_attainment * 100.0,
+                    fmt_rate(a.goodput_requests_per_s),
+                    if a.passed { "PASS" } else { "FAIL" }
+                ),
+            );
+        }
+        for check in &slo.run_checks {
+            row(
+                out,
+                "SLO",
+                &format!(
+                    "{}: observed {} → {}",
+                    check.term,
+                    check
+                        .observed
+                        .map(|v| format!("{v:.3}"))
+                        .unwrap_or_else(|| "no samples".into()),
+                    if check.passed { "PASS" } else { "FAIL" }
+                ),
+            );
+        }
+    }
+}
+
+/// Failures by kind, then the three commonest messages with their hints.
+fn failures(out: &mut String, r: &RunReport) {
+    let s = &r.summary;
+    if !s.failures.by_kind.is_empty() {
+        let kinds: Vec<String> = s
+            .failures
+            .by_kind
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        row(out, "Failures", &kinds.join(", "));
+        for m in s.failures.top.iter().take(3) {
+            let msg: String = m.message.chars().take(160).collect();
+            row(out, "", &format!("{}× {msg}", m.count));
+            if let Some(h) = &m.hint {
+                row(out, "", &format!("→ {h}"));
+            }
+        }
+    }
+}
