@@ -5,6 +5,8 @@
 //! `record` (what happened) → `metrics` (what it means) → `report` (how it reads), with
 //! `sim` as the built-in target and test fixture, `store` writing run folders and indexing
 //! them, `compare` judging runs against each other, and `export` writing other tools' formats.
+//! `pipeline` runs the stages from a run's flags to its exit status; `cli` parses the flags
+//! and calls it.
 
 pub mod cli;
 pub mod client;
@@ -13,6 +15,7 @@ pub mod compare;
 pub mod config;
 pub mod export;
 pub mod metrics;
+pub mod pipeline;
 pub mod procedure;
 pub mod record;
 pub mod report;

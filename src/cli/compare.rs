@@ -4,12 +4,12 @@
 
 use super::args::{CompareArgs, RegressArgs};
 use super::exit;
-use super::report::write_atomic;
 use super::runs::{load, resolve, Group, LazyHistory};
 use crate::compare::metrics::Normalisation;
 use crate::compare::{
     compare as build, page, regress, render, ComparisonReport, Options, SystemInput,
 };
+use crate::pipeline::pages::write_atomic;
 use anyhow::{bail, Context, Result};
 use std::path::Path;
 

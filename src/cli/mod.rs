@@ -1,11 +1,11 @@
-//! Command-line interface: flags in, validated configuration out, pipeline run.
+//! Command-line interface: flags in, pipeline run, exit status out.
 //!
-//! `args` holds the clap definitions (the manual: `servebench run --help`), `run` turns them
-//! into a `RunConfig` and runs the pipeline, `sim` serves the simulator; `history`,
+//! `args` holds the clap definitions (the manual: `servebench run --help`), `run` gets the
+//! target ready and runs the pipeline (`crate::pipeline`: the flags resolved into a
+//! `RunConfig`, the run executed, its verdict), `sim` serves the simulator; `history`,
 //! `compare` and `export` read finished runs back (`runs` resolves what an argument names).
 
 pub mod args;
-pub mod assemble;
 pub mod compare;
 pub mod export;
 pub mod history;
@@ -23,24 +23,8 @@ use args::{Cli, Command};
 use clap::Parser;
 use std::process::ExitCode;
 
-/// Exit statuses (documented in the README).
-pub mod exit {
-    /// Success.
-    pub const OK: u8 = 0;
-    /// The run completed but did not pass: an SLO verdict failed, more requests failed than
-    /// `--max-failures` allows, or no request succeeded.
-    pub const FAILED: u8 = 1;
-    /// Bad configuration, or the server could not be used (unreachable, not ready, model
-    /// not served); for `regress`, too few runs to decide.
-    pub const USAGE: u8 = 2;
-    /// `regress` with too few runs to decide, where a key metric is still worse than the
-    /// baseline by more than `compare::regress::GROSS_CHANGE` (20 %, or the tolerance if
-    /// larger): a likely regression, with no statistical claim.
-    pub const LIKELY_REGRESSION: u8 = 3;
-    /// Interrupted with Ctrl-C (the shell's convention, 128 + SIGINT); everything measured
-    /// was written.
-    pub const INTERRUPTED: u8 = 130;
-}
+// Exit statuses (documented in the README): the pipeline decides them.
+pub use crate::pipeline::exit;
 
 /// Parses the command line and runs it.
 pub fn main() -> ExitCode {

@@ -1,20 +1,20 @@
 //! `servebench report RUN_DIR`: a run's report from its folder, rendered again, or rebuilt
 //! from `requests.jsonl` when the run died before writing its summary (its `run.json` then
 //! still says `"status": "running"`). Prints the terminal report, writes `report.md` and
-//! `report.html`; `run` writes the two files through [`write_files`] as it ends.
+//! `report.html`; `run` writes the two files through `pipeline::pages::write_files` as it ends.
 
 use super::args::{ReportArgs, ReportFormat};
-use super::assemble::{assemble, Inputs};
 use super::exit;
 use crate::config::PrefillSetup;
 use crate::metrics::fluidity::ProfiledCurve;
 use crate::metrics::generator::GeneratorFacts;
 use crate::metrics::SummaryParams;
+use crate::pipeline::assemble::{assemble, Inputs};
+use crate::pipeline::pages::{run_page, write_atomic, write_files};
 use crate::procedure::report::TestReport;
 use crate::record::run::WarmupReport;
 use crate::record::RequestRecord;
 use crate::report::page::Page;
-use crate::report::run_page::{self, RunData};
 use crate::report::test_page::{self, LevelReport, SuiteEntry};
 use crate::report::{terminal, RunReport, RunStart};
 use crate::store::kept::{Keeper, DEFAULT_EXACT_SUMMARY_LIMIT};
@@ -116,42 +116,6 @@ fn recover(dir: &Path, mut start: RunStart) -> Result<RunReport> {
         recovered: true,
         extra_warnings: Vec::new(),
     })
-}
-
-/// The page of a run: its report and the chart data of its records.
-fn run_page(report: &RunReport, records: &[RequestRecord]) -> crate::report::page::Page {
-    let data = RunData::of(report, records);
-    run_page::page(report, &data)
-}
-
-/// Writes `text` to `path` through a temporary file beside it, so a reader never sees half
-/// a report.
-pub(crate) fn write_atomic(path: &Path, text: &str) -> Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
-}
-
-/// The records as `requests.jsonl` holds them (times in whole microseconds), so that the
-/// reports a run writes are the ones `servebench report` rebuilds from its folder.
-pub fn as_written(records: &[RequestRecord], clock: &crate::clock::RunClock) -> Vec<RequestRecord> {
-    records
-        .iter()
-        .map(|r| crate::record::wire::WireRecord::from_record(r, clock).into_record(0))
-        .collect()
-}
-
-/// Writes `report.md` and `report.html` into the run folder; returns their paths.
-pub fn write_files(report: &RunReport, records: &[RequestRecord]) -> Result<[PathBuf; 2]> {
-    let page = run_page(report, records);
-    let dir = &report.config.out_dir;
-    let md = dir.join("report.md");
-    let html = dir.join("report.html");
-    write_atomic(&md, &page.to_markdown())?;
-    write_atomic(&html, &page.to_html())?;
-    Ok([md, html])
 }
 
 /// The records of a run folder its page draws (read back relative to the earliest time in

@@ -1,15 +1,20 @@
 //! `servebench plan`, `run --plan --shard`, `merge` and `k8s`: one load over many
 //! generators (docs/scale-out.md). The work is in `crate::scaleout`; this file turns flags
-//! into it and reuses the run pipeline (`run::ready`, `run::execute`, `assemble`) so a
-//! shard is an ordinary run and a merged folder an ordinary run folder.
+//! into it and reuses the run pipeline (`run::ready`, `pipeline::execute`,
+//! `pipeline::assemble`) so a shard is an ordinary run and a merged folder an ordinary run
+//! folder.
 
 use super::args::{Cli, ClockSyncArg, Command, K8sArgs, MergeArgs, PlanArgs, RunCommand};
-use super::assemble::{assemble, Inputs};
 use super::exit;
-use super::run::{self, redacted_command_line, Execute, Ready};
+use super::run::{self, Ready};
 use crate::clock::{iso8601_ms, RunClock};
 use crate::metrics::generator::GeneratorFacts;
 use crate::metrics::warnings::Warning;
+use crate::pipeline::assemble::{assemble, Inputs};
+use crate::pipeline::execute::{execute, Execute};
+use crate::pipeline::host::host_info;
+use crate::pipeline::pages::{as_written, write_files};
+use crate::pipeline::resolve::{redacted_command_line, resolve};
 use crate::record::wire::WireRecord;
 use crate::report::{terminal, RunStart, ToolInfo};
 use crate::scaleout::clock::{probe_date, ClockOffset};
@@ -51,7 +56,7 @@ pub fn plan(mut args: PlanArgs) -> Result<u8> {
     let scratch = std::env::temp_dir().join(format!("servebench-plan-{}", std::process::id()));
     args.run.output.out = Some(scratch.clone());
     args.run.output.force = true;
-    let resolved = run::resolve(&args.run, &url, false);
+    let resolved = resolve(&args.run, &url, false);
     let _ = std::fs::remove_dir_all(&scratch);
     let config = resolved?.config;
     check_shardable(&config, args.shards)?;
@@ -264,7 +269,7 @@ pub fn run_planned(cmd: RunCommand) -> Result<u8> {
         late_us: late_us.clone(),
     });
     let out_dir = resolved.config.out_dir.clone();
-    let (report, _records) = match run::execute(Execute {
+    let (report, _records) = match execute(Execute {
         config: resolved.config,
         system: resolved.system,
         baseline: resolved.baseline,
@@ -282,7 +287,7 @@ pub fn run_planned(cmd: RunCommand) -> Result<u8> {
         plan_id: plan.id(),
         index: shard.index,
         shards: shard.count,
-        host: run::host_info(),
+        host: host_info(),
         clock,
         planned_start_unix_us: plan.start_unix_ms * 1000,
         late_ms: late_us.load(Ordering::Acquire) as f64 / 1000.0,
@@ -460,8 +465,8 @@ pub fn merge(args: MergeArgs) -> Result<u8> {
         .with_context(|| format!("writing {}", csv.display()))?;
     write_run_json(&out, &crate::report::json::run_json(&report))?;
     // report.md and report.html, as a run writes them (a failure warns, never loses the run).
-    let written = super::report::as_written(&merged.records, &clock);
-    if let Err(err) = super::report::write_files(&report, &written) {
+    let written = as_written(&merged.records, &clock);
+    if let Err(err) = write_files(&report, &written) {
         eprintln!(
             "warning: the reports were not written: {err:#}. `servebench report {} --format all` writes them again.",
             out.display()

@@ -2,9 +2,9 @@
 
 use super::args::{WorkloadArgs, WorkloadCommand};
 use super::exit;
-use super::run::workload_of;
 use crate::config::{BaseUrl, Endpoint, Target};
 use crate::metrics::Distribution;
+use crate::pipeline::resolve::workload_of;
 use crate::workload::datasets;
 use crate::workload::{Generator, RequestSpec};
 use anyhow::{Context, Result};

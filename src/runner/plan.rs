@@ -329,7 +329,7 @@ mod tests {
         let crate::cli::args::Command::Run(a) = cli.command else {
             unreachable!()
         };
-        let mut c = crate::cli::run::resolve(&a.run, "http://127.0.0.1:1/v1", true)
+        let mut c = crate::pipeline::resolve::resolve(&a.run, "http://127.0.0.1:1/v1", true)
             .unwrap()
             .config;
         let _ = std::fs::remove_dir(&c.out_dir);

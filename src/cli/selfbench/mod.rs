@@ -8,9 +8,9 @@
 mod bare_client;
 
 use super::args::{Cli, Command, SelfbenchArgs};
-use super::run::resolve;
 use crate::metrics::generator::judge;
 use crate::metrics::{summarize, Distribution, SummaryParams};
+use crate::pipeline::resolve::resolve;
 use crate::record::run::GeneratorReport;
 use crate::record::RequestRecord;
 use crate::runner::{self, RunOutput, ServerInfo};

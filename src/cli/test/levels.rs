@@ -3,9 +3,9 @@
 
 use super::between_levels::{drain, flush_prefix_cache};
 use super::INTERRUPTED;
-use crate::cli::run::{execute, Execute};
 use crate::config::{Arrival, Limits, LoadPattern, PrefillSetup, RunConfig, Warmup};
 use crate::metrics::fluidity::ProfiledCurve;
+use crate::pipeline::execute::{execute, Execute};
 use crate::procedure::budget::{Budget, DEFAULT_OVERHEAD_S};
 use crate::procedure::level::{Bench, LevelRun, LevelSpec, Load, Stop, WarmupChoice};
 use crate::procedure::report::TargetInfo;

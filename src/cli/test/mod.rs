@@ -16,7 +16,7 @@ mod prepare;
 
 use super::args::{RunArgs, SuiteArgs, TestArgs};
 use super::exit;
-use super::run::redacted_command_line;
+use crate::pipeline::resolve::redacted_command_line;
 use crate::procedure::report::{Finding, TestReport, TestStatus, TEST_SCHEMA_VERSION};
 use crate::procedure::{self, Options, TestName};
 use crate::report::{SystemInfo, ToolInfo};

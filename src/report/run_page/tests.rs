@@ -72,7 +72,8 @@ pub(crate) fn report_of(flags: &[&str], records: &[RequestRecord]) -> RunReport 
     let Command::Run(args) = Cli::try_parse_from(&argv).unwrap().command else {
         unreachable!()
     };
-    let resolved = crate::cli::run::resolve(&args.run, "http://127.0.0.1:9/v1", false).unwrap();
+    let resolved =
+        crate::pipeline::resolve::resolve(&args.run, "http://127.0.0.1:9/v1", false).unwrap();
     let config = resolved.config;
     let summary = summarize(
         records,
@@ -98,7 +99,7 @@ pub(crate) fn report_of(flags: &[&str], records: &[RequestRecord]) -> RunReport 
             mean_ttft_ms: None,
         },
     );
-    let verdict: Verdict = crate::cli::run::verdict(&summary, &config, false);
+    let verdict: Verdict = crate::pipeline::verdict::verdict(&summary, &config, false);
     RunReport {
         schema_version: crate::report::SCHEMA_VERSION,
         tool: ToolInfo::default(),

@@ -2,7 +2,8 @@
 //! generator's verdict, telemetry on one timeline, the exit status; `run.json` and
 //! `timeseries.csv` written. Shared by `run` and by `report`, which rebuilds a run that died.
 
-use super::run::{host_info, verdict};
+use super::host::host_info;
+use super::verdict::verdict;
 use crate::clock::Nanos;
 use crate::metrics::experience::FluidityParams;
 use crate::metrics::fluidity::ProfiledCurve;

@@ -1,0 +1,76 @@
+//! The workload group of `run`'s flags: what to send (workload, dataset, lengths, tokenizer,
+//! seed) and what every request body carries.
+
+use super::*;
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum DatasetFormatArg {
+    Sharegpt,
+    Jsonl,
+    Trace,
+}
+
+impl DatasetFormatArg {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Sharegpt => "sharegpt",
+            Self::Jsonl => "jsonl",
+            Self::Trace => "trace",
+        }
+    }
+}
+
+/// What to send.
+#[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "Workload")]
+pub struct WorkloadFlags {
+    /// Workload: synthetic-uniform (default), synthetic-skewed, conversation, code-completion,
+    /// long-context (draft Appendix A), fairness-mix (draft 5.6), multi-turn-chat, or a
+    /// scenario .toml file (docs/workloads.md).
+    #[arg(long, conflicts_with_all = ["input_tokens", "output_tokens"])]
+    pub workload: Option<String>,
+    /// Local dataset: ShareGPT JSON, JSONL of prompts/messages, or a trace (Mooncake format).
+    #[arg(long)]
+    pub dataset: Option<PathBuf>,
+    /// Dataset format when detection is not enough.
+    #[arg(long, value_enum)]
+    pub dataset_format: Option<DatasetFormatArg>,
+    /// Fixed prompt length in tokens (with --output-tokens: a fixed-length workload).
+    #[arg(long)]
+    pub input_tokens: Option<u32>,
+    /// Fixed output length in tokens (max_tokens, with EOS ignored by default).
+    #[arg(long)]
+    pub output_tokens: Option<u32>,
+    /// Tokenizer that counts input and (without server usage) output tokens: cl100k_base
+    /// (the draft's reference, Option B), o200k_base, a tokenizer.json path, or `server`
+    /// (the server's /tokenize with its chat template: Option A).
+    #[arg(long, default_value = "cl100k_base")]
+    pub tokenizer: String,
+    /// Seed of every random draw (workload and arrivals).
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+}
+
+/// What every request body carries.
+#[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "Request body")]
+pub struct BodyArgs {
+    /// Ask the server to ignore EOS so outputs reach max_tokens (ignore_eos, and min_tokens
+    /// on chat and completions). Hosted OpenAI and Anthropic APIs reject the field: pass
+    /// false there. TGI has no such option (docs/apis.md).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub ignore_eos: bool,
+    /// Send cache_prompt: false (llama.cpp, on every route) so no prompt prefix is reused.
+    #[arg(long)]
+    pub no_prefix_cache: bool,
+    /// Ask for usage in every chunk (vLLM continuous_usage_stats; chat and completions):
+    /// exact tokens per chunk. The native routes always stream running counts.
+    #[arg(long)]
+    pub usage_per_chunk: bool,
+    /// Sampling temperature sent with every request.
+    #[arg(long, default_value_t = 0.0)]
+    pub temperature: f64,
+    /// Extra JSON fields merged into every request body, e.g. '{"top_k": 1}'.
+    #[arg(long)]
+    pub extra_body: Option<String>,
+}

@@ -1,0 +1,100 @@
+//! From a run's flags to its validated configuration. Everything the flags name (files,
+//! folders, numbers) is checked before anything starts, the simulator included, so a typo
+//! costs a second, not a warm-up. One file per group of flags: `target`, `workload` (with
+//! the request body), `load`, `limits` (with the SLO), `ux` (user experience) and `output`
+//! (with telemetry); `resolve` calls them in the order the checks always ran and creates the
+//! run folder last.
+
+mod limits;
+mod load;
+mod output;
+mod target;
+mod ux;
+mod workload;
+
+pub use output::{redact_args, redacted_command_line};
+pub use ux::read_prefill_curve;
+pub use workload::workload_of;
+
+use crate::cli::args::RunArgs;
+use crate::config::RunConfig;
+use crate::report::SystemInfo;
+use crate::store::prepare_run_dir;
+use anyhow::Result;
+use std::collections::BTreeMap;
+
+/// The configuration, plus what only the CLI needs.
+pub struct Resolved {
+    pub config: RunConfig,
+    pub tokenizer_name: String,
+    /// Isolated TTFT (P50, P99) per class, from `--baseline`.
+    pub baseline: BTreeMap<String, (f64, f64)>,
+    pub system: SystemInfo,
+}
+
+/// Validates flags into a configuration. `url` is the target (the simulator's when built in).
+/// Reads every file the flags name, so nothing starts on a configuration that cannot run.
+pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
+    let target = target::target(args, url, builtin)?;
+    let w = &args.workload;
+    let (dataset, dataset_info) = workload::dataset(w)?;
+    let workload = workload_of(
+        w.workload.as_deref(),
+        w.input_tokens,
+        w.output_tokens,
+        dataset.as_deref(),
+    )?;
+    let l = &args.load;
+    let load = load::load(l, dataset.as_deref(), builtin)?;
+    let lim = &args.limits;
+    let (limits, warmup) = limits::limits(lim)?;
+    let slo = limits::slo(&args.slo)?;
+    let request = workload::request_options(&args.body)?;
+    let prefill = ux::prefill(&args.ux)?;
+    let baseline = ux::baseline(&args.ux)?;
+    let ux_params = ux::ux_params(args)?;
+    let telemetry = output::telemetry(&args.telemetry, &target.url)?;
+    let config = RunConfig {
+        target,
+        request,
+        workload,
+        dataset_info,
+        dataset,
+        load,
+        limits,
+        warmup,
+        warmup_max: lim.warmup_max,
+        seed: w.seed,
+        slo,
+        max_failure_share: lim.max_failures,
+        max_concurrency: l.max_concurrency,
+        arrival_clock: args.output.arrival_clock,
+        new_connection_per_request: args.output.new_connection_per_request,
+        exact_summary_limit: Some(args.output.exact_summary_limit),
+        prefill,
+        ux: ux_params,
+        fluidity: ux::fluidity(&args.ux),
+        telemetry,
+        idle_power_s: args.telemetry.idle_power_s.max(0.0),
+        request_timeout: lim.timeout,
+        exchange_limits: limits::exchange_limits(lim),
+        retry: limits::retry(lim),
+        grace: lim.grace,
+        client_threads: output::client_threads(&args.output),
+        out_dir: std::path::PathBuf::new(),
+        command_line: redacted_command_line(),
+        quiet: args.output.quiet,
+        live_view: !args.output.no_live_view,
+        shard: None,
+        preflight: None,
+    };
+    // Last: the folder is created only once everything else is known to be valid.
+    let mut config = config;
+    config.out_dir = prepare_run_dir(args.output.out.as_deref(), args.output.force)?;
+    Ok(Resolved {
+        config,
+        tokenizer_name: w.tokenizer.clone(),
+        baseline,
+        system: target::system_info(&args.target),
+    })
+}

@@ -1,0 +1,82 @@
+//! The workload group of flags: the dataset, the workload (a name, a scenario file, fixed
+//! lengths or the dataset's own), and the request body every request carries. `workload
+//! show|export` resolves its workload here too.
+
+use crate::cli::args::{BodyArgs, WorkloadFlags};
+use crate::config::RequestOptions;
+use crate::workload::datasets::{Dataset, DatasetInfo};
+use crate::workload::WorkloadSpec;
+use anyhow::{bail, Context, Result};
+use std::sync::Arc;
+
+/// The `--dataset` file, loaded, and what was read of it.
+pub(crate) fn dataset(w: &WorkloadFlags) -> Result<(Option<Arc<Dataset>>, Option<DatasetInfo>)> {
+    Ok(match &w.dataset {
+        Some(path) => {
+            let (d, info) =
+                crate::workload::datasets::load(path, w.dataset_format.map(|f| f.as_str()))?;
+            if info.truncated {
+                eprintln!(
+                    "note: {} ends mid-record (truncated file): using its {} complete records",
+                    path.display(),
+                    info.records
+                );
+            }
+            (Some(Arc::new(d)), Some(info))
+        }
+        None => (None, None),
+    })
+}
+
+/// The workload named by `--workload` (a name or a .toml file), fixed lengths, or a dataset.
+pub fn workload_of(
+    workload: Option<&str>,
+    input_tokens: Option<u32>,
+    output_tokens: Option<u32>,
+    dataset: Option<&crate::workload::datasets::Dataset>,
+) -> Result<WorkloadSpec> {
+    use crate::workload::{Content, Scenario};
+    if output_tokens == Some(0) || input_tokens == Some(0) {
+        bail!("--input-tokens and --output-tokens must be at least 1");
+    }
+    let mut w = match (workload, input_tokens, output_tokens) {
+        (Some(name), _, _) if name.ends_with(".toml") => {
+            let text = std::fs::read_to_string(name)
+                .with_context(|| format!("reading the scenario file {name}"))?;
+            Scenario::from_toml(&text, name)?
+        }
+        (Some(name), _, _) => Scenario::named(name)?,
+        (None, None, None) if dataset.is_some() => Scenario {
+            name: "dataset".into(),
+            description: "prompts (and output lengths, where recorded) from --dataset".into(),
+            content: Content::Dataset,
+            ..Scenario::fixed(1, 256)
+        },
+        (None, None, None) => Scenario::named("synthetic-uniform")?,
+        (None, i, o) => Scenario::fixed(i.unwrap_or(256), o.unwrap_or(128)),
+    };
+    if dataset.is_some() && w.content != Content::Dataset {
+        w.content = Content::Dataset;
+    }
+    Ok(w)
+}
+
+/// What every request body carries, `--extra-body` checked to be a JSON object.
+pub(crate) fn request_options(b: &BodyArgs) -> Result<RequestOptions> {
+    let mut extra_body = Vec::new();
+    if let Some(extra) = &b.extra_body {
+        let v: serde_json::Value =
+            serde_json::from_str(extra).context("--extra-body is not valid JSON")?;
+        let serde_json::Value::Object(map) = v else {
+            bail!("--extra-body must be a JSON object, e.g. '{{\"top_k\": 1}}'");
+        };
+        extra_body.extend(map);
+    }
+    Ok(RequestOptions {
+        ignore_eos: b.ignore_eos,
+        prefix_cache: !b.no_prefix_cache,
+        usage_per_chunk: b.usage_per_chunk,
+        temperature: Some(b.temperature),
+        extra_body,
+    })
+}
