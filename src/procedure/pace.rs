@@ -328,7 +328,10 @@ mod tests {
         );
         // Eight P90 latencies at least: 8 × 8 s = 64 s for a fast sweep point below 90 % of
         // capacity (10 ÷ 0.25 = 40 s)…
-        assert_eq!(p.stretch(planned, at(0.25), Role::Sweep).as_secs_f64(), 64.0);
+        assert_eq!(
+            p.stretch(planned, at(0.25), Role::Sweep).as_secs_f64(),
+            64.0
+        );
         // …and from 90 % of capacity a sweep's point has a judged level's room: 50 ÷ 0.3.
         let near = p.stretch(planned, at(0.3), Role::Sweep).as_secs_f64();
         assert!((near - 50.0 / 0.3).abs() < 1e-6, "{near}");
