@@ -17,6 +17,7 @@ use crate::record::RequestRecord;
 use crate::report::page::Page;
 use crate::report::test_page::{self, LevelReport, SuiteEntry};
 use crate::report::{terminal, RunReport, RunStart};
+use crate::store::folder::{RunFolder, SuiteFolder, TestFolder};
 use crate::store::kept::{Keeper, DEFAULT_EXACT_SUMMARY_LIMIT};
 use crate::store::run_dir::{earliest_us, for_each_request};
 use anyhow::{bail, Context, Result};
@@ -24,7 +25,7 @@ use std::path::{Path, PathBuf};
 
 /// A run folder's report: as written, or recovered. The flag says which.
 pub fn load_or_recover(dir: &Path) -> Result<(RunReport, bool)> {
-    let path = dir.join("run.json");
+    let path = RunFolder::new(dir).run_json();
     let text = std::fs::read_to_string(&path).with_context(|| {
         format!(
             "{} has no run.json: is it a run folder (the --out of `servebench run`)?",
@@ -49,7 +50,8 @@ pub fn load_or_recover(dir: &Path) -> Result<(RunReport, bool)> {
 
 /// Rebuilds the report of a run that died, from its records.
 fn recover(dir: &Path, mut start: RunStart) -> Result<RunReport> {
-    let jsonl = dir.join("requests.jsonl");
+    let folder = RunFolder::new(dir);
+    let jsonl = folder.requests_jsonl();
     if !jsonl.exists() {
         bail!(
             "{} holds no requests.jsonl: the run died before its first request",
@@ -78,7 +80,7 @@ fn recover(dir: &Path, mut start: RunStart) -> Result<RunReport> {
     let kept = keeper.finish();
     let curve: Option<ProfiledCurve> = match &start.config.prefill {
         PrefillSetup::Curve(c) => Some(c.clone()),
-        _ => std::fs::read(dir.join("prefill-curve.json"))
+        _ => std::fs::read(folder.prefill_curve_json())
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok()),
     };
@@ -122,7 +124,7 @@ fn recover(dir: &Path, mut start: RunStart) -> Result<RunReport> {
 /// them): every one, or past the run's exact-summary limit the summary's seeded sample of
 /// the measured ones, read in the memory of the sample.
 fn records_of(dir: &Path, report: &RunReport) -> Result<Vec<RequestRecord>> {
-    let jsonl = dir.join("requests.jsonl");
+    let jsonl = RunFolder::new(dir).requests_jsonl();
     if !jsonl.exists() {
         return Ok(Vec::new());
     }
@@ -163,7 +165,7 @@ fn test_page(dir: &Path, r: &TestReport) -> Page {
 
 /// Reads a test folder's `test.json`.
 pub fn load_test(dir: &Path) -> Result<TestReport> {
-    let path = dir.join("test.json");
+    let path = TestFolder::new(dir).test_json();
     let text =
         std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
     serde_json::from_str(&text).with_context(|| {
@@ -176,12 +178,13 @@ pub fn load_test(dir: &Path) -> Result<TestReport> {
 
 /// Writes `report.md` and `report.html` into a test folder; returns their paths.
 pub fn write_test_files(dir: &Path, r: &TestReport) -> Result<[PathBuf; 2]> {
-    write_page(dir, &test_page(dir, r))
+    let folder = TestFolder::new(dir);
+    write_page(folder.report_md(), folder.report_html(), &test_page(dir, r))
 }
 
 /// The page of a suite folder: `suite.json` and each test's `test.json`.
 fn suite_page(dir: &Path) -> Result<Page> {
-    let path = dir.join("suite.json");
+    let path = SuiteFolder::new(dir).suite_json();
     let text =
         std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
     let suite: serde_json::Value =
@@ -223,12 +226,12 @@ fn suite_page(dir: &Path) -> Result<Page> {
 
 /// Writes `report.md` and `report.html` into a suite folder; returns their paths.
 pub fn write_suite_files(dir: &Path) -> Result<[PathBuf; 2]> {
-    write_page(dir, &suite_page(dir)?)
+    let folder = SuiteFolder::new(dir);
+    write_page(folder.report_md(), folder.report_html(), &suite_page(dir)?)
 }
 
-fn write_page(dir: &Path, page: &Page) -> Result<[PathBuf; 2]> {
-    let md = dir.join("report.md");
-    let html = dir.join("report.html");
+/// Writes a page as `md` and `html`; returns the two paths.
+fn write_page(md: PathBuf, html: PathBuf, page: &Page) -> Result<[PathBuf; 2]> {
     write_atomic(&md, &page.to_markdown())?;
     write_atomic(&html, &page.to_html())?;
     Ok([md, html])
@@ -239,12 +242,17 @@ fn report_test_or_suite(args: &ReportArgs, test: Option<TestReport>) -> Result<u
     if args.output.is_some() && !matches!(args.format, ReportFormat::Md | ReportFormat::Html) {
         bail!("--output goes with --format md or --format html (one file)");
     }
-    let page = match &test {
+    let (page, md, html) = match &test {
         Some(r) => {
             if matches!(args.format, ReportFormat::Terminal | ReportFormat::All) {
                 print!("{}", crate::procedure::tables::render(r));
             }
-            test_page(&args.dir, r)
+            let folder = TestFolder::new(&args.dir);
+            (
+                test_page(&args.dir, r),
+                folder.report_md(),
+                folder.report_html(),
+            )
         }
         None => {
             if matches!(args.format, ReportFormat::Terminal | ReportFormat::All) {
@@ -254,30 +262,36 @@ fn report_test_or_suite(args: &ReportArgs, test: Option<TestReport>) -> Result<u
                     args.dir.display()
                 );
             }
-            suite_page(&args.dir)?
+            let folder = SuiteFolder::new(&args.dir);
+            (
+                suite_page(&args.dir)?,
+                folder.report_md(),
+                folder.report_html(),
+            )
         }
     };
     match args.format {
         ReportFormat::Terminal => Ok(exit::OK),
         ReportFormat::All => {
-            for p in write_page(&args.dir, &page)? {
+            for p in write_page(md, html, &page)? {
                 eprintln!("Wrote {}", p.display());
             }
             Ok(exit::OK)
         }
         ReportFormat::Md | ReportFormat::Html => {
-            let (text, name) = if args.format == ReportFormat::Md {
-                (page.to_markdown(), "report.md")
+            let (text, path) = if args.format == ReportFormat::Md {
+                (page.to_markdown(), md)
             } else {
-                (page.to_html(), "report.html")
+                (page.to_html(), html)
             };
-            emit(args, &text, name)
+            emit(args, &text, &path)
         }
     }
 }
 
-/// Writes one rendered page to `--output` (`-`: stdout) or into the folder.
-fn emit(args: &ReportArgs, text: &str, name: &str) -> Result<u8> {
+/// Writes one rendered page to `--output` (`-`: stdout), or else to `in_folder`, its path
+/// in the folder.
+fn emit(args: &ReportArgs, text: &str, in_folder: &Path) -> Result<u8> {
     match args.output.as_deref() {
         Some(p) if p == Path::new("-") => print!("{text}"),
         Some(p) => {
@@ -285,22 +299,21 @@ fn emit(args: &ReportArgs, text: &str, name: &str) -> Result<u8> {
             eprintln!("Wrote {}", p.display());
         }
         None => {
-            let p = args.dir.join(name);
-            write_atomic(&p, text).with_context(|| {
+            write_atomic(in_folder, text).with_context(|| {
                 format!("{} is not writable: use --output PATH", args.dir.display())
             })?;
-            eprintln!("Wrote {}", p.display());
+            eprintln!("Wrote {}", in_folder.display());
         }
     }
     Ok(exit::OK)
 }
 
 pub fn report(args: ReportArgs) -> Result<u8> {
-    if args.dir.join("test.json").is_file() {
+    if TestFolder::new(&args.dir).holds_test() {
         let test = load_test(&args.dir)?;
         return report_test_or_suite(&args, Some(test));
     }
-    if args.dir.join("suite.json").is_file() {
+    if SuiteFolder::new(&args.dir).holds_suite() {
         return report_test_or_suite(&args, None);
     }
     let (mut report, recovered) = load_or_recover(&args.dir)?;
@@ -339,10 +352,11 @@ pub fn report(args: ReportArgs) -> Result<u8> {
         return Ok(exit::OK);
     }
     let page = run_page(&report, &records);
-    let (text, name) = if args.format == ReportFormat::Md {
-        (page.to_markdown(), "report.md")
+    let folder = RunFolder::new(&args.dir);
+    let (text, path) = if args.format == ReportFormat::Md {
+        (page.to_markdown(), folder.report_md())
     } else {
-        (page.to_html(), "report.html")
+        (page.to_html(), folder.report_html())
     };
-    emit(&args, &text, name)
+    emit(&args, &text, &path)
 }

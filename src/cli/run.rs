@@ -13,6 +13,7 @@ use crate::pipeline::execute::{execute, Execute};
 use crate::report::terminal;
 use crate::runner::{self, ServerInfo};
 use crate::sim::SimServer;
+use crate::store::RunFolder;
 use crate::tokenizer;
 use anyhow::{Context, Result};
 
@@ -246,7 +247,7 @@ pub fn run(args: RunArgs) -> Result<u8> {
     } else {
         " · every table: --detail"
     };
-    if dir.join("report.html").exists() {
+    if RunFolder::new(dir).report_html().exists() {
         println!("  report.html (charts) · report.md · run.json · requests.jsonl{tables}");
     } else {
         println!("  run.json · requests.jsonl{tables}");

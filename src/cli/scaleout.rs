@@ -25,7 +25,7 @@ use crate::scaleout::plan::{
     SHARD_FLAGS,
 };
 use crate::scaleout::shard::{Shard, ShardRun};
-use crate::store::{prepare_run_dir, write_run_json};
+use crate::store::{prepare_run_dir, write_run_json, RunFolder};
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use std::io::Write;
@@ -295,11 +295,11 @@ pub fn run_planned(cmd: RunCommand) -> Result<u8> {
     };
     // Written last and by rename: its presence means the shard is done (the Kubernetes merge
     // Job waits for it; `run.json` exists from the start, saying `running`).
-    let tmp = out_dir.join("shard.json.tmp");
+    let folder = RunFolder::new(&out_dir);
+    let (tmp, path) = (folder.shard_json_tmp(), folder.shard_json());
     std::fs::write(&tmp, serde_json::to_vec_pretty(&record)?)
         .with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, out_dir.join("shard.json"))
-        .with_context(|| format!("writing {}", out_dir.join("shard.json").display()))?;
+    std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))?;
     if detail {
         print!("{}", terminal::render_detail(&report));
     } else {
@@ -332,7 +332,8 @@ pub fn merge(args: MergeArgs) -> Result<u8> {
         serde_json::to_writer(&mut jsonl, &WireRecord::from_record(r, &clock))?;
         jsonl.push(b'\n');
     }
-    let jsonl_path = out.join("requests.jsonl");
+    let folder = RunFolder::new(&out);
+    let jsonl_path = folder.requests_jsonl();
     std::fs::write(&jsonl_path, jsonl)
         .with_context(|| format!("writing {}", jsonl_path.display()))?;
     // The generators, together.
@@ -460,7 +461,7 @@ pub fn merge(args: MergeArgs) -> Result<u8> {
         &first.timeseries,
         (shift_us as f64 / 1e6).round() as i64,
     );
-    let csv = out.join("timeseries.csv");
+    let csv = folder.timeseries_csv();
     std::fs::write(&csv, crate::telemetry::timeline::to_csv(&report.timeseries))
         .with_context(|| format!("writing {}", csv.display()))?;
     write_run_json(&out, &crate::report::json::run_json(&report))?;
@@ -495,11 +496,9 @@ pub fn merge(args: MergeArgs) -> Result<u8> {
         "base_unix_us": merged.base_unix_us,
         "notes": merged.notes,
     });
-    std::fs::write(
-        out.join("merge.json"),
-        serde_json::to_vec_pretty(&merge_json)?,
-    )
-    .with_context(|| format!("writing {}", out.join("merge.json").display()))?;
+    let merge_path = folder.merge_json();
+    std::fs::write(&merge_path, serde_json::to_vec_pretty(&merge_json)?)
+        .with_context(|| format!("writing {}", merge_path.display()))?;
     if args.detail {
         print!("{}", terminal::render_detail(&report));
     } else {

@@ -5,28 +5,50 @@ use super::{BaseUrl, Secret};
 use serde::{Serialize, Serializer};
 
 /// Which API to drive (`--endpoint`; docs/apis.md).
+// The doc comments describe run.json's schema; each `help` is the value's line in `--help`.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema, serde::Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    schemars::JsonSchema,
+    serde::Deserialize,
+    clap::ValueEnum,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum Endpoint {
     /// OpenAI Chat Completions, `POST {base}/chat/completions`
+    #[value(help = "OpenAI Chat Completions: {base}/chat/completions")]
     Chat,
     /// OpenAI Completions, `POST {base}/completions`
+    #[value(help = "OpenAI Completions: {base}/completions")]
     Completions,
     /// OpenAI Responses, `POST {base}/responses`
+    #[value(help = "OpenAI Responses: {base}/responses")]
     Responses,
     /// Anthropic Messages, `POST {base}/messages`
+    #[value(help = "Anthropic Messages: {base}/messages (x-api-key from ANTHROPIC_API_KEY)")]
     Messages,
     /// llama.cpp's native `POST {root}/completion`
+    #[value(
+        help = "llama.cpp's native {root}/completion (token counts and timings in the stream)"
+    )]
     Llamacpp,
     /// Hugging Face TGI's native `POST {root}/generate_stream`
+    #[value(help = "Hugging Face TGI's native {root}/generate_stream (one token per event)")]
     Tgi,
     /// SGLang's native `POST {root}/generate`
+    #[value(help = "SGLang's native {root}/generate (running token and cache counts)")]
     Sglang,
     /// A generic JSON-over-WebSocket stream at `{base}/ws` (see [`WebSocketOptions`])
+    #[value(help = "JSON messages over a WebSocket at {base}/ws (see the WebSocket options)")]
     Websocket,
     /// KServe v2 / Triton `ModelStreamInfer` over gRPC (HTTP/2)
+    #[value(
+        help = "KServe v2 / Triton ModelStreamInfer over gRPC (--url http://host:8001; --model is the Triton model, e.g. ensemble)"
+    )]
     Grpc,
 }
 

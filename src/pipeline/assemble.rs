@@ -14,7 +14,7 @@ use crate::record::run::{ProfileReport, WarmupReport};
 use crate::record::{Phase, RequestRecord};
 use crate::report::{json::run_json, RunReport, RunStart, TimingNotes};
 use crate::store::kept::StreamedRun;
-use crate::store::write_run_json;
+use crate::store::{write_run_json, RunFolder};
 use crate::telemetry::TelemetryData;
 use anyhow::{Context, Result};
 
@@ -75,7 +75,7 @@ pub fn assemble(i: Inputs<'_>) -> Result<RunReport> {
         Some(s) => crate::telemetry::timeline::timeline_of(&s.timeline, i.telemetry, i.end),
         None => crate::telemetry::timeline::timeline(i.records, i.telemetry, i.end),
     };
-    let csv = config.out_dir.join("timeseries.csv");
+    let csv = RunFolder::new(&config.out_dir).timeseries_csv();
     std::fs::write(&csv, crate::telemetry::timeline::to_csv(&rows))
         .with_context(|| format!("writing {}", csv.display()))?;
     let telemetry = {

@@ -8,7 +8,7 @@ use super::host::host_info;
 use crate::config::{PrefillSetup, RunConfig};
 use crate::report::{SystemInfo, ToolInfo};
 use crate::runner::{self, RunError, ServerInfo};
-use crate::store::write_run_json;
+use crate::store::{write_run_json, RunFolder};
 use crate::tokenizer;
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
@@ -74,7 +74,7 @@ pub fn execute(
             crate::report::tables::describe_load(&config),
             config.target.url,
             config.target.model,
-            config.out_dir.join("requests.jsonl").display()
+            RunFolder::new(&config.out_dir).requests_jsonl().display()
         );
         if !config.quiet {
             eprintln!("{}", runner::plan::describe_run(&config));
@@ -90,7 +90,7 @@ pub fn execute(
     };
     if let Some(curve) = &output.prefill_curve {
         if matches!(config.prefill, PrefillSetup::Profile(_)) {
-            let path = config.out_dir.join("prefill-curve.json");
+            let path = RunFolder::new(&config.out_dir).prefill_curve_json();
             std::fs::write(&path, serde_json::to_vec_pretty(curve)?)
                 .with_context(|| format!("writing {}", path.display()))?;
         }

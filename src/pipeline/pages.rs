@@ -5,6 +5,7 @@
 use crate::record::RequestRecord;
 use crate::report::run_page::{self, RunData};
 use crate::report::RunReport;
+use crate::store::RunFolder;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 
@@ -36,9 +37,9 @@ pub fn as_written(records: &[RequestRecord], clock: &crate::clock::RunClock) -> 
 /// Writes `report.md` and `report.html` into the run folder; returns their paths.
 pub fn write_files(report: &RunReport, records: &[RequestRecord]) -> Result<[PathBuf; 2]> {
     let page = run_page(report, records);
-    let dir = &report.config.out_dir;
-    let md = dir.join("report.md");
-    let html = dir.join("report.html");
+    let folder = RunFolder::new(&report.config.out_dir);
+    let md = folder.report_md();
+    let html = folder.report_html();
     write_atomic(&md, &page.to_markdown())?;
     write_atomic(&html, &page.to_html())?;
     Ok([md, html])

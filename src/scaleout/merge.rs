@@ -11,8 +11,8 @@ use super::clock::{ClockOffset, LARGE_OFFSET_MS};
 use super::shard::Shard;
 use crate::record::{Phase, RequestRecord};
 use crate::report::{HostInfo, RunReport};
-use crate::store::read_requests;
 use crate::store::run_dir::earliest_us;
+use crate::store::{read_requests, RunFolder};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -230,7 +230,8 @@ pub struct ShardFolder {
 
 /// Reads `shard.json` and the finished `run.json` of a shard folder.
 pub fn read_shard(dir: &Path) -> Result<ShardFolder> {
-    let path = dir.join("shard.json");
+    let folder = RunFolder::new(dir);
+    let path = folder.shard_json();
     let text = std::fs::read_to_string(&path).with_context(|| {
         format!(
             "{} has no shard.json: is it the --out of `servebench run --plan --shard i/N`?",
@@ -247,7 +248,7 @@ pub fn read_shard(dir: &Path) -> Result<ShardFolder> {
             info.schema_version
         );
     }
-    let run_json = dir.join("run.json");
+    let run_json = folder.run_json();
     let value: serde_json::Value = serde_json::from_slice(
         &std::fs::read(&run_json).with_context(|| format!("reading {}", run_json.display()))?,
     )
@@ -291,7 +292,7 @@ pub fn merge(dirs: &[PathBuf]) -> Result<Merged> {
     let offsets: Vec<i64> = folders.iter().map(|f| f.info.clock.applied_us()).collect();
     let mut base = i64::MAX;
     for (f, off) in folders.iter().zip(&offsets) {
-        let jsonl = f.dir.join("requests.jsonl");
+        let jsonl = RunFolder::new(&f.dir).requests_jsonl();
         let earliest = earliest_us(&jsonl)? as i64;
         let start = f.report.started_at_us as i64;
         let local = if earliest > 0 {
@@ -306,7 +307,8 @@ pub fn merge(dirs: &[PathBuf]) -> Result<Merged> {
     let mut per_shard: Vec<Vec<RequestRecord>> = Vec::new();
     for (f, off) in folders.iter().zip(&offsets) {
         let anchor = (base as i64 + off).max(0) as u64;
-        let records: Vec<RequestRecord> = read_requests(&f.dir.join("requests.jsonl"), anchor)?
+        let jsonl = RunFolder::new(&f.dir).requests_jsonl();
+        let records: Vec<RequestRecord> = read_requests(&jsonl, anchor)?
             .into_iter()
             .filter(|r| r.phase == Phase::Measure)
             .collect();

@@ -57,6 +57,8 @@ use std::time::Duration;
 
 use rusqlite::{params, Connection, ErrorCode};
 
+use crate::store::folder::{RUN_JSON, TEST_JSON};
+
 mod columns;
 mod index;
 mod query;
@@ -368,7 +370,7 @@ fn path_key(path: &Path) -> Result<&str, HistoryError> {
 fn canonical_folder(path: &Path) -> Result<PathBuf, HistoryError> {
     let named_file = matches!(
         path.file_name().and_then(|n| n.to_str()),
-        Some("run.json" | "test.json")
+        Some(RUN_JSON | TEST_JSON)
     );
     match path.parent() {
         Some(parent) if named_file && path.is_file() => canonical_dir(parent),

@@ -1,5 +1,6 @@
 //! Layout of a run folder and the files in it.
 
+use super::folder::{self, RunFolder};
 use crate::record::wire::WireRecord;
 use crate::record::RequestRecord;
 use anyhow::{Context, Result};
@@ -23,13 +24,13 @@ pub fn default_run_dir(unix_us: u64) -> PathBuf {
 
 /// Files servebench writes into a run folder (what `--force` replaces).
 pub const RUN_FILES: [&str; 7] = [
-    "requests.jsonl",
-    "run.json",
-    "run.json.tmp",
-    "prefill-curve.json",
-    "timeseries.csv",
-    "report.md",
-    "report.html",
+    folder::REQUESTS_JSONL,
+    folder::RUN_JSON,
+    folder::RUN_JSON_TMP,
+    folder::PREFILL_CURVE_JSON,
+    folder::TIMESERIES_CSV,
+    folder::REPORT_MD,
+    folder::REPORT_HTML,
 ];
 
 /// Why a run folder cannot be used.
@@ -86,8 +87,9 @@ pub fn prepare_run_dir(out: Option<&Path>, force: bool) -> Result<PathBuf, RunDi
 
 /// Writes `run.json` (pretty, atomically via a temporary file).
 pub fn write_run_json(dir: &Path, value: &serde_json::Value) -> Result<()> {
-    let tmp = dir.join("run.json.tmp");
-    let path = dir.join("run.json");
+    let run = RunFolder::new(dir);
+    let tmp = run.run_json_tmp();
+    let path = run.run_json();
     std::fs::write(&tmp, serde_json::to_vec_pretty(value)?)
         .with_context(|| format!("writing {}", tmp.display()))?;
     std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))?;

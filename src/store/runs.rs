@@ -10,6 +10,7 @@
 //! all of its levels (curve, ITL, …), read from `test.json`'s `levels[].run` when it lists
 //! them, else from its subfolders that hold a `run.json`.
 
+use super::folder::{RunFolder, TestFolder};
 use crate::record::wire::WireRecord;
 use crate::report::RunReport;
 use anyhow::{bail, Context, Result};
@@ -47,7 +48,7 @@ pub fn run_subfolders(dir: &Path) -> Vec<String> {
         .into_iter()
         .flatten()
         .flatten()
-        .filter(|e| e.path().join("run.json").is_file())
+        .filter(|e| RunFolder::new(e.path()).holds_run())
         .filter_map(|e| e.file_name().to_str().map(str::to_owned))
         .collect();
     names.sort();
@@ -91,7 +92,7 @@ pub fn test_runs(dir: &Path) -> Result<(Vec<PathBuf>, bool)> {
             .iter()
             .filter_map(|&i| doc["levels"][i]["run"].as_str())
             .map(|r| dir.join(r))
-            .filter(|p| p.join("run.json").is_file())
+            .filter(|p| RunFolder::new(p).holds_run())
             .collect();
         if !runs.is_empty() {
             return Ok((runs, true));
@@ -101,7 +102,7 @@ pub fn test_runs(dir: &Path) -> Result<(Vec<PathBuf>, bool)> {
 }
 
 fn read_test_json(dir: &Path) -> Result<serde_json::Value> {
-    let path = dir.join("test.json");
+    let path = TestFolder::new(dir).test_json();
     let text =
         std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
     serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))
@@ -116,7 +117,7 @@ pub fn test_levels(dir: &Path) -> Result<Vec<PathBuf>> {
             .iter()
             .filter_map(|l| l.get("run").and_then(|r| r.as_str()))
             .map(|r| dir.join(r))
-            .filter(|p| p.join("run.json").is_file())
+            .filter(|p| RunFolder::new(p).holds_run())
             .collect()
     });
     Ok(listed.unwrap_or_else(|| {
@@ -132,7 +133,7 @@ pub fn classify(dir: &Path) -> Result<Folder> {
     if !dir.is_dir() {
         bail!("{} is not a folder", dir.display());
     }
-    if dir.join("test.json").is_file() {
+    if TestFolder::new(dir).holds_test() {
         let (runs, answer) = test_runs(dir)?;
         if runs.is_empty() {
             bail!("the test folder {} holds no level runs yet", dir.display());
@@ -143,7 +144,7 @@ pub fn classify(dir: &Path) -> Result<Folder> {
             answer,
         });
     }
-    if dir.join("run.json").is_file() {
+    if RunFolder::new(dir).holds_run() {
         return Ok(Folder::Run(dir.to_path_buf()));
     }
     let runs: Vec<PathBuf> = run_subfolders(dir)
@@ -165,7 +166,7 @@ pub fn classify(dir: &Path) -> Result<Folder> {
 /// A finished run's `run.json` as its report. A run that never finished (its `run.json`
 /// still says `running`) is refused with the command that recovers it.
 pub fn read_report(dir: &Path) -> Result<RunReport> {
-    let path = dir.join("run.json");
+    let path = RunFolder::new(dir).run_json();
     let text = std::fs::read_to_string(&path).with_context(|| {
         format!(
             "{} has no run.json: is it a run folder (the --out of `servebench run`)?",
@@ -192,7 +193,7 @@ pub fn read_report(dir: &Path) -> Result<RunReport> {
 /// Every line of a run's `requests.jsonl`, as written. A last line cut by a crash is
 /// skipped; any other bad line is an error naming it.
 pub fn read_wire_records(dir: &Path) -> Result<Vec<WireRecord>> {
-    let path = dir.join("requests.jsonl");
+    let path = RunFolder::new(dir).requests_jsonl();
     let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
     let lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
     let mut out = Vec::with_capacity(lines.len());

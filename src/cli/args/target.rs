@@ -3,48 +3,6 @@
 
 use super::*;
 
-/// `--endpoint`: the API to drive (docs/apis.md).
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum EndpointArg {
-    /// OpenAI Chat Completions: {base}/chat/completions.
-    Chat,
-    /// OpenAI Completions: {base}/completions.
-    Completions,
-    /// OpenAI Responses: {base}/responses.
-    Responses,
-    /// Anthropic Messages: {base}/messages (x-api-key from ANTHROPIC_API_KEY).
-    Messages,
-    /// llama.cpp's native {root}/completion (token counts and timings in the stream).
-    Llamacpp,
-    /// Hugging Face TGI's native {root}/generate_stream (one token per event).
-    Tgi,
-    /// SGLang's native {root}/generate (running token and cache counts).
-    Sglang,
-    /// JSON messages over a WebSocket at {base}/ws (see the WebSocket options).
-    Websocket,
-    /// KServe v2 / Triton ModelStreamInfer over gRPC (--url http://host:8001; --model is the
-    /// Triton model, e.g. ensemble).
-    Grpc,
-}
-
-impl EndpointArg {
-    /// The configuration's endpoint.
-    pub fn endpoint(self) -> crate::config::Endpoint {
-        use crate::config::Endpoint;
-        match self {
-            EndpointArg::Chat => Endpoint::Chat,
-            EndpointArg::Completions => Endpoint::Completions,
-            EndpointArg::Responses => Endpoint::Responses,
-            EndpointArg::Messages => Endpoint::Messages,
-            EndpointArg::Llamacpp => Endpoint::Llamacpp,
-            EndpointArg::Tgi => Endpoint::Tgi,
-            EndpointArg::Sglang => Endpoint::Sglang,
-            EndpointArg::Websocket => Endpoint::Websocket,
-            EndpointArg::Grpc => Endpoint::Grpc,
-        }
-    }
-}
-
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum SutBoundaryArg {
     /// The inference engine itself (vLLM, llama.cpp...).
@@ -77,7 +35,7 @@ pub struct TargetArgs {
     /// grpc (KServe v2 / Triton ModelStreamInfer). Native routes live at the server root: a
     /// trailing /v1 of --url is dropped for them.
     #[arg(long, value_enum, default_value = "chat")]
-    pub endpoint: EndpointArg,
+    pub endpoint: crate::config::Endpoint,
     /// Environment variable holding the API key, sent as a Bearer token (as x-api-key for
     /// --endpoint messages) and never written out. Default: ANTHROPIC_API_KEY for
     /// messages, OPENAI_API_KEY otherwise.

@@ -15,13 +15,6 @@ pub enum DeadlinesArg {
     E2e,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum IdleCostArg {
-    Linear,
-    Quadratic,
-    Log1p,
-}
-
 /// User-experience metric parameters.
 #[derive(Debug, Args, Clone)]
 #[command(next_help_heading = "User experience")]
@@ -50,7 +43,7 @@ pub struct UxArgs {
     pub alpha: f64,
     /// Smooth goodput: idle cost f(l), l in seconds.
     #[arg(long, value_enum, default_value = "linear")]
-    pub idle_cost: IdleCostArg,
+    pub idle_cost: crate::metrics::ux::IdleCost,
     /// Smooth goodput: how long past a token's deadline a user waits before giving up on
     /// the request; a failed request is charged this wait, wherever in the run it failed.
     #[arg(long, default_value = "30s", value_parser = parse_duration)]

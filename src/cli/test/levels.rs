@@ -16,7 +16,7 @@ use crate::runner::plan::{
 };
 use crate::runner::ServerInfo;
 use crate::sim::SimServer;
-use crate::store::prepare_run_dir;
+use crate::store::{prepare_run_dir, RunFolder};
 use crate::tokenizer::SharedTokenizer;
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
@@ -286,7 +286,8 @@ impl Bench for LevelRunner {
 
     fn load_run(&mut self, dir: &Path) -> Result<LevelRun, Stop> {
         let read = || -> Result<LevelRun> {
-            let text = std::fs::read_to_string(dir.join("run.json"))
+            let folder = RunFolder::new(dir);
+            let text = std::fs::read_to_string(folder.run_json())
                 .with_context(|| format!("reading {}/run.json", dir.display()))?;
             let report: RunReport = serde_json::from_str(&text).with_context(|| {
                 format!(
@@ -296,7 +297,7 @@ impl Bench for LevelRunner {
                 )
             })?;
             let records =
-                crate::store::read_requests(&dir.join("requests.jsonl"), report.started_at_us)?;
+                crate::store::read_requests(&folder.requests_jsonl(), report.started_at_us)?;
             Ok(LevelRun {
                 run: dir.display().to_string(),
                 report,

@@ -20,6 +20,7 @@ use crate::pipeline::resolve::redacted_command_line;
 use crate::procedure::report::{Finding, TestReport, TestStatus, TEST_SCHEMA_VERSION};
 use crate::procedure::{self, Options, TestName};
 use crate::report::{SystemInfo, ToolInfo};
+use crate::store::{SuiteFolder, TestFolder};
 use anyhow::{Context, Result};
 pub use levels::LevelRunner;
 use prepare::{setup, Setup};
@@ -124,8 +125,9 @@ fn one_test(
         compliance: f.compliance,
     };
     report.exit_status = status(&report);
-    let path = runner.dir.join("test.json");
-    let tmp = runner.dir.join("test.json.tmp");
+    let folder = TestFolder::new(&runner.dir);
+    let path = folder.test_json();
+    let tmp = folder.test_json_tmp();
     std::fs::write(&tmp, serde_json::to_vec_pretty(&report)?)
         .with_context(|| format!("writing {}", tmp.display()))?;
     std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))?;
@@ -274,7 +276,7 @@ pub fn suite(args: SuiteArgs) -> Result<u8> {
         "tests": entries,
     });
     std::fs::write(
-        suite_dir.join("suite.json"),
+        SuiteFolder::new(&suite_dir).suite_json(),
         serde_json::to_vec_pretty(&summary)?,
     )
     .context("writing suite.json")?;

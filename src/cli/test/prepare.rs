@@ -9,9 +9,10 @@ use crate::procedure::level::Load;
 use crate::procedure::{self, Options, TestName};
 use crate::report::SystemInfo;
 use crate::sim::SimServer;
+use crate::store::RunFolder;
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Parses `NAME=VALUE` flags.
 fn named(values: &[String], flag: &str) -> Result<Vec<(String, String)>> {
@@ -50,7 +51,7 @@ pub(super) fn setup(
     let targets = named(&p.targets, "--target")?;
     let from = named(&p.from, "--from")?;
     for (_, dir) in &from {
-        if !Path::new(dir).join("run.json").exists() {
+        if !RunFolder::new(dir).run_json().exists() {
             bail!("--from {dir}: no run.json there (give a run folder)");
         }
     }

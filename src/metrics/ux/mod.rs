@@ -83,16 +83,29 @@ impl fmt::Display for DeadlineScheme {
 }
 
 /// The cost f(l) of idle latency l (seconds), in tokens per unit α.
+// `--idle-cost`: the doc comments describe run.json's schema; `--help` lists the bare
+// values.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema, serde::Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    schemars::JsonSchema,
+    serde::Deserialize,
+    clap::ValueEnum,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum IdleCost {
     /// f(l) = l: every second of waiting costs α tokens.
+    #[value(help = None::<&'static str>)]
     Linear,
     /// f(l) = l²: long waits cost disproportionately.
+    #[value(help = None::<&'static str>)]
     Quadratic,
     /// f(l) = ln(1 + l): the first second hurts most.
+    #[value(help = None::<&'static str>)]
     Log1p,
 }
 

@@ -40,25 +40,25 @@ pub(crate) fn target(args: &RunArgs, url: &str, builtin: bool) -> Result<Target>
         );
     }
     let api_key = api_key(t, &url)?;
-    let websocket = match t.endpoint.endpoint() {
+    let websocket = match t.endpoint {
         crate::config::Endpoint::Websocket => Some(websocket_options(args)?),
         _ => None,
     };
-    if t.endpoint.endpoint() == crate::config::Endpoint::Grpc && url.tls {
+    if t.endpoint == crate::config::Endpoint::Grpc && url.tls {
         bail!("--endpoint grpc speaks plain HTTP/2 (h2c) only: use an http:// URL (e.g. http://127.0.0.1:8001 for Triton)");
     }
     let headers = headers(t)?;
     Ok(Target {
         url,
         model: t.model.clone().unwrap_or_default(),
-        endpoint: t.endpoint.endpoint(),
+        endpoint: t.endpoint,
         headers,
         api_key,
         builtin_simulator: builtin,
         tls: tls.clone(),
         proxy,
         websocket,
-        grpc_backend: (t.endpoint.endpoint() == crate::config::Endpoint::Grpc)
+        grpc_backend: (t.endpoint == crate::config::Endpoint::Grpc)
             .then_some(args.websocket.grpc_backend),
     })
 }
@@ -78,7 +78,7 @@ fn api_key(t: &TargetArgs, url: &BaseUrl) -> Result<Option<Secret>> {
         None => std::env::var(
             t.api_key_env
                 .as_deref()
-                .unwrap_or(crate::client::apis::default_key_env(t.endpoint.endpoint())),
+                .unwrap_or(crate::client::apis::default_key_env(t.endpoint)),
         )
         .ok()
         .filter(|k| !k.is_empty())

@@ -2,13 +2,13 @@
 //! fluidity-index and its prefill curve (profiled before the run, or read from a file), and
 //! the isolated baseline of `--baseline` for latency inflation.
 
-use crate::cli::args::{DeadlinesArg, IdleCostArg, RunArgs, UxArgs};
+use crate::cli::args::{DeadlinesArg, RunArgs, UxArgs};
 use crate::config::{PrefillSetup, ProfilePlan};
 use crate::metrics::experience::FluidityParams;
 use crate::metrics::fluidity::{PrefillCurve, ProfiledCurve};
-use crate::metrics::ux::{DeadlineScheme, IdleCost, UxParams};
+use crate::metrics::ux::{DeadlineScheme, UxParams};
 use crate::record::Phase;
-use crate::store::read_requests;
+use crate::store::{read_requests, RunFolder};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 
@@ -39,11 +39,7 @@ pub(crate) fn ux_params(args: &RunArgs) -> Result<UxParams> {
     Ok(UxParams {
         scheme,
         alpha: u.alpha,
-        idle_cost: match u.idle_cost {
-            IdleCostArg::Linear => IdleCost::Linear,
-            IdleCostArg::Quadratic => IdleCost::Quadratic,
-            IdleCostArg::Log1p => IdleCost::Log1p,
-        },
+        idle_cost: u.idle_cost,
         patience_s: u.patience.as_secs_f64(),
     })
 }
@@ -117,7 +113,7 @@ pub(crate) fn baseline(u: &UxArgs) -> Result<BTreeMap<String, (f64, f64)>> {
 
 /// Isolated TTFT (P50, P99) per class from a baseline run folder.
 fn baseline_by_class(dir: &std::path::Path) -> Result<BTreeMap<String, (f64, f64)>> {
-    let records = read_requests(&dir.join("requests.jsonl"), 0)
+    let records = read_requests(&RunFolder::new(dir).requests_jsonl(), 0)
         .with_context(|| format!("reading the --baseline run {}", dir.display()))?;
     let mut by_class: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for r in records

@@ -12,7 +12,7 @@ use crate::runner::cpu::{self, ThreadCpu};
 use crate::runner::phase::{Controls, Shared};
 use crate::runner::progress::{self, Progress};
 use crate::runner::{feeder, ReadyError, RunError};
-use crate::store::RecordWriter;
+use crate::store::{RecordWriter, RunFolder};
 use crate::telemetry::Collector;
 use crate::tokenizer::SharedTokenizer;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -103,7 +103,7 @@ fn start_writer(
     controls: &Controls,
 ) -> std::io::Result<RecordWriter> {
     RecordWriter::start(
-        &config.out_dir.join("requests.jsonl"),
+        &RunFolder::new(&config.out_dir).requests_jsonl(),
         config.exact_summary_limit,
         clock,
         tokenizer.clone(),

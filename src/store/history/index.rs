@@ -13,6 +13,7 @@ use rusqlite::types::Value as Sql;
 use rusqlite::{params_from_iter, Connection};
 use serde_json::Value as Json;
 
+use crate::store::folder::{RunFolder, TestFolder};
 use crate::store::runs::run_subfolders;
 
 use super::columns::{
@@ -119,9 +120,9 @@ fn unreadable(path: &Path, err: &HistoryError) -> Unreadable {
 fn walk(root: &Path, found: &mut Vec<(PathBuf, bool)>, problems: &mut Vec<Unreadable>) {
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
-        if dir.join("test.json").is_file() {
+        if TestFolder::new(&dir).holds_test() {
             found.push((dir.clone(), true));
-        } else if dir.join("run.json").is_file() {
+        } else if RunFolder::new(&dir).holds_run() {
             found.push((dir.clone(), false));
         }
         let entries = match fs::read_dir(&dir) {
@@ -163,11 +164,11 @@ fn read_json(file: &Path) -> Result<Json, HistoryError> {
 /// Reads a canonical folder: test.json wins if both files are present.
 fn read_folder(folder: &Path) -> Result<Parsed, HistoryError> {
     path_key(folder)?;
-    let test_file = folder.join("test.json");
+    let test_file = TestFolder::new(folder).test_json();
     if test_file.is_file() {
         return read_test(folder, &read_json(&test_file)?);
     }
-    let run_file = folder.join("run.json");
+    let run_file = RunFolder::new(folder).run_json();
     if run_file.is_file() {
         return Ok(Parsed::Run(run_fields(&read_json(&run_file)?)));
     }
@@ -206,7 +207,7 @@ fn read_test(folder: &Path, doc: &Json) -> Result<Parsed, HistoryError> {
     for (i, rel) in listed.into_iter().enumerate() {
         let Some(rel) = rel else {
             skipped.push(Unreadable {
-                path: folder.join("test.json"),
+                path: TestFolder::new(folder).test_json(),
                 reason: format!("level {} has no `run` folder", i + 1),
             });
             continue;
@@ -218,7 +219,7 @@ fn read_test(folder: &Path, doc: &Json) -> Result<Parsed, HistoryError> {
                 continue;
             }
         };
-        match path_key(&dir).and_then(|_| read_json(&dir.join("run.json"))) {
+        match path_key(&dir).and_then(|_| read_json(&RunFolder::new(&dir).run_json())) {
             Ok(run) => levels.push((dir, run_fields(&run))),
             // Canonical, so that `reindex` recognises the folder and does not
             // read it a second time.
