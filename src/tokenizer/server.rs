@@ -26,11 +26,23 @@ enum TemplateRoute {
 pub struct ServerTokenizer {
     url: BaseUrl,
     target: Target,
-    rt: tokio::runtime::Runtime,
+    /// Its own runtime for the blocking calls; `None` only while being dropped.
+    rt: Option<tokio::runtime::Runtime>,
     name: String,
     template: TemplateRoute,
     /// Template count by the server (`true`) or plain text (`false`), for the chat endpoint.
     chat: bool,
+}
+
+/// The last holder of a server tokenizer may be a task of the run's own runtime (the run
+/// ends there): dropping a runtime inside another panics, so its own is shut down in the
+/// background instead.
+impl Drop for ServerTokenizer {
+    fn drop(&mut self) {
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
+    }
 }
 
 impl ServerTokenizer {
@@ -50,7 +62,7 @@ impl ServerTokenizer {
         let mut t = Self {
             url: root,
             target: target.clone(),
-            rt,
+            rt: Some(rt),
             name: format!("server ({})", target.model),
             template: TemplateRoute::None,
             // Chat-shaped APIs apply the server's chat template; completions and the native
@@ -83,6 +95,7 @@ impl ServerTokenizer {
         let bytes = serde_json::to_vec(body).ok()?;
         let r = self
             .rt
+            .as_ref()?
             .block_on(call(
                 &self.url,
                 Some(&self.target),
