@@ -8,7 +8,6 @@ use super::exit;
 use crate::config::PrefillSetup;
 use crate::metrics::fluidity::ProfiledCurve;
 use crate::metrics::generator::GeneratorFacts;
-use crate::metrics::SummaryParams;
 use crate::pipeline::assemble::{assemble, Inputs};
 use crate::pipeline::pages::{run_page, write_atomic, write_files};
 use crate::procedure::report::TestReport;
@@ -18,7 +17,7 @@ use crate::report::page::Page;
 use crate::report::test_page::{self, LevelReport, SuiteEntry};
 use crate::report::{terminal, RunReport, RunStart};
 use crate::store::folder::{RunFolder, SuiteFolder, TestFolder};
-use crate::store::kept::{Keeper, DEFAULT_EXACT_SUMMARY_LIMIT};
+use crate::store::kept::Keeper;
 use crate::store::run_dir::{earliest_us, for_each_request};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -62,16 +61,7 @@ fn recover(dir: &Path, mut start: RunStart) -> Result<RunReport> {
     start.config.out_dir = dir.to_path_buf();
     let anchor = earliest_us(&jsonl)?.min(start.started_at_us);
     // Read as the run kept them: every record up to its limit, streamed past it.
-    let limit = start
-        .config
-        .exact_summary_limit
-        .unwrap_or(DEFAULT_EXACT_SUMMARY_LIMIT);
-    let mut keeper = Keeper::new(Some(limit));
-    keeper.judge_by(SummaryParams {
-        slo: start.config.slo.clone(),
-        ux: start.config.ux,
-        ..SummaryParams::default()
-    });
+    let mut keeper = Keeper::for_run(&start.config);
     let mut last = 0;
     for_each_request(&jsonl, anchor, |r| {
         last = last.max(r.finished_at);
@@ -129,16 +119,7 @@ fn records_of(dir: &Path, report: &RunReport) -> Result<Vec<RequestRecord>> {
         return Ok(Vec::new());
     }
     let anchor = earliest_us(&jsonl)?.min(report.started_at_us);
-    let limit = report
-        .config
-        .exact_summary_limit
-        .unwrap_or(DEFAULT_EXACT_SUMMARY_LIMIT);
-    let mut keeper = Keeper::new(Some(limit));
-    keeper.judge_by(SummaryParams {
-        slo: report.config.slo.clone(),
-        ux: report.config.ux,
-        ..SummaryParams::default()
-    });
+    let mut keeper = Keeper::for_run(&report.config);
     for_each_request(&jsonl, anchor, |r| keeper.add(r))?;
     Ok(keeper.finish().records)
 }

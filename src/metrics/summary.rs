@@ -65,6 +65,31 @@ pub struct RequestCounts {
     pub with_reasoning: u64,
 }
 
+impl RequestCounts {
+    /// Counts one measured request.
+    pub fn add(&mut self, r: &RequestRecord) {
+        self.total += 1;
+        if r.sent_at.is_none() {
+            self.never_sent += 1;
+        }
+        match r.outcome.failure_kind() {
+            None => {
+                self.completed += 1;
+                if r.output_tokens < r.max_tokens {
+                    self.ended_early += 1;
+                }
+                if !r.reasoning_chunks.is_empty() {
+                    self.with_reasoning += 1;
+                }
+            }
+            Some(kind) => {
+                self.failed += 1;
+                *self.failed_by_kind.entry(kind.to_string()).or_default() += 1;
+            }
+        }
+    }
+}
+
 /// Everything summarised about a run.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct RunSummary {
@@ -140,29 +165,9 @@ pub fn summarize(records: &[RequestRecord], params: &SummaryParams) -> RunSummar
         .collect();
     let metrics: Vec<&RequestMetrics> = per_request.iter().flatten().collect();
 
-    let mut counts = RequestCounts {
-        total: measured.len() as u64,
-        ..Default::default()
-    };
+    let mut counts = RequestCounts::default();
     for r in &measured {
-        if r.sent_at.is_none() {
-            counts.never_sent += 1;
-        }
-        match r.outcome.failure_kind() {
-            None => {
-                counts.completed += 1;
-                if r.output_tokens < r.max_tokens {
-                    counts.ended_early += 1;
-                }
-                if !r.reasoning_chunks.is_empty() {
-                    counts.with_reasoning += 1;
-                }
-            }
-            Some(kind) => {
-                counts.failed += 1;
-                *counts.failed_by_kind.entry(kind.to_string()).or_default() += 1;
-            }
-        }
+        counts.add(r);
     }
 
     let window = window_of(&measured);

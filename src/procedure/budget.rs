@@ -326,36 +326,14 @@ mod tests {
 
     fn options(quick: bool) -> Options {
         Options {
-            quick,
-            level_duration: None,
-            tolerance: 0.05,
-            slo: None,
-            seed: 42,
-            workload: crate::workload::Scenario::fixed(256, 128),
             workload_given: false,
-            load: None,
-            closed_loop: false,
-            capacity_rate_per_s: None,
-            capacity_concurrency: None,
-            estimate_concurrency: 32,
-            start_concurrency: 8,
-            concurrency_limit: 512,
-            curve_levels: 12,
-            load_shares: None,
-            oversubscription: vec![1.0, 1.1, 1.25, 1.5],
-            lengths: None,
-            requests_per_length: None,
-            length_concurrency: 1,
-            requests: None,
-            output_tokens: None,
             context_tokens: Some(2048),
-            gpus: None,
-            targets: Vec::new(),
-            from_runs: Default::default(),
-            cache_switch: false,
-            arrival: "poisson".into(),
-            safety_systems: None,
-            disclosure: Default::default(),
+            ..crate::procedure::conformance::options_for(
+                quick,
+                None,
+                crate::workload::Scenario::fixed(256, 128),
+                42,
+            )
         }
     }
 

@@ -79,6 +79,21 @@ impl Keeper {
         }
     }
 
+    /// The keeper a run of `config` had, for reading its `requests.jsonl` back: its limit
+    /// (the default one for a run that recorded none) and its SLO and deadlines.
+    pub fn for_run(config: &crate::config::RunConfig) -> Self {
+        let limit = config
+            .exact_summary_limit
+            .unwrap_or(DEFAULT_EXACT_SUMMARY_LIMIT);
+        let mut keeper = Self::new(Some(limit));
+        keeper.judge_by(SummaryParams {
+            slo: config.slo.clone(),
+            ux: config.ux,
+            ..SummaryParams::default()
+        });
+        keeper
+    }
+
     /// The SLO and deadline parameters records are judged by: until they are known
     /// (before the measured phase), records are kept whatever the limit.
     pub fn judge_by(&mut self, params: SummaryParams) {

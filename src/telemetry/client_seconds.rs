@@ -28,6 +28,21 @@ pub struct ClientSecond {
     pub phase_votes: [u64; 4],
 }
 
+impl ClientSecond {
+    /// A second with nothing in it; its TTFTs kept exactly up to `exact_ttfts`.
+    fn empty(exact_ttfts: usize) -> Self {
+        Self {
+            sends: 0,
+            completions: 0,
+            failures: 0,
+            in_flight: 0,
+            output_tokens: 0,
+            ttft_ms: Sketch::new(exact_ttfts),
+            phase_votes: [0; 4],
+        }
+    }
+}
+
 /// Client activity per second of the run clock.
 #[derive(Debug, Clone)]
 pub struct ClientSeconds {
@@ -58,15 +73,7 @@ impl ClientSeconds {
         let i = ((t / SECOND) as usize).min(MAX_SECONDS - 1);
         if i >= self.seconds.len() {
             let cap = self.exact_ttfts;
-            self.seconds.resize_with(i + 1, || ClientSecond {
-                sends: 0,
-                completions: 0,
-                failures: 0,
-                in_flight: 0,
-                output_tokens: 0,
-                ttft_ms: Sketch::new(cap),
-                phase_votes: [0; 4],
-            });
+            self.seconds.resize_with(i + 1, || ClientSecond::empty(cap));
         }
         &mut self.seconds[i]
     }
@@ -114,17 +121,7 @@ impl ClientSeconds {
     /// the impossible).
     pub fn seconds(&self, seconds: usize) -> Vec<ClientSecond> {
         let mut out: Vec<ClientSecond> = self.seconds.iter().take(seconds).cloned().collect();
-        while out.len() < seconds {
-            out.push(ClientSecond {
-                sends: 0,
-                completions: 0,
-                failures: 0,
-                in_flight: 0,
-                output_tokens: 0,
-                ttft_ms: Sketch::new(0),
-                phase_votes: [0; 4],
-            });
-        }
+        out.resize_with(seconds, || ClientSecond::empty(0));
         if let Some(last) = out.last_mut() {
             for extra in self.seconds.iter().skip(seconds) {
                 last.sends += extra.sends;

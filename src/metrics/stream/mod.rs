@@ -284,26 +284,7 @@ impl StreamSummary {
     }
 
     fn count(&mut self, r: &RequestRecord) {
-        let c = &mut self.counts;
-        c.total += 1;
-        if r.sent_at.is_none() {
-            c.never_sent += 1;
-        }
-        match r.outcome.failure_kind() {
-            None => {
-                c.completed += 1;
-                if r.output_tokens < r.max_tokens {
-                    c.ended_early += 1;
-                }
-                if !r.reasoning_chunks.is_empty() {
-                    c.with_reasoning += 1;
-                }
-            }
-            Some(kind) => {
-                c.failed += 1;
-                *c.failed_by_kind.entry(kind.to_string()).or_default() += 1;
-            }
-        }
+        self.counts.add(r);
         self.failures.add(r);
         let (output, answer) = (delivered_tokens(r), delivered_answer_tokens(r));
         self.totals.0 += output;
@@ -386,23 +367,14 @@ impl StreamSummary {
         if self.counts.total == 0 {
             return None;
         }
-        if p.planned == self.counts.total && p.planned >= 2 && p.last > p.first {
-            let n = p.planned as f64;
-            let duration_s = (p.last - p.first) as f64 / 1e9 * n / (n - 1.0);
-            return Some(UxWindow {
-                start: p.first,
-                end: p.first + (duration_s * 1e9) as Nanos,
-                duration_s,
-                outcome_independent: true,
-            });
-        }
-        let (start, end) = self.commitments;
-        Some(UxWindow {
-            start,
-            end,
-            duration_s: end.saturating_sub(start) as f64 / 1e9,
-            outcome_independent: false,
-        })
+        let all_planned = p.planned == self.counts.total;
+        all_planned
+            .then(|| UxWindow::planned(p.first, p.last, p.planned))
+            .flatten()
+            .or(Some(UxWindow::served(
+                self.commitments.0,
+                self.commitments.1,
+            )))
     }
 
     fn ttft_by_input(&self) -> Vec<InputBucket> {

@@ -318,26 +318,40 @@ impl UxWindow {
         if let Some(p) = planned {
             let first = p.iter().copied().min()?;
             let last = p.iter().copied().max()?;
-            if p.len() >= 2 && last > first {
-                let n = p.len() as f64;
-                let duration_s = (last - first) as f64 / 1e9 * n / (n - 1.0);
-                return Some(Self {
-                    start: first,
-                    end: first + (duration_s * 1e9) as Nanos,
-                    duration_s,
-                    outcome_independent: true,
-                });
+            if let Some(w) = Self::planned(first, last, p.len() as u64) {
+                return Some(w);
             }
         }
         let commit = |r: &RequestRecord| r.scheduled_at.unwrap_or_else(|| committed_at(r));
         let start = records.iter().map(|r| commit(r)).min()?;
         let end = records.iter().map(|r| r.finished_at.max(commit(r))).max()?;
+        Some(Self::served(start, end))
+    }
+
+    /// Open loop: `n` commitments planned from `first` to `last` each own the mean gap,
+    /// T = (last − first) × n / (n − 1); `None` for fewer than two or a single instant.
+    pub fn planned(first: Nanos, last: Nanos, n: u64) -> Option<Self> {
+        if n < 2 || last <= first {
+            return None;
+        }
+        let n = n as f64;
+        let duration_s = (last - first) as f64 / 1e9 * n / (n - 1.0);
         Some(Self {
+            start: first,
+            end: first + (duration_s * 1e9) as Nanos,
+            duration_s,
+            outcome_independent: true,
+        })
+    }
+
+    /// From the first commitment to the end of the last request (closed loop).
+    pub fn served(start: Nanos, end: Nanos) -> Self {
+        Self {
             start,
             end,
             duration_s: end.saturating_sub(start) as f64 / 1e9,
             outcome_independent: false,
-        })
+        }
     }
 }
 
