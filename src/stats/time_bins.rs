@@ -7,7 +7,8 @@
 //! pass [`MAX_BINS`], neighbours merge and the width doubles, so memory stays fixed and the
 //! width stays within 2/[`MAX_BINS`] of the run's length. A sum from a cut takes the whole
 //! bins after it and the straddled bin's share in proportion to the time it covers, so it
-//! is off by at most the amount of one bin, and only when that bin is unevenly filled.
+//! is off by at most the amount of one bin at each end of a span, and only when that bin is
+//! unevenly filled.
 
 use crate::clock::Nanos;
 

@@ -357,7 +357,8 @@ impl StreamSummary {
         if span_s <= 0.0 {
             return None;
         }
-        let arrivals = self.arrivals.sum_between(cut, p.last + 1);
+        // Every arrival is at or before the last planned one: only the cut end is prorated.
+        let arrivals = self.arrivals.sum_from(cut);
         let completions = self.steady_done.sum_between(cut, p.last + 1);
         Some(balance_from(arrivals, completions, span_s, e2e))
     }

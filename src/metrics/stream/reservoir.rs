@@ -65,7 +65,7 @@ mod tests {
         let mut r = Reservoir::new(10);
         (0..5).for_each(|i| r.offer(i));
         assert_eq!(r.clone().into_items(), vec![0, 1, 2, 3, 4]);
-        // 100,000 offers of 0..1000, kept 100 at a time, 200 times: each value's share of
+        // 1,000 offers of 0..1000, kept 100 at a time, 200 times: each value's share of
         // the samples is near 1/1000, the first tenth of the stream as likely as the last.
         let mut early = 0;
         for round in 0..200u64 {

@@ -1,8 +1,8 @@
 //! User-experience deadlines ("Revisiting Service Level Objectives and System Level Metrics in
 //! Large Language Model Serving"): per-token deadlines, user idle latency, smooth goodput.
 //!
-//! A scheme gives the k-th answer token (k = 1..N) a deadline d_k, in ms after the request was
-//! sent. The user's idle latency is the longest the user was left waiting past a deadline,
+//! A scheme gives the k-th answer token (k = 1..N) a deadline d_k, in ms after the request's
+//! commitment ([`committed_at`]: its planned time in open loop, else when it was sent). The user's idle latency is the longest the user was left waiting past a deadline,
 //! l = max(0, max_k(t_k − d_k)). A request's benefit is the tokens it delivered minus
 //! α·f(l); smooth goodput is the sum of benefits over the time T of serving the committed
 //! requests, divided by T (the paper's equations 6 to 8).
@@ -197,7 +197,7 @@ pub fn token_times_ms(r: &RequestRecord) -> Vec<f64> {
     out
 }
 
-/// Deadline outcome from token times (ms after send). `cut_off_ms`: for a request that did not
+/// Deadline outcome from token times (ms after the commitment, [`committed_at`]). `cut_off_ms`: for a request that did not
 /// complete, when its next token is charged as arriving.
 pub fn evaluate_times(
     times: &[f64],
