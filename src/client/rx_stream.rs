@@ -9,14 +9,19 @@
 //! `Instant` the run clock understands. TLS runs on top of it, so a TLS record takes the
 //! stamp of the read that completed it.
 //!
-//! The kernel stamps with the realtime clock. Rather than compare it with the run's anchor
-//! (which NTP could slew during a long run), each read measures how long ago the bytes
-//! arrived (realtime now − stamp, two readings microseconds apart) and subtracts that from
-//! the monotonic time of the same moment.
+//! The kernel stamps with the realtime clock. On Linux the realtime and monotonic clocks run
+//! at the same NTP-disciplined rate, so their difference changes only when the realtime clock
+//! is stepped. Each reading thread measures that difference (a realtime reading bracketed by
+//! two monotonic ones) and re-measures it every [`OFFSET_REFRESH`]; a read's stamp is moved
+//! onto the monotonic clock with it. Measuring it at every read cost three clock readings per
+//! read, a tenth of the client's own CPU at 256 streams; a step in the realtime clock can now
+//! misdate reads for at most one refresh period, and a stamp that lands after the read's
+//! return or more than 10 s before it is not trusted.
 //!
 //! Elsewhere (no `SO_TIMESTAMPNS`, or `--arrival-clock read`) it falls back to the time the
 //! read returned, and the run says which clock it used.
 
+use std::cell::Cell;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::pin::Pin;
@@ -32,8 +37,9 @@ pub struct RxStream {
     kernel: bool,
     /// Control-message space for one timestamp, reused across reads.
     cmsg: Vec<u8>,
-    /// When the bytes of the latest read reached the socket (kernel stamp), if known.
-    last_arrival: Option<Instant>,
+    /// When the bytes of the latest read reached the socket, as the kernel stamped it
+    /// (realtime since the epoch), if known.
+    last_stamp: Option<Duration>,
 }
 
 impl RxStream {
@@ -46,16 +52,18 @@ impl RxStream {
                 inner,
                 kernel,
                 cmsg: nix::cmsg_space!(nix::sys::time::TimeSpec),
-                last_arrival: None,
+                last_stamp: None,
             },
             kernel,
         )
     }
 
-    /// When the bytes of the latest read arrived, by the kernel's stamp; `None` when the
-    /// read carried no stamp (stamping off or unsupported).
-    pub fn last_arrival(&self) -> Option<Instant> {
-        self.last_arrival
+    /// When the bytes of the latest read arrived, by the kernel's stamp, on the monotonic
+    /// clock; `None` when the read carried no stamp (stamping off or unsupported) or the
+    /// stamp is not to be trusted. `read_returned` is the monotonic time the read returned,
+    /// taken by the caller (one clock reading per read).
+    pub fn last_arrival(&self, read_returned: Instant) -> Option<Instant> {
+        arrival_instant(self.last_stamp?, read_returned)
     }
 
     /// The TCP stream.
@@ -78,14 +86,22 @@ fn enable_timestamps(tcp: &TcpStream) -> bool {
     }
 }
 
-/// The monotonic instant of a realtime kernel stamp: now − (realtime now − stamp). A stamp
-/// from the future or more than 10 s old (a clock step) is not trusted.
-///
-/// The realtime reading is bracketed by two monotonic ones and paired with their midpoint:
-/// a thread preempted between two unbracketed readings (a loaded machine) would date the
-/// arrival too early by the preemption. The tightest of a few brackets is kept, so the
-/// pairing error is at most half of it (normally well under a microsecond).
-fn arrival_instant(stamp_since_epoch: Duration) -> Option<Instant> {
+/// How often each reading thread re-measures realtime − monotonic: the longest a step of the
+/// realtime clock can misdate reads.
+pub const OFFSET_REFRESH: Duration = Duration::from_millis(100);
+
+thread_local! {
+    /// This thread's latest measurement: (monotonic instant, realtime since the epoch at
+    /// that instant).
+    static CLOCK_PAIR: Cell<Option<(Instant, Duration)>> = const { Cell::new(None) };
+}
+
+/// A monotonic instant paired with the realtime reading of the same moment. The realtime
+/// reading is bracketed by two monotonic ones and paired with their midpoint: a thread
+/// preempted between two unbracketed readings (a loaded machine) would date every arrival
+/// too early by the preemption. The tightest of a few brackets is kept, so the pairing error
+/// is at most half of it (normally well under a microsecond).
+fn measure_clock_pair() -> Option<(Instant, Duration)> {
     let mut best: Option<(Duration, Instant, Duration)> = None;
     for _ in 0..4 {
         let before = Instant::now();
@@ -99,12 +115,44 @@ fn arrival_instant(stamp_since_epoch: Duration) -> Option<Instant> {
             break;
         }
     }
-    let (_, mono_now, real_now) = best?;
-    let age = real_now.checked_sub(stamp_since_epoch)?;
-    if age > Duration::from_secs(10) {
+    best.map(|(_, mono, real)| (mono, real))
+}
+
+/// This thread's clock pair, re-measured when older than [`OFFSET_REFRESH`] at `now`.
+fn clock_pair(now: Instant) -> Option<(Instant, Duration)> {
+    CLOCK_PAIR.with(|cell| match cell.get() {
+        Some((mono, real)) if now.saturating_duration_since(mono) < OFFSET_REFRESH => {
+            Some((mono, real))
+        }
+        _ => {
+            let pair = measure_clock_pair();
+            cell.set(pair);
+            pair
+        }
+    })
+}
+
+/// The monotonic instant of a realtime kernel stamp, from the thread's clock pair:
+/// mono_ref + (stamp − real_ref). A stamp after the read's return (beyond the pairing's
+/// half-microsecond error) or more than 10 s before it (a clock step) is not trusted.
+fn arrival_instant(stamp_since_epoch: Duration, read_returned: Instant) -> Option<Instant> {
+    let (mono_ref, real_ref) = clock_pair(read_returned)?;
+    let arrived = if stamp_since_epoch >= real_ref {
+        mono_ref.checked_add(stamp_since_epoch - real_ref)?
+    } else {
+        mono_ref.checked_sub(real_ref - stamp_since_epoch)?
+    };
+    // The pairing is good to about a microsecond: an arrival dated just after the return is
+    // that error, and is clamped to the return.
+    let slack = Duration::from_micros(2);
+    if arrived > read_returned + slack {
         return None;
     }
-    mono_now.checked_sub(age)
+    let arrived = arrived.min(read_returned);
+    if read_returned - arrived > Duration::from_secs(10) {
+        return None;
+    }
+    Some(arrived)
 }
 
 impl AsyncRead for RxStream {
@@ -116,7 +164,7 @@ impl AsyncRead for RxStream {
         let this = self.get_mut();
         if !this.kernel {
             let r = Pin::new(&mut this.inner).poll_read(cx, buf);
-            this.last_arrival = None;
+            this.last_stamp = None;
             return r;
         }
         loop {
@@ -126,7 +174,7 @@ impl AsyncRead for RxStream {
             let inner = &this.inner;
             let result = {
                 let cmsg = &mut this.cmsg;
-                let last = &mut this.last_arrival;
+                let last = &mut this.last_stamp;
                 inner.try_io(Interest::READABLE, || {
                     let mut me = Recv {
                         fd: inner.as_raw_fd(),
@@ -153,7 +201,7 @@ impl AsyncRead for RxStream {
 struct Recv<'a> {
     fd: std::os::fd::RawFd,
     cmsg: &'a mut Vec<u8>,
-    last: &'a mut Option<Instant>,
+    last: &'a mut Option<Duration>,
 }
 
 impl Recv<'_> {
@@ -171,7 +219,7 @@ impl Recv<'_> {
                 }
             }
         }
-        *self.last = stamp.and_then(arrival_instant);
+        *self.last = stamp;
         Ok(n)
     }
 }
@@ -221,7 +269,7 @@ mod tests {
         loop {
             server_side.write_all(b"p").await.unwrap();
             assert_eq!(rx.read(&mut buf).await.unwrap(), 1);
-            if rx.last_arrival().is_some() {
+            if rx.last_arrival(Instant::now()).is_some() {
                 break;
             }
             assert!(
@@ -239,7 +287,7 @@ mod tests {
         let n = rx.read(&mut buf).await.unwrap();
         let read_returned = Instant::now();
         assert_eq!(&buf[..n], b"hello");
-        let arrived = rx.last_arrival().expect("a kernel stamp");
+        let arrived = rx.last_arrival(read_returned).expect("a kernel stamp");
         assert!(
             read_returned.duration_since(arrived) >= Duration::from_millis(25),
             "arrival {:?} before the read returned",

@@ -46,10 +46,10 @@ pub enum Stream {
 
 impl Stream {
     /// When the bytes of the latest read reached the socket, by the kernel's stamp.
-    fn last_arrival(&self) -> Option<std::time::Instant> {
+    fn last_arrival(&self, read_returned: std::time::Instant) -> Option<std::time::Instant> {
         match self {
-            Stream::Plain(s) => s.last_arrival(),
-            Stream::Tls(s) => s.get_ref().0.last_arrival(),
+            Stream::Plain(s) => s.last_arrival(read_returned),
+            Stream::Tls(s) => s.get_ref().0.last_arrival(read_returned),
         }
     }
 
@@ -282,7 +282,7 @@ impl Conn {
         let n = self.stream.read(&mut self.buf[self.end..]).await?;
         let returned = std::time::Instant::now();
         self.stamps.total.fetch_add(1, Ordering::Relaxed);
-        self.last_read = match self.stream.last_arrival() {
+        self.last_read = match self.stream.last_arrival(returned) {
             Some(arrived) if arrived <= returned => {
                 self.stamps.kernel.fetch_add(1, Ordering::Relaxed);
                 self.stamps
