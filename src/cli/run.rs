@@ -43,47 +43,7 @@ pub fn ready(args: &RunArgs) -> Result<std::result::Result<Ready, u8>> {
         .clone()
         .unwrap_or_else(|| "http://127.0.0.1:1/v1".into());
     let mut resolved = resolve(args, &placeholder, args.target.url.is_none())?;
-    let sim = match &args.target.url {
-        Some(_) => None,
-        None => {
-            let mut cfg = super::args::sim_config(
-                &args.sim.sim_preset,
-                args.sim.sim_config.as_deref(),
-                args.sim.sim_ttft_ms,
-                args.sim.sim_itl_ms,
-            )?;
-            cfg.seed = args.workload.seed;
-            let what = match &cfg.fixed {
-                Some(f) => format!("fixed timing: TTFT {} ms, ITL {} ms", f.ttft_ms, f.itl_ms),
-                None => format!(
-                    "engine model, preset {}",
-                    args.sim
-                        .sim_config
-                        .as_ref()
-                        .map(|p| p.display().to_string())
-                        .unwrap_or_else(|| args.sim.sim_preset.clone())
-                ),
-            };
-            let server = SimServer::spawn(cfg, 0).context("starting the built-in simulator")?;
-            // Nothing here reads the simulator's truth: keeping it would grow with the run.
-            server.truth().keep_at_most(0);
-            let url = match resolved.config.target.endpoint {
-                crate::config::Endpoint::Grpc => server.grpc_url(),
-                _ => server.base_url(),
-            };
-            eprintln!(
-                "No --url given: using the built-in simulator at {url} ({what}). Pass --url to test a real server.",
-            );
-            resolved.config.target.url = BaseUrl::parse(&url)?;
-            let tc = &mut resolved.config.telemetry;
-            if tc.metrics_url.is_some() && !tc.metrics_url_given {
-                // The simulator's HTTP port serves /metrics (also when gRPC is driven).
-                let http = BaseUrl::parse(&server.base_url())?;
-                tc.metrics_url = Some(format!("{}/metrics", http.root()));
-            }
-            Some(server)
-        }
-    };
+    let sim = start_sim(args, &mut resolved)?;
     // Readiness and discovery, on a small runtime of its own.
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -100,48 +60,16 @@ pub fn ready(args: &RunArgs) -> Result<std::result::Result<Ready, u8>> {
         }
     };
     let mut warnings = Vec::new();
-    let target = &mut resolved.config.target;
-    if target.model.is_empty() {
-        target.model = server
-            .models
-            .first()
-            .cloned()
-            .unwrap_or_else(|| "default".into());
-    } else if !args.target.no_model_check
-        // The native routes name no model: the engine serves the one it loaded.
-        && !target.endpoint.is_native()
-        && !server.models.is_empty()
-        && !server.models.contains(&target.model)
-    {
-        eprintln!(
-            "error: the server does not list model `{}`; it serves: {}\n(pass one of those to --model, or --no-model-check for servers that ignore the field)",
-            target.model,
-            server.models.join(", ")
-        );
+    if !model_served(args, &mut resolved.config.target, &server) {
         remove_if_empty(&resolved.config.out_dir);
         return Ok(Err(exit::USAGE));
     }
-    match &mut resolved.config.prefill {
-        PrefillSetup::Profile(plan) => plan.max_prompt_tokens = server.context_tokens,
-        PrefillSetup::Curve(c) => {
-            let found = c.mismatches(
-                &target.url.to_string(),
-                &target.model,
-                server.engine.as_deref(),
-                server.version.as_deref(),
-            );
-            if !found.is_empty() {
-                eprintln!(
-                    "WARNING: the --prefill-curve was profiled elsewhere: {}. Fluidity deadlines would be another system's; profile this one (omit --prefill-curve) for figures you can compare.",
-                    found.join("; ")
-                );
-                warnings.push(crate::metrics::warnings::Warning::PrefillCurveElsewhere {
-                    differences: found.join("; "),
-                });
-            }
-        }
-        PrefillSetup::Off => {}
-    }
+    check_prefill(
+        &mut resolved.config.prefill,
+        &resolved.config.target,
+        &server,
+        &mut warnings,
+    );
     // One real request before any load: a server that does not speak the API as configured
     // (an HTML page, a refused key, a missing route, no streaming) ends the run now. Its
     // speed sizes the warm-up and the planned lengths printed before each phase.
@@ -162,6 +90,106 @@ pub fn ready(args: &RunArgs) -> Result<std::result::Result<Ready, u8>> {
         tokenizer,
         warnings,
     }))
+}
+
+/// The built-in simulator when no `--url` was given, started, with the configuration
+/// pointed at it (and at its `/metrics` unless `--metrics-url` was given).
+fn start_sim(args: &RunArgs, resolved: &mut Resolved) -> Result<Option<SimServer>> {
+    if args.target.url.is_some() {
+        return Ok(None);
+    }
+    let mut cfg = super::args::sim_config(
+        &args.sim.sim_preset,
+        args.sim.sim_config.as_deref(),
+        args.sim.sim_ttft_ms,
+        args.sim.sim_itl_ms,
+    )?;
+    cfg.seed = args.workload.seed;
+    let what = match &cfg.fixed {
+        Some(f) => format!("fixed timing: TTFT {} ms, ITL {} ms", f.ttft_ms, f.itl_ms),
+        None => format!(
+            "engine model, preset {}",
+            args.sim
+                .sim_config
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| args.sim.sim_preset.clone())
+        ),
+    };
+    let server = SimServer::spawn(cfg, 0).context("starting the built-in simulator")?;
+    // Nothing here reads the simulator's truth: keeping it would grow with the run.
+    server.truth().keep_at_most(0);
+    let url = match resolved.config.target.endpoint {
+        crate::config::Endpoint::Grpc => server.grpc_url(),
+        _ => server.base_url(),
+    };
+    eprintln!(
+        "No --url given: using the built-in simulator at {url} ({what}). Pass --url to test a real server.",
+    );
+    resolved.config.target.url = BaseUrl::parse(&url)?;
+    let tc = &mut resolved.config.telemetry;
+    if tc.metrics_url.is_some() && !tc.metrics_url_given {
+        // The simulator's HTTP port serves /metrics (also when gRPC is driven).
+        let http = BaseUrl::parse(&server.base_url())?;
+        tc.metrics_url = Some(format!("{}/metrics", http.root()));
+    }
+    Ok(Some(server))
+}
+
+/// The model: the server's first when none was given; else whether the server lists it
+/// (`false`: it does not, and the message is printed).
+fn model_served(args: &RunArgs, target: &mut crate::config::Target, server: &ServerInfo) -> bool {
+    if target.model.is_empty() {
+        target.model = server
+            .models
+            .first()
+            .cloned()
+            .unwrap_or_else(|| "default".into());
+    } else if !args.target.no_model_check
+        // The native routes name no model: the engine serves the one it loaded.
+        && !target.endpoint.is_native()
+        && !server.models.is_empty()
+        && !server.models.contains(&target.model)
+    {
+        eprintln!(
+            "error: the server does not list model `{}`; it serves: {}\n(pass one of those to --model, or --no-model-check for servers that ignore the field)",
+            target.model,
+            server.models.join(", ")
+        );
+        return false;
+    }
+    true
+}
+
+/// The prefill setup against the server: the profile capped at its context, a curve
+/// profiled on another system warned about.
+fn check_prefill(
+    prefill: &mut PrefillSetup,
+    target: &crate::config::Target,
+    server: &ServerInfo,
+    warnings: &mut Vec<crate::metrics::warnings::Warning>,
+) {
+    match prefill {
+        PrefillSetup::Profile(plan) => plan.max_prompt_tokens = server.context_tokens,
+        PrefillSetup::Curve(c) => {
+            let found = c.mismatches(
+                &target.url.to_string(),
+                &target.model,
+                server.engine.as_deref(),
+                server.version.as_deref(),
+            );
+            if !found.is_empty() {
+                eprintln!(
+                    "WARNING: the --prefill-curve was profiled elsewhere: {}. Fluidity deadlines would be another system's; profile this one (omit --prefill-curve) for figures you can compare.",
+                    found.join("; ")
+                );
+                warnings.push(crate::metrics::warnings::Warning::PrefillCurveElsewhere {
+                    differences: found.join("; "),
+                });
+            }
+        }
+        PrefillSetup::Off => {}
+    }
 }
 
 /// Sends the one test request of `runner::preflight` and measures the server's speed with

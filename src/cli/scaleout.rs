@@ -4,10 +4,12 @@
 //! `pipeline::assemble`) so a shard is an ordinary run and a merged folder an ordinary run
 //! folder.
 
-use super::args::{Cli, ClockSyncArg, Command, K8sArgs, MergeArgs, PlanArgs, RunCommand};
+use super::args::{Cli, ClockSyncArg, Command, K8sArgs, MergeArgs, PlanArgs, RunArgs, RunCommand};
 use super::exit;
 use super::run::{self, Ready};
 use crate::clock::{iso8601_ms, RunClock};
+use crate::config::RunConfig;
+use crate::metrics::experience::FluidityParams;
 use crate::metrics::generator::GeneratorFacts;
 use crate::metrics::warnings::Warning;
 use crate::pipeline::assemble::{assemble, Inputs};
@@ -15,11 +17,12 @@ use crate::pipeline::execute::{execute, Execute};
 use crate::pipeline::host::host_info;
 use crate::pipeline::pages::{as_written, write_files};
 use crate::pipeline::resolve::{redacted_command_line, resolve};
+use crate::record::run::WarmupReport;
 use crate::record::wire::WireRecord;
-use crate::report::{terminal, RunStart, ToolInfo};
+use crate::report::{terminal, RunReport, RunStart, ToolInfo};
 use crate::scaleout::clock::{probe_date, ClockOffset};
 use crate::scaleout::k8s::{manifests, to_yaml, K8sOptions, Storage};
-use crate::scaleout::merge::{ShardRecord, SHARD_KIND, SHARD_SCHEMA_VERSION};
+use crate::scaleout::merge::{Merged, ShardRecord, SHARD_KIND, SHARD_SCHEMA_VERSION};
 use crate::scaleout::plan::{
     check_shardable, run_options, workload_hash, Plan, PlanError, PLAN_KIND, PLAN_SCHEMA_VERSION,
     SHARD_FLAGS,
@@ -143,57 +146,14 @@ pub fn run_planned(cmd: RunCommand) -> Result<u8> {
         scaleout,
     } = cmd;
     let path = scaleout.plan.clone().expect("called with --plan");
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("reading the plan {}", path.display()))?;
-    let plan = Plan::from_json(&text).with_context(|| format!("{}", path.display()))?;
+    let plan = read_plan(&path)?;
     let shard = Shard::resolve(scaleout.shard.as_deref(), plan.shards, |k| {
         std::env::var(k).ok()
     })?;
     let raw: Vec<String> = std::env::args().skip(2).collect();
-    for name in raw.iter().filter_map(|a| flag_name(a)) {
-        if !SHARD_FLAGS.contains(&name) {
-            bail!(
-                "with --plan the load comes from the plan, so `{name}` cannot be given here (make a new plan with it instead); a shard may add only {}",
-                SHARD_FLAGS.join(", ")
-            );
-        }
-    }
-    // The plan's run options, parsed exactly as `servebench run` parses them.
-    let mut argv = vec!["servebench".to_string(), "run".into()];
-    argv.extend(plan.run_args.iter().cloned());
-    let cli = Cli::try_parse_from(argv).with_context(|| {
-        format!(
-            "the plan's run options do not parse with this servebench ({}): make the plan again",
-            env!("CARGO_PKG_VERSION")
-        )
-    })?;
-    let Command::Run(planned) = cli.command else {
-        bail!("the plan's run options are not a run");
-    };
-    let mut args = planned.run;
-    let given = |flag: &str| raw.iter().any(|a| flag_name(a) == Some(flag));
-    args.output.out = mine.output.out;
-    args.output.force = mine.output.force;
-    args.output.detail |= mine.output.detail;
-    args.output.quiet |= mine.output.quiet;
-    args.output.client_threads = mine.output.client_threads.or(args.output.client_threads);
-    args.target.headers.extend(mine.target.headers);
-    if given("--api-key-env") {
-        args.target.api_key_env = mine.target.api_key_env;
-    }
-    if given("--ready-timeout") {
-        args.target.ready_timeout = mine.target.ready_timeout;
-    }
-    args.target.api_key_file = mine.target.api_key_file.or(args.target.api_key_file);
-    args.target.ca_cert = mine.target.ca_cert.or(args.target.ca_cert);
-    args.target.client_cert = mine.target.client_cert.or(args.target.client_cert);
-    args.target.client_key = mine.target.client_key.or(args.target.client_key);
-    if shard.index != 0 {
-        // Only shard 0 scrapes the server and GPUs: N scrapers would load the server and
-        // report the same counters N times.
-        args.telemetry.no_server_metrics = true;
-        args.telemetry.no_gpu_metrics = true;
-    }
+    check_shard_flags(&raw)?;
+    let mut args = planned_run_args(&plan)?;
+    add_shard_options(&mut args, mine, &raw, shard);
     let detail = args.output.detail;
     let Ready {
         sim,
@@ -205,39 +165,12 @@ pub fn run_planned(cmd: RunCommand) -> Result<u8> {
         Ok(r) => r,
         Err(code) => return Ok(code),
     };
-    let bytes = dataset_bytes(args.workload.dataset.as_deref())?;
-    let hash = workload_hash(&resolved.config, bytes.as_deref());
-    if hash != plan.workload_hash {
-        bail!(
-            "this shard's workload differs from the plan's (hash {hash}, plan {}): the dataset or scenario file on this machine is not the one planned with",
-            plan.workload_hash
-        );
-    }
-    let clock = match (scaleout.clock_offset_ms, scaleout.clock_sync) {
-        (Some(ms), _) => {
-            if !ms.is_finite() {
-                bail!("--clock-offset-ms must be a number of milliseconds");
-            }
-            ClockOffset::given(ms)
-        }
-        (None, ClockSyncArg::None) => ClockOffset::none("--clock-sync none"),
-        (None, ClockSyncArg::Date) => {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()?;
-            match rt.block_on(probe_date(
-                &resolved.config.target,
-                Duration::from_millis(1500),
-                10.0,
-            )) {
-                Ok(c) => c,
-                Err(e) => {
-                    eprintln!("note: clock offset not measured ({e}); this machine's clock is taken as right: keep the generators' clocks in sync (NTP), or pass --clock-offset-ms");
-                    ClockOffset::none(&e)
-                }
-            }
-        }
-    };
+    check_planned_workload(&args, &resolved.config, &plan)?;
+    let clock = shard_clock(
+        scaleout.clock_offset_ms,
+        scaleout.clock_sync,
+        &resolved.config.target,
+    )?;
     if !args.output.quiet {
         eprintln!(
             "Shard {shard} of plan {}: clock offset {:+.1} ms ± {:.1} ({}), {:+.1} ms applied",
@@ -248,19 +181,7 @@ pub fn run_planned(cmd: RunCommand) -> Result<u8> {
             clock.applied_ms
         );
     }
-    let share = match plan.limits.requests {
-        Some(r) => format!("{} of {r} requests", shard.share_of_count(r)),
-        None => "its share of the requests".into(),
-    };
-    warnings.push(Warning::Recorded {
-        kind: "scale_out".into(),
-        message: format!(
-            "shard {shard} of plan {}: sent the ordinals k mod {} = {} ({share}); the load shown is the whole plan's, merge the shards for its figures",
-            plan.id(),
-            shard.count,
-            shard.index
-        ),
-    });
+    warnings.push(shard_warning(&plan, shard));
     let late_us = Arc::new(AtomicU64::new(0));
     resolved.config.shard = Some(ShardRun {
         shard,
@@ -281,7 +202,146 @@ pub fn run_planned(cmd: RunCommand) -> Result<u8> {
         Ok(r) => r,
         Err(code) => return Ok(code),
     };
-    let record = ShardRecord {
+    let late_ms = late_us.load(Ordering::Acquire) as f64 / 1000.0;
+    write_shard_record(&out_dir, &shard_record(&plan, shard, clock, late_ms))?;
+    print_report(&report, detail);
+    println!(
+        "\nShard {shard} folder: {} (merge all {} with `servebench merge`)",
+        out_dir.display(),
+        shard.count
+    );
+    drop(sim);
+    Ok(report.verdict.exit_status)
+}
+
+/// The plan file at `path`, read and parsed.
+fn read_plan(path: &Path) -> Result<Plan> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading the plan {}", path.display()))?;
+    Plan::from_json(&text).with_context(|| format!("{}", path.display()))
+}
+
+/// With `--plan` the load comes from the plan: only the shard's own flags may be given.
+fn check_shard_flags(raw: &[String]) -> Result<()> {
+    for name in raw.iter().filter_map(|a| flag_name(a)) {
+        if !SHARD_FLAGS.contains(&name) {
+            bail!(
+                "with --plan the load comes from the plan, so `{name}` cannot be given here (make a new plan with it instead); a shard may add only {}",
+                SHARD_FLAGS.join(", ")
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The plan's run options, parsed exactly as `servebench run` parses them.
+fn planned_run_args(plan: &Plan) -> Result<RunArgs> {
+    let mut argv = vec!["servebench".to_string(), "run".into()];
+    argv.extend(plan.run_args.iter().cloned());
+    let cli = Cli::try_parse_from(argv).with_context(|| {
+        format!(
+            "the plan's run options do not parse with this servebench ({}): make the plan again",
+            env!("CARGO_PKG_VERSION")
+        )
+    })?;
+    let Command::Run(planned) = cli.command else {
+        bail!("the plan's run options are not a run");
+    };
+    Ok(planned.run)
+}
+
+/// Adds what the shard's command line may add to the plan's options (`mine`: this
+/// command line's options; `raw`: its tokens): output, credentials, certificates, and
+/// server and GPU scraping on shard 0 only.
+fn add_shard_options(args: &mut RunArgs, mine: RunArgs, raw: &[String], shard: Shard) {
+    let given = |flag: &str| raw.iter().any(|a| flag_name(a) == Some(flag));
+    args.output.out = mine.output.out;
+    args.output.force = mine.output.force;
+    args.output.detail |= mine.output.detail;
+    args.output.quiet |= mine.output.quiet;
+    args.output.client_threads = mine.output.client_threads.or(args.output.client_threads);
+    args.target.headers.extend(mine.target.headers);
+    if given("--api-key-env") {
+        args.target.api_key_env = mine.target.api_key_env;
+    }
+    if given("--ready-timeout") {
+        args.target.ready_timeout = mine.target.ready_timeout;
+    }
+    args.target.api_key_file = mine.target.api_key_file.or(args.target.api_key_file.take());
+    args.target.ca_cert = mine.target.ca_cert.or(args.target.ca_cert.take());
+    args.target.client_cert = mine.target.client_cert.or(args.target.client_cert.take());
+    args.target.client_key = mine.target.client_key.or(args.target.client_key.take());
+    if shard.index != 0 {
+        // Only shard 0 scrapes the server and GPUs: N scrapers would load the server and
+        // report the same counters N times.
+        args.telemetry.no_server_metrics = true;
+        args.telemetry.no_gpu_metrics = true;
+    }
+}
+
+/// The shard's workload (its dataset or scenario file included) is the one planned.
+fn check_planned_workload(args: &RunArgs, config: &RunConfig, plan: &Plan) -> Result<()> {
+    let bytes = dataset_bytes(args.workload.dataset.as_deref())?;
+    let hash = workload_hash(config, bytes.as_deref());
+    if hash != plan.workload_hash {
+        bail!(
+            "this shard's workload differs from the plan's (hash {hash}, plan {}): the dataset or scenario file on this machine is not the one planned with",
+            plan.workload_hash
+        );
+    }
+    Ok(())
+}
+
+/// This machine's clock offset: `--clock-offset-ms`, else measured as `--clock-sync` says
+/// (a failed measurement is noted and taken as no offset).
+fn shard_clock(
+    offset_ms: Option<f64>,
+    sync: ClockSyncArg,
+    target: &crate::config::Target,
+) -> Result<ClockOffset> {
+    Ok(match (offset_ms, sync) {
+        (Some(ms), _) => {
+            if !ms.is_finite() {
+                bail!("--clock-offset-ms must be a number of milliseconds");
+            }
+            ClockOffset::given(ms)
+        }
+        (None, ClockSyncArg::None) => ClockOffset::none("--clock-sync none"),
+        (None, ClockSyncArg::Date) => {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            match rt.block_on(probe_date(target, Duration::from_millis(1500), 10.0)) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("note: clock offset not measured ({e}); this machine's clock is taken as right: keep the generators' clocks in sync (NTP), or pass --clock-offset-ms");
+                    ClockOffset::none(&e)
+                }
+            }
+        }
+    })
+}
+
+/// The run's note that it is one shard of a plan.
+fn shard_warning(plan: &Plan, shard: Shard) -> Warning {
+    let share = match plan.limits.requests {
+        Some(r) => format!("{} of {r} requests", shard.share_of_count(r)),
+        None => "its share of the requests".into(),
+    };
+    Warning::Recorded {
+        kind: "scale_out".into(),
+        message: format!(
+            "shard {shard} of plan {}: sent the ordinals k mod {} = {} ({share}); the load shown is the whole plan's, merge the shards for its figures",
+            plan.id(),
+            shard.count,
+            shard.index
+        ),
+    }
+}
+
+/// What `shard.json` says of the shard's run.
+fn shard_record(plan: &Plan, shard: Shard, clock: ClockOffset, late_ms: f64) -> ShardRecord {
+    ShardRecord {
         kind: SHARD_KIND.into(),
         schema_version: SHARD_SCHEMA_VERSION,
         plan_id: plan.id(),
@@ -290,28 +350,29 @@ pub fn run_planned(cmd: RunCommand) -> Result<u8> {
         host: host_info(),
         clock,
         planned_start_unix_us: plan.start_unix_ms * 1000,
-        late_ms: late_us.load(Ordering::Acquire) as f64 / 1000.0,
+        late_ms,
         server_metrics: shard.index == 0,
-    };
-    // Written last and by rename: its presence means the shard is done (the Kubernetes merge
-    // Job waits for it; `run.json` exists from the start, saying `running`).
-    let folder = RunFolder::new(&out_dir);
+    }
+}
+
+/// Writes `shard.json`, last and by rename: its presence means the shard is done (the
+/// Kubernetes merge Job waits for it; `run.json` exists from the start, saying `running`).
+fn write_shard_record(out_dir: &Path, record: &ShardRecord) -> Result<()> {
+    let folder = RunFolder::new(out_dir);
     let (tmp, path) = (folder.shard_json_tmp(), folder.shard_json());
-    std::fs::write(&tmp, serde_json::to_vec_pretty(&record)?)
+    std::fs::write(&tmp, serde_json::to_vec_pretty(record)?)
         .with_context(|| format!("writing {}", tmp.display()))?;
     std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+/// The report on the terminal, in detail with `--detail`.
+fn print_report(report: &RunReport, detail: bool) {
     if detail {
-        print!("{}", terminal::render_detail(&report));
+        print!("{}", terminal::render_detail(report));
     } else {
-        print!("{}", terminal::render(&report));
+        print!("{}", terminal::render(report));
     }
-    println!(
-        "\nShard {shard} folder: {} (merge all {} with `servebench merge`)",
-        out_dir.display(),
-        shard.count
-    );
-    drop(sim);
-    Ok(report.verdict.exit_status)
 }
 
 /// `servebench merge`: one run folder from a plan's shard folders.
@@ -327,103 +388,19 @@ pub fn merge(args: MergeArgs) -> Result<u8> {
     config.command_line = redacted_command_line();
     // Records, in ordinal order, on the reference timeline.
     let clock = RunClock::with_anchor(std::time::Instant::now(), merged.base_unix_us * 1000);
-    let mut jsonl = Vec::new();
-    for r in &merged.records {
-        serde_json::to_writer(&mut jsonl, &WireRecord::from_record(r, &clock))?;
-        jsonl.push(b'\n');
-    }
     let folder = RunFolder::new(&out);
-    let jsonl_path = folder.requests_jsonl();
-    std::fs::write(&jsonl_path, jsonl)
-        .with_context(|| format!("writing {}", jsonl_path.display()))?;
-    // The generators, together.
-    let mut facts = GeneratorFacts {
-        kernel_timestamps: true,
-        ..Default::default()
-    };
-    let mut finished_us = merged.base_unix_us;
-    let mut interrupted = false;
-    for s in &merged.shards {
-        let g = &s.report.generator;
-        facts.cpu_seconds += g.cpu_seconds;
-        let wall = if g.cpu_cores_used > 0.0 {
-            g.cpu_seconds / g.cpu_cores_used
-        } else {
-            0.0
-        };
-        facts.wall_seconds = facts.wall_seconds.max(wall);
-        facts.cores_available += g.cpu_cores_available;
-        facts.connections_opened += g.connections_opened;
-        facts.connections_opened_measured += g.connections.opened;
-        facts.kernel_timestamps &= g.arrival_clock == "kernel_rx";
-        let off = s.info.clock.applied_us();
-        finished_us = finished_us.max((s.report.finished_at_us as i64 - off).max(0) as u64);
-        interrupted |= s.report.interrupted;
-    }
+    write_merged_requests(&folder, &merged, &clock)?;
+    let (facts, finished_us, interrupted) = merged_generator(&merged);
     let end = merged
         .records
         .iter()
         .map(|r| r.finished_at)
         .max()
         .unwrap_or_default();
-    let mut fluidity = config.fluidity.clone();
-    fluidity.curve = first.prefill_curve.as_ref().map(|c| c.curve);
-    fluidity.curve_source = match &first.prefill_curve {
-        Some(c) => format!(
-            "given to the shards: profiled on {} at {}",
-            c.target, c.created_at
-        ),
-        None => "off (sharded runs cannot profile prefill in isolation)".into(),
-    };
-    // Warm-up: every shard warmed its own connections; the counts add up, and the warm-up
-    // was compliant only if every shard's was.
-    let mut warmup = first.warmup.clone();
-    warmup.policy = format!(
-        "each of {} shards, at its share of the load: {}",
-        merged.shards.len(),
-        warmup.policy
-    );
-    for s in &merged.shards[1..] {
-        let w = &s.report.warmup;
-        warmup.requests += w.requests;
-        warmup.output_tokens += w.output_tokens;
-        warmup.stabilized &= w.stabilized;
-        warmup.capped |= w.capped;
-        warmup.compliant &= w.compliant;
-    }
-    let mut extra: Vec<Warning> = merged
-        .notes
-        .iter()
-        .map(|n| Warning::Recorded {
-            kind: "scale_out".into(),
-            message: n.clone(),
-        })
-        .collect();
-    extra.insert(
-        0,
-        Warning::Recorded {
-            kind: "scale_out".into(),
-            message: format!(
-                "merged from {} shards ({} measured records); server and GPU metrics are shard 0's",
-                merged.shards.len(),
-                merged.records.len()
-            ),
-        },
-    );
-    let start = RunStart {
-        schema_version: crate::report::SCHEMA_VERSION,
-        status: "running".into(),
-        tool: ToolInfo::default(),
-        started_at: iso8601_ms(merged.base_unix_us),
-        started_at_us: merged.base_unix_us,
-        command_line: config.command_line.clone(),
-        host: first.host.clone(),
-        system: first.system.clone(),
-        server: first.server.clone(),
-        tokenizer: first.tokenizer.clone(),
-        baseline: Default::default(),
-        config,
-    };
+    let fluidity = merged_fluidity(&config.fluidity, first);
+    let warmup = merged_warmup(&merged);
+    let extra = merge_warnings(&merged);
+    let start = merged_start(&merged, config);
     let telemetry = crate::telemetry::TelemetryData {
         server_source: "shard 0's (see its run folder)".into(),
         gpu_source: "shard 0's (see its run folder)".into(),
@@ -448,23 +425,7 @@ pub fn merge(args: MergeArgs) -> Result<u8> {
         recovered: false,
         extra_warnings: extra,
     })?;
-    // Server and GPU metrics over the measurement: shard 0 scraped them for the whole load.
-    report.telemetry = first.telemetry.clone();
-    // Its per-second server and GPU columns, on the merged timeline: shard 0's second 0 is
-    // its start on the reference clock (to the nearest second).
-    let shard0 = &merged.shards[0];
-    let shift_us = shard0.report.started_at_us as i64
-        - shard0.info.clock.applied_us()
-        - merged.base_unix_us as i64;
-    crate::telemetry::timeline::splice_server_and_gpu(
-        &mut report.timeseries,
-        &first.timeseries,
-        (shift_us as f64 / 1e6).round() as i64,
-    );
-    let csv = folder.timeseries_csv();
-    std::fs::write(&csv, crate::telemetry::timeline::to_csv(&report.timeseries))
-        .with_context(|| format!("writing {}", csv.display()))?;
-    write_run_json(&out, &crate::report::json::run_json(&report))?;
+    add_shard0_telemetry(&mut report, &merged, &folder, &out)?;
     // report.md and report.html, as a run writes them (a failure warns, never loses the run).
     let written = as_written(&merged.records, &clock);
     if let Err(err) = write_files(&report, &written) {
@@ -473,6 +434,169 @@ pub fn merge(args: MergeArgs) -> Result<u8> {
             out.display()
         );
     }
+    write_merge_json(&folder, &merged)?;
+    print_report(&report, args.detail);
+    println!(
+        "\nMerged run folder: {} ({} shards)",
+        out.display(),
+        merged.shards.len()
+    );
+    if !args.no_store {
+        super::history::record_run(args.store.as_deref(), &out, &args.labels, false);
+    }
+    Ok(report.verdict.exit_status)
+}
+
+/// Writes the merged records, in ordinal order on the reference timeline, to
+/// `requests.jsonl`.
+fn write_merged_requests(folder: &RunFolder, merged: &Merged, clock: &RunClock) -> Result<()> {
+    let mut jsonl = Vec::new();
+    for r in &merged.records {
+        serde_json::to_writer(&mut jsonl, &WireRecord::from_record(r, clock))?;
+        jsonl.push(b'\n');
+    }
+    let jsonl_path = folder.requests_jsonl();
+    std::fs::write(&jsonl_path, jsonl)
+        .with_context(|| format!("writing {}", jsonl_path.display()))?;
+    Ok(())
+}
+
+/// The generators, together: their facts, the last shard's end on the reference clock
+/// (Unix µs), and whether any was interrupted.
+fn merged_generator(merged: &Merged) -> (GeneratorFacts, u64, bool) {
+    let mut facts = GeneratorFacts {
+        kernel_timestamps: true,
+        ..Default::default()
+    };
+    let mut finished_us = merged.base_unix_us;
+    let mut interrupted = false;
+    for s in &merged.shards {
+        let g = &s.report.generator;
+        facts.cpu_seconds += g.cpu_seconds;
+        let wall = if g.cpu_cores_used > 0.0 {
+            g.cpu_seconds / g.cpu_cores_used
+        } else {
+            0.0
+        };
+        facts.wall_seconds = facts.wall_seconds.max(wall);
+        facts.cores_available += g.cpu_cores_available;
+        facts.connections_opened += g.connections_opened;
+        facts.connections_opened_measured += g.connections.opened;
+        facts.kernel_timestamps &= g.arrival_clock == "kernel_rx";
+        let off = s.info.clock.applied_us();
+        finished_us = finished_us.max((s.report.finished_at_us as i64 - off).max(0) as u64);
+        interrupted |= s.report.interrupted;
+    }
+    (facts, finished_us, interrupted)
+}
+
+/// The fluidity parameters: the prefill curve the shards were given, if any (sharded runs
+/// cannot profile one).
+fn merged_fluidity(fluidity: &FluidityParams, first: &RunReport) -> FluidityParams {
+    let mut fluidity = fluidity.clone();
+    fluidity.curve = first.prefill_curve.as_ref().map(|c| c.curve);
+    fluidity.curve_source = match &first.prefill_curve {
+        Some(c) => format!(
+            "given to the shards: profiled on {} at {}",
+            c.target, c.created_at
+        ),
+        None => "off (sharded runs cannot profile prefill in isolation)".into(),
+    };
+    fluidity
+}
+
+/// Warm-up: every shard warmed its own connections; the counts add up, and the warm-up
+/// was compliant only if every shard's was.
+fn merged_warmup(merged: &Merged) -> WarmupReport {
+    let mut warmup = merged.shards[0].report.warmup.clone();
+    warmup.policy = format!(
+        "each of {} shards, at its share of the load: {}",
+        merged.shards.len(),
+        warmup.policy
+    );
+    for s in &merged.shards[1..] {
+        let w = &s.report.warmup;
+        warmup.requests += w.requests;
+        warmup.output_tokens += w.output_tokens;
+        warmup.stabilized &= w.stabilized;
+        warmup.capped |= w.capped;
+        warmup.compliant &= w.compliant;
+    }
+    warmup
+}
+
+/// The merged run's warnings: what was merged, then the merge's notes.
+fn merge_warnings(merged: &Merged) -> Vec<Warning> {
+    let mut extra: Vec<Warning> = merged
+        .notes
+        .iter()
+        .map(|n| Warning::Recorded {
+            kind: "scale_out".into(),
+            message: n.clone(),
+        })
+        .collect();
+    extra.insert(
+        0,
+        Warning::Recorded {
+            kind: "scale_out".into(),
+            message: format!(
+                "merged from {} shards ({} measured records); server and GPU metrics are shard 0's",
+                merged.shards.len(),
+                merged.records.len()
+            ),
+        },
+    );
+    extra
+}
+
+/// The merged run's start: shard 0's facts, at the merged timeline's origin.
+fn merged_start(merged: &Merged, config: RunConfig) -> RunStart {
+    let first = &merged.shards[0].report;
+    RunStart {
+        schema_version: crate::report::SCHEMA_VERSION,
+        status: "running".into(),
+        tool: ToolInfo::default(),
+        started_at: iso8601_ms(merged.base_unix_us),
+        started_at_us: merged.base_unix_us,
+        command_line: config.command_line.clone(),
+        host: first.host.clone(),
+        system: first.system.clone(),
+        server: first.server.clone(),
+        tokenizer: first.tokenizer.clone(),
+        baseline: Default::default(),
+        config,
+    }
+}
+
+/// Server and GPU metrics over the measurement are shard 0's (it scraped them for the
+/// whole load): its summary, and its per-second columns on the merged timeline, written
+/// again to `timeseries.csv` and `run.json`.
+fn add_shard0_telemetry(
+    report: &mut RunReport,
+    merged: &Merged,
+    folder: &RunFolder,
+    out: &Path,
+) -> Result<()> {
+    let shard0 = &merged.shards[0];
+    report.telemetry = shard0.report.telemetry.clone();
+    // Shard 0's second 0 is its start on the reference clock (to the nearest second).
+    let shift_us = shard0.report.started_at_us as i64
+        - shard0.info.clock.applied_us()
+        - merged.base_unix_us as i64;
+    crate::telemetry::timeline::splice_server_and_gpu(
+        &mut report.timeseries,
+        &shard0.report.timeseries,
+        (shift_us as f64 / 1e6).round() as i64,
+    );
+    let csv = folder.timeseries_csv();
+    std::fs::write(&csv, crate::telemetry::timeline::to_csv(&report.timeseries))
+        .with_context(|| format!("writing {}", csv.display()))?;
+    write_run_json(out, &crate::report::json::run_json(report))?;
+    Ok(())
+}
+
+/// Writes `merge.json`: the shards merged, where from, and the merge's notes.
+fn write_merge_json(folder: &RunFolder, merged: &Merged) -> Result<()> {
     let shards: Vec<serde_json::Value> = merged
         .shards
         .iter()
@@ -499,20 +623,7 @@ pub fn merge(args: MergeArgs) -> Result<u8> {
     let merge_path = folder.merge_json();
     std::fs::write(&merge_path, serde_json::to_vec_pretty(&merge_json)?)
         .with_context(|| format!("writing {}", merge_path.display()))?;
-    if args.detail {
-        print!("{}", terminal::render_detail(&report));
-    } else {
-        print!("{}", terminal::render(&report));
-    }
-    println!(
-        "\nMerged run folder: {} ({} shards)",
-        out.display(),
-        merged.shards.len()
-    );
-    if !args.no_store {
-        super::history::record_run(args.store.as_deref(), &out, &args.labels, false);
-    }
-    Ok(report.verdict.exit_status)
+    Ok(())
 }
 
 fn pair<'a>(what: &str, s: &'a str, sep: char) -> Result<(&'a str, &'a str)> {

@@ -72,118 +72,144 @@ fn stats_line(name: &str, mut v: Vec<f64>) {
 
 pub fn workload(cmd: WorkloadCommand) -> Result<u8> {
     match cmd {
-        WorkloadCommand::Show(a) => {
-            let (scenario, reqs, info) = generate(&a)?;
-            println!("{}", serde_json::to_string_pretty(&scenario)?);
-            if let Some(i) = &info {
-                println!(
-                    "dataset: {} ({}, {} records used, {} skipped{})",
-                    i.path,
-                    i.format,
-                    i.records,
-                    i.skipped,
-                    if i.truncated {
-                        ", file truncated: every complete record used"
-                    } else {
-                        ""
-                    }
-                );
-            }
-            println!(
-                "\n{} requests drawn with seed {} (tokenizer {}):",
-                reqs.len(),
-                a.seed,
-                a.tokenizer
-            );
-            stats_line(
-                "input tokens",
-                reqs.iter().map(|r| r.input_tokens as f64).collect(),
-            );
-            stats_line(
-                "output tokens",
-                reqs.iter().map(|r| r.max_tokens as f64).collect(),
-            );
-            let mut classes: BTreeMap<String, usize> = BTreeMap::new();
-            for r in &reqs {
-                *classes
-                    .entry(r.class.clone().unwrap_or_else(|| "-".into()))
-                    .or_default() += 1;
-            }
-            if classes.len() > 1 || !classes.contains_key("-") {
-                for (c, n) in classes {
-                    println!(
-                        "  class {c:<8} {n} ({:.1} %)",
-                        n as f64 * 100.0 / reqs.len() as f64
-                    );
-                }
-            }
-            let with_system = reqs
-                .iter()
-                .filter(|r| r.messages.first().is_some_and(|m| m.0 == "system"))
-                .count();
-            if with_system > 0 {
-                println!(
-                    "  with the shared system prompt: {:.1} %",
-                    with_system as f64 * 100.0 / reqs.len() as f64
-                );
-            }
-            let mut prefixes: BTreeMap<String, usize> = BTreeMap::new();
-            for r in &reqs {
-                let user = r
-                    .messages
-                    .iter()
-                    .rev()
-                    .find(|m| m.0 == "user")
-                    .map(|m| m.1.as_str())
-                    .unwrap_or("");
-                *prefixes
-                    .entry(user.chars().take(120).collect())
-                    .or_default() += 1;
-            }
-            let shared: usize = prefixes.values().filter(|&&n| n > 1).sum();
-            if shared > 0 {
-                println!(
-                    "  sharing a prompt prefix with another request: {:.1} %",
-                    shared as f64 * 100.0 / reqs.len() as f64
-                );
-            }
-        }
-        WorkloadCommand::Export(a) => {
-            let (scenario, reqs, _) = generate(&a)?;
-            let stdout = std::io::stdout();
-            let mut out = std::io::BufWriter::new(stdout.lock());
-            for r in reqs {
-                let messages: Vec<serde_json::Value> = r
-                    .messages
-                    .iter()
-                    .map(|(role, content)| serde_json::json!({"role": role, "content": content}))
-                    .collect();
-                let mut line = serde_json::json!({
-                    "index": r.index,
-                    "input_tokens": r.input_tokens,
-                    "max_tokens": r.max_tokens,
-                    "messages": messages,
-                });
-                let body = scenario.body_for(r.class.as_deref());
-                if !body.is_empty() {
-                    line["body"] = serde_json::Value::Object(body.into_iter().collect());
-                }
-                if let Some(c) = r.class {
-                    line["class"] = c.into();
-                }
-                if let Some(t) = r.arrival_ms {
-                    line["arrival_ms"] = t.into();
-                }
-                if let Some(session) = r.session {
-                    line["session"] = session.into();
-                    line["turn"] = r.turn.into();
-                    line["think_ms"] = r.think_ms.into();
-                }
-                serde_json::to_writer(&mut out, &line)?;
-                out.write_all(b"\n")?;
-            }
-            out.flush().context("writing to stdout")?;
-        }
+        WorkloadCommand::Show(a) => show(&a)?,
+        WorkloadCommand::Export(a) => export(&a)?,
     }
     Ok(exit::OK)
+}
+
+/// `servebench workload show`: the scenario, the dataset used, and what the requests drawn
+/// look like.
+fn show(a: &WorkloadArgs) -> Result<()> {
+    let (scenario, reqs, info) = generate(a)?;
+    println!("{}", serde_json::to_string_pretty(&scenario)?);
+    if let Some(i) = &info {
+        println!(
+            "dataset: {} ({}, {} records used, {} skipped{})",
+            i.path,
+            i.format,
+            i.records,
+            i.skipped,
+            if i.truncated {
+                ", file truncated: every complete record used"
+            } else {
+                ""
+            }
+        );
+    }
+    println!(
+        "\n{} requests drawn with seed {} (tokenizer {}):",
+        reqs.len(),
+        a.seed,
+        a.tokenizer
+    );
+    stats_line(
+        "input tokens",
+        reqs.iter().map(|r| r.input_tokens as f64).collect(),
+    );
+    stats_line(
+        "output tokens",
+        reqs.iter().map(|r| r.max_tokens as f64).collect(),
+    );
+    print_classes(&reqs);
+    print_sharing(&reqs);
+    Ok(())
+}
+
+/// The requests' classes and their shares, when there are classes.
+fn print_classes(reqs: &[RequestSpec]) {
+    let mut classes: BTreeMap<String, usize> = BTreeMap::new();
+    for r in reqs {
+        *classes
+            .entry(r.class.clone().unwrap_or_else(|| "-".into()))
+            .or_default() += 1;
+    }
+    if classes.len() > 1 || !classes.contains_key("-") {
+        for (c, n) in classes {
+            println!(
+                "  class {c:<8} {n} ({:.1} %)",
+                n as f64 * 100.0 / reqs.len() as f64
+            );
+        }
+    }
+}
+
+/// The shares of requests with the shared system prompt and with a prompt prefix (the
+/// user message's first 120 characters) another request has too.
+fn print_sharing(reqs: &[RequestSpec]) {
+    let with_system = reqs
+        .iter()
+        .filter(|r| r.messages.first().is_some_and(|m| m.0 == "system"))
+        .count();
+    if with_system > 0 {
+        println!(
+            "  with the shared system prompt: {:.1} %",
+            with_system as f64 * 100.0 / reqs.len() as f64
+        );
+    }
+    let mut prefixes: BTreeMap<String, usize> = BTreeMap::new();
+    for r in reqs {
+        let user = r
+            .messages
+            .iter()
+            .rev()
+            .find(|m| m.0 == "user")
+            .map(|m| m.1.as_str())
+            .unwrap_or("");
+        *prefixes
+            .entry(user.chars().take(120).collect())
+            .or_default() += 1;
+    }
+    let shared: usize = prefixes.values().filter(|&&n| n > 1).sum();
+    if shared > 0 {
+        println!(
+            "  sharing a prompt prefix with another request: {:.1} %",
+            shared as f64 * 100.0 / reqs.len() as f64
+        );
+    }
+}
+
+/// `servebench workload export`: the requests drawn, one JSON line each, on stdout.
+fn export(a: &WorkloadArgs) -> Result<()> {
+    let (scenario, reqs, _) = generate(a)?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    for r in reqs {
+        let line = export_line(&scenario, r);
+        serde_json::to_writer(&mut out, &line)?;
+        out.write_all(b"\n")?;
+    }
+    out.flush().context("writing to stdout")?;
+    Ok(())
+}
+
+/// One request as `workload export` writes it.
+fn export_line(scenario: &crate::workload::Scenario, r: RequestSpec) -> serde_json::Value {
+    let messages: Vec<serde_json::Value> = r
+        .messages
+        .iter()
+        .map(|(role, content)| serde_json::json!({"role": role, "content": content}))
+        .collect();
+    let mut line = serde_json::json!({
+        "index": r.index,
+        "input_tokens": r.input_tokens,
+        "max_tokens": r.max_tokens,
+        "messages": messages,
+    });
+    let body = scenario.body_for(r.class.as_deref());
+    if !body.is_empty() {
+        line["body"] = serde_json::Value::Object(body.into_iter().collect());
+    }
+    if let Some(c) = r.class {
+        line["class"] = c.into();
+    }
+    if let Some(t) = r.arrival_ms {
+        line["arrival_ms"] = t.into();
+    }
+    if let Some(session) = r.session {
+        line["session"] = session.into();
+        line["turn"] = r.turn.into();
+        line["think_ms"] = r.think_ms.into();
+    }
+    line
 }

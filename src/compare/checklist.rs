@@ -67,23 +67,45 @@ pub const ADJACENT_MIN_GAP_S: f64 = 60.0;
 /// The fair-comparison checklist over `systems` (the first is the baseline).
 pub fn check(systems: &[SystemInput], min_runs: usize) -> (Vec<Check>, Vec<Difference>) {
     let differences = differences(systems);
-    let mut checks = vec![
-        same_across(
-            systems,
-            "workload",
-            "6.1, 6.4",
-            "Identical workload specification",
-            |r| {
-                let w = serde_json::to_value(&r.config.workload).unwrap_or(Json::Null);
-                let d = serde_json::to_value(&r.config.dataset_info).unwrap_or(Json::Null);
-                format!(
-                    "{} ({})",
-                    r.config.workload.name,
-                    workload_hash(&w, Some(&d))
-                )
-            },
-        ),
-        seeds(systems),
+    // The workload first and the seeds second: the note below reads them by position.
+    let mut checks = vec![same_workload(systems), seeds(systems)];
+    checks.extend(same_procedure(systems));
+    checks.extend([
+        hardware(systems),
+        same_time(systems),
+        repeats(systems),
+        enough_runs(systems, min_runs),
+    ]);
+    checks.extend(disclosure(differences.len()));
+    // The seed check is about the same requests; it means little if the workloads differ.
+    if checks[0].status == CheckStatus::Fail {
+        checks[1].detail.push_str(" (but the workloads differ)");
+    }
+    (checks, differences)
+}
+
+/// The same workload specification (and data set) in every run.
+fn same_workload(systems: &[SystemInput]) -> Check {
+    same_across(
+        systems,
+        "workload",
+        "6.1, 6.4",
+        "Identical workload specification",
+        |r| {
+            let w = serde_json::to_value(&r.config.workload).unwrap_or(Json::Null);
+            let d = serde_json::to_value(&r.config.dataset_info).unwrap_or(Json::Null);
+            format!(
+                "{} ({})",
+                r.config.workload.name,
+                workload_hash(&w, Some(&d))
+            )
+        },
+    )
+}
+
+/// The same load, duration, warm-up, success criteria and SUT boundary in every run.
+fn same_procedure(systems: &[SystemInput]) -> Vec<Check> {
+    vec![
         same_across(
             systems,
             "load",
@@ -134,10 +156,13 @@ pub fn check(systems: &[SystemInput], min_runs: usize) -> (Vec<Check>, Vec<Diffe
             "Equivalent SUT boundary",
             |r| r.system.sut_boundary.clone(),
         ),
-        hardware(systems),
-        same_time(systems),
-        repeats(systems),
-        enough_runs(systems, min_runs),
+    ]
+}
+
+/// What the records cannot show, and the configuration differences noted (`differences`
+/// settings differ).
+fn disclosure(differences: usize) -> [Check; 2] {
+    [
         Check {
             id: "production".into(),
             section: "6.4".into(),
@@ -150,18 +175,13 @@ pub fn check(systems: &[SystemInput], min_runs: usize) -> (Vec<Check>, Vec<Diffe
             section: "6.4".into(),
             requirement: "Differences in configuration explicitly noted".into(),
             status: CheckStatus::Pass,
-            detail: match differences.len() {
+            detail: match differences {
                 0 => "no setting differs between the systems".into(),
                 1 => "1 setting differs between the systems (listed)".into(),
                 n => format!("{n} settings differ between the systems (listed)"),
             },
         },
-    ];
-    // The seed check is about the same requests; it means little if the workloads differ.
-    if checks[0].status == CheckStatus::Fail {
-        checks[1].detail.push_str(" (but the workloads differ)");
-    }
-    (checks, differences)
+    ]
 }
 
 fn to_json<T: Serialize>(v: &T) -> Json {

@@ -296,8 +296,8 @@ fn value_axes_that_miss_zero_show_a_break() {
     }
 }
 
-#[test]
-fn too_few_runs_give_values_and_no_claim() {
+/// Two runs of the baseline and one of the other system: too few for a claim.
+fn too_few_runs() -> ComparisonReport {
     let mut r = three_runs();
     r.enough_runs = false;
     r.note = "values only: a claim needs at least 3 runs per system (5 are better); runs per system: 2, 1".into();
@@ -329,6 +329,12 @@ fn too_few_runs_give_values_and_no_claim() {
     r.checklist = checks(true);
     r.differences = Vec::new();
     r.normalisation = vec!["Output per GPU = output tokens/s ÷ GPUs serving the model".into()];
+    r
+}
+
+#[test]
+fn too_few_runs_give_values_and_no_claim() {
+    let r = too_few_runs();
     let md = page(&r, &command()).html_file("compare.html").to_markdown();
     let expected = "# servebench comparison: a vs b\n\
 \n\

@@ -144,7 +144,6 @@ fn benchmark_id(report: &RunReport) -> String {
 pub fn summary(report: &RunReport, records: &[WireRecord]) -> Ordered {
     let reqs = measured(records);
     let ok: Vec<&Req> = reqs.iter().filter(|r| r.ok).collect();
-    let c = &report.config;
     let mut o = Ordered::default();
     o.push("schema_version", SCHEMA_VERSION);
     o.push(
@@ -155,6 +154,38 @@ pub fn summary(report: &RunReport, records: &[WireRecord]) -> Ordered {
     o.push("start_time", iso_us(report.started_at_us));
     o.push("end_time", iso_us(report.finished_at_us));
     o.push("was_cancelled", report.interrupted);
+    let command = report.command_line.join(" ");
+    o.push("input_config", input_config(report, &command));
+    o.push("run_info", run_info(report, &command));
+    o.push("error_summary", error_summary(&reqs));
+    o.push(
+        "runtime_submission_invalid_reasons",
+        Json::Array(Vec::new()),
+    );
+    push_record_metrics(&mut o, &ok);
+    push_run_metrics(&mut o, report, &reqs, &ok);
+    o
+}
+
+/// `input_config`: the endpoint, the load as AIPerf's `loadgen` options, the tokenizer.
+fn input_config(report: &RunReport, command: &str) -> Json {
+    let c = &report.config;
+    json!({
+        "endpoint": {
+            "model_names": [c.target.model],
+            "type": aiperf_endpoint_type(c.target.endpoint),
+            "url": c.target.url.to_string(),
+            "streaming": true,
+        },
+        "loadgen": loadgen(report),
+        "tokenizer": {"name": report.tokenizer.name},
+        "cli_command": command,
+    })
+}
+
+/// The run's load and limits as AIPerf's `loadgen` options.
+fn loadgen(report: &RunReport) -> serde_json::Map<String, Json> {
+    let c = &report.config;
     let mut loadgen = serde_json::Map::new();
     match c.load {
         LoadPattern::Closed { concurrency } => {
@@ -174,44 +205,29 @@ pub fn summary(report: &RunReport, records: &[WireRecord]) -> Ordered {
     if let Some(d) = c.limits.duration {
         loadgen.insert("benchmark_duration".into(), num(d.as_secs_f64()));
     }
-    let command = report.command_line.join(" ");
-    o.push(
-        "input_config",
-        json!({
-            "endpoint": {
-                "model_names": [c.target.model],
-                "type": aiperf_endpoint_type(c.target.endpoint),
-                "url": c.target.url.to_string(),
-                "streaming": true,
-            },
-            "loadgen": loadgen,
-            "tokenizer": {"name": report.tokenizer.name},
-            "cli_command": command,
-        }),
-    );
-    o.push(
-        "run_info",
-        json!({
-            "benchmark_id": benchmark_id(report),
-            "sweep_id": null,
-            "random_seed": c.seed,
-            "trial": 0,
-            "run_label": c.out_dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
-            "variation_label": "base",
-            "variation_index": 0,
-            "variation_values": {},
-            "cli_command": command,
-        }),
-    );
-    o.push("error_summary", error_summary(&reqs));
-    o.push(
-        "runtime_submission_invalid_reasons",
-        Json::Array(Vec::new()),
-    );
+    loadgen
+}
 
-    // Record metrics over the successful requests.
+/// `run_info`: one trial of the base variation, with the run's seed and folder name.
+fn run_info(report: &RunReport, command: &str) -> Json {
+    let c = &report.config;
+    json!({
+        "benchmark_id": benchmark_id(report),
+        "sweep_id": null,
+        "random_seed": c.seed,
+        "trial": 0,
+        "run_label": c.out_dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+        "variation_label": "base",
+        "variation_index": 0,
+        "variation_values": {},
+        "cli_command": command,
+    })
+}
+
+/// One block per record metric, over the successful requests.
+fn push_record_metrics(o: &mut Ordered, ok: &[&Req]) {
     let mut samples: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
-    for r in &ok {
+    for r in ok {
         for (tag, v) in record_values(r) {
             let entry = samples.entry(tag).or_default();
             match v {
@@ -225,6 +241,10 @@ pub fn summary(report: &RunReport, records: &[WireRecord]) -> Ordered {
             o.push_object(tag, record_block(unit, &Stats::of(values.iter().copied())));
         }
     }
+}
+
+/// One block per derived or aggregate metric: throughputs, duration and request counts.
+fn push_run_metrics(o: &mut Ordered, report: &RunReport, reqs: &[Req], ok: &[&Req]) {
     let duration = report.summary.window.duration_s;
     let isl: u64 = ok.iter().map(|r| r.input_tokens).sum();
     let osl: u64 = ok.iter().map(|r| u64::from(r.wire.output_tokens)).sum();
@@ -246,7 +266,6 @@ pub fn summary(report: &RunReport, records: &[WireRecord]) -> Ordered {
     for ((tag, unit), v) in RUN_METRICS.iter().zip(values) {
         o.push_object(*tag, run_block(unit, v));
     }
-    o
 }
 
 /// Failed requests grouped by (code, type, message), most frequent first.
@@ -439,27 +458,46 @@ mod tests {
         ] {
             let block = o.get(tag).unwrap_or_else(|| panic!("no {tag}"));
             assert_eq!(keys.iter().filter(|k| **k == tag).count(), 1, "{tag}");
-            assert!(block["unit"].is_string(), "{tag}");
-            if RECORD_METRICS.iter().any(|(t, _)| *t == tag) {
-                let mut got: Vec<&str> = block
-                    .as_object()
-                    .unwrap()
-                    .keys()
-                    .map(|k| k.as_str())
-                    .collect();
-                got.sort();
-                let mut want: Vec<&str> = STAT_KEYS.to_vec();
-                want.push("unit");
-                want.sort();
-                assert_eq!(got, want, "{tag}");
-            } else {
-                assert_eq!(
-                    block.as_object().unwrap().len(),
-                    2,
-                    "{tag}: unit and avg only"
-                );
-            }
+            assert_metric_block(tag, block);
         }
+        // Blocks keep AIPerf's key order: unit first, then the statistics.
+        let text = serde_json::to_string(&ordered).unwrap();
+        assert!(
+            text.contains(r#""time_to_first_token":{"unit":"ms","avg":"#),
+            "{text}"
+        );
+    }
+
+    /// A metric's block: a unit, then every statistic for a record metric, the average
+    /// alone for a derived or aggregate one.
+    fn assert_metric_block(tag: &str, block: &Json) {
+        assert!(block["unit"].is_string(), "{tag}");
+        if RECORD_METRICS.iter().any(|(t, _)| *t == tag) {
+            let mut got: Vec<&str> = block
+                .as_object()
+                .unwrap()
+                .keys()
+                .map(|k| k.as_str())
+                .collect();
+            got.sort();
+            let mut want: Vec<&str> = STAT_KEYS.to_vec();
+            want.push("unit");
+            want.sort();
+            assert_eq!(got, want, "{tag}");
+        } else {
+            assert_eq!(
+                block.as_object().unwrap().len(),
+                2,
+                "{tag}: unit and avg only"
+            );
+        }
+    }
+
+    #[test]
+    fn summary_figures_follow_aiperfs_definitions() {
+        let report = fixture::report();
+        let records = fixture::records();
+        let o = summary(&report, &records).to_json();
         let ok: Vec<&WireRecord> = records
             .iter()
             .filter(|w| matches!(w.outcome, WireOutcome::Ok(_)))
@@ -495,12 +533,6 @@ mod tests {
         }
         assert!(errors.iter().any(|e| e["error_details"]["code"] == 500));
         assert_eq!(o["start_time"].as_str().unwrap().len(), 26);
-        // Blocks keep AIPerf's key order: unit first, then the statistics.
-        let text = serde_json::to_string(&ordered).unwrap();
-        assert!(
-            text.contains(r#""time_to_first_token":{"unit":"ms","avg":"#),
-            "{text}"
-        );
     }
 
     #[test]

@@ -38,19 +38,7 @@ pub fn result(report: &RunReport, records: &[WireRecord]) -> Ordered {
     let reqs = measured(records);
     let ok: Vec<&Req> = reqs.iter().filter(|r| r.ok).collect();
     let c = &report.config;
-    // vLLM's `--backend` names where it has one; the others are named after the API, so a
-    // dashboard can tell them apart.
-    let backend = match c.target.endpoint {
-        Endpoint::Chat => "openai-chat",
-        Endpoint::Completions => "openai",
-        Endpoint::Responses => "openai-responses",
-        Endpoint::Messages => "anthropic-messages",
-        Endpoint::Llamacpp => "llama.cpp",
-        Endpoint::Tgi => "tgi",
-        Endpoint::Sglang => "sglang",
-        Endpoint::Websocket => "websocket",
-        Endpoint::Grpc => "kserve-grpc",
-    };
+    let backend = backend_name(&c.target.endpoint);
     let mut o = Ordered::default();
     o.push("date", date(report.started_at_us));
     o.push("endpoint_type", backend);
@@ -61,6 +49,32 @@ pub fn result(report: &RunReport, records: &[WireRecord]) -> Ordered {
     o.push("num_prompts", reqs.len() as u64);
     // `--metadata KEY=VALUE` pairs land here in vLLM's file, as strings.
     o.push("servebench_version", report.tool.version.clone());
+    push_load(&mut o, report);
+    push_throughput(&mut o, report, &reqs, &ok);
+    push_metrics(&mut o, &ok);
+    o
+}
+
+/// vLLM's `--backend` names where it has one; the others are named after the API, so a
+/// dashboard can tell them apart.
+fn backend_name(endpoint: &Endpoint) -> &'static str {
+    match endpoint {
+        Endpoint::Chat => "openai-chat",
+        Endpoint::Completions => "openai",
+        Endpoint::Responses => "openai-responses",
+        Endpoint::Messages => "anthropic-messages",
+        Endpoint::Llamacpp => "llama.cpp",
+        Endpoint::Tgi => "tgi",
+        Endpoint::Sglang => "sglang",
+        Endpoint::Websocket => "websocket",
+        Endpoint::Grpc => "kserve-grpc",
+    }
+}
+
+/// `request_rate`, `burstiness` and `max_concurrency`, as `bench serve` would have been
+/// asked for the run's load.
+fn push_load(o: &mut Ordered, report: &RunReport) {
+    let c = &report.config;
     let (rate, burstiness, max_concurrency) = match c.load {
         LoadPattern::Closed { concurrency } => {
             (Json::from("inf"), num(1.0), Json::from(concurrency))
@@ -88,7 +102,11 @@ pub fn result(report: &RunReport, records: &[WireRecord]) -> Ordered {
     o.push("request_rate", rate);
     o.push("burstiness", burstiness);
     o.push("max_concurrency", max_concurrency);
+}
 
+/// `duration` … `rtfx`: counts, token totals, throughputs, every request's latency and
+/// queue time, and the peaks.
+fn push_throughput(o: &mut Ordered, report: &RunReport, reqs: &[Req], ok: &[&Req]) {
     let duration = report.summary.window.duration_s;
     let total_input: u64 = ok.iter().map(|r| r.input_tokens).sum();
     let total_output: u64 = ok.iter().map(|r| u64::from(r.wire.output_tokens)).sum();
@@ -144,11 +162,15 @@ pub fn result(report: &RunReport, records: &[WireRecord]) -> Ordered {
             })
             .collect::<Vec<_>>(),
     );
-    let (peak_tokens, peak_concurrency) = peaks(&ok);
+    let (peak_tokens, peak_concurrency) = peaks(ok);
     o.push("max_output_tokens_per_s", num(peak_tokens));
     o.push("max_concurrent_requests", peak_concurrency);
     o.push("rtfx", num(0.0));
+}
 
+/// `mean_X_ms`, `median_X_ms`, `std_X_ms` and `pP_X_ms` for each of [`METRICS`], over the
+/// successful requests.
+fn push_metrics(o: &mut Ordered, ok: &[&Req]) {
     let ttft = Stats::of(ok.iter().filter_map(|r| r.ttft_s));
     let tpot = Stats::of(ok.iter().filter_map(|r| {
         let n = r.wire.output_tokens;
@@ -174,7 +196,6 @@ pub fn result(report: &RunReport, records: &[WireRecord]) -> Ordered {
             );
         }
     }
-    o
 }
 
 /// `%Y%m%d-%H%M%S` (UTC) of a Unix time in µs, as vLLM names its results.

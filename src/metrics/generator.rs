@@ -5,6 +5,7 @@
 //! server's accept queue) is reported beside them but belongs to the server side; an
 //! overloaded server that is slow to accept must not read as a slow generator.
 
+use super::distribution::Distribution;
 use crate::record::run::{ConnectionReport, GeneratorReport, TimestampReport};
 use crate::record::RequestRecord;
 use crate::stats::sketch::Sketch;
@@ -116,15 +117,6 @@ pub fn judge_counts(
     counts: &GeneratorCounts,
     facts: &GeneratorFacts,
 ) -> GeneratorReport {
-    let ms = |ns: u64| ns as f64 / 1e6;
-    let mut lags: Vec<(u64, f64)> = measured
-        .iter()
-        .filter_map(|r| {
-            let s = r.scheduled_at?;
-            Some((s, ms(r.queued_at.saturating_sub(s))))
-        })
-        .collect();
-    lags.sort_by_key(|l| l.0);
     let dispatch_lag_ms = counts.dispatch_lag_ms.distribution();
     let connection_wait_ms = counts.connection_wait_ms.distribution();
     let send_lag_ms = counts.send_lag_ms.distribution();
@@ -136,29 +128,7 @@ pub fn judge_counts(
         0.0
     };
     let mut notes = Vec::new();
-    let mut kept_up = true;
-    if let Some(lag) = dispatch_lag_ms {
-        if lag.p99 > DISPATCH_LAG_P99_MS {
-            kept_up = false;
-            notes.push(format!(
-                "dispatch lag P99 {:.2} ms exceeds {DISPATCH_LAG_P99_MS} ms: the generator started requests later than planned",
-                lag.p99
-            ));
-        }
-        // Lag that grows across the run means the generator fell steadily behind.
-        let tenth = lags.len() / 10;
-        if tenth >= 10 {
-            let head: f64 = lags[..tenth].iter().map(|l| l.1).sum::<f64>() / tenth as f64;
-            let tail: f64 =
-                lags[lags.len() - tenth..].iter().map(|l| l.1).sum::<f64>() / tenth as f64;
-            if tail > head + 10.0 {
-                kept_up = false;
-                notes.push(format!(
-                    "dispatch lag grew from {head:.1} ms to {tail:.1} ms over the run: the generator fell behind the schedule"
-                ));
-            }
-        }
-    }
+    let mut kept_up = dispatch_kept_up(measured, dispatch_lag_ms, &mut notes);
     if facts.cores_available > 0.0 && cores_used > 0.9 * facts.cores_available {
         kept_up = false;
         notes.push(format!(
@@ -174,31 +144,7 @@ pub fn judge_counts(
             ));
         }
     }
-    let chunk_rate = if wall > 0.0 {
-        chunks as f64 / wall
-    } else {
-        0.0
-    };
-    let (cpu_us_per_chunk, cpu_per_chunk_note) = if chunks == 0 {
-        (None, Some("no chunks received".to_owned()))
-    } else if facts.cpu_seconds < MIN_CPU_S {
-        (
-            None,
-            Some(format!(
-                "the generator used {:.2} s of CPU: too little for the kernel's 10 ms accounting to give a per-chunk figure",
-                facts.cpu_seconds
-            )),
-        )
-    } else if chunk_rate < MIN_CHUNKS_PER_S {
-        (
-            None,
-            Some(format!(
-                "{chunk_rate:.0} chunks/s is too few for per-chunk work to stand out from fixed costs (timers, progress)"
-            )),
-        )
-    } else {
-        (Some(facts.cpu_seconds * 1e6 / chunks as f64), None)
-    };
+    let (cpu_us_per_chunk, cpu_per_chunk_note) = cpu_per_chunk(facts, chunks);
     let connections = connection_report(counts, facts);
     let timestamps = timestamp_report(counts, facts);
     let client_limited = client_limit_notes(&timestamps, &mut notes);
@@ -233,6 +179,78 @@ pub fn judge_counts(
         },
         kept_up,
         notes,
+    }
+}
+
+/// Whether the dispatcher kept to the schedule: its lag P99 within bounds, and the lag not
+/// growing over the run (read from `measured` in order of schedule); notes why not.
+fn dispatch_kept_up(
+    measured: &[&RequestRecord],
+    dispatch_lag_ms: Option<Distribution>,
+    notes: &mut Vec<String>,
+) -> bool {
+    let Some(lag) = dispatch_lag_ms else {
+        return true;
+    };
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let mut lags: Vec<(u64, f64)> = measured
+        .iter()
+        .filter_map(|r| {
+            let s = r.scheduled_at?;
+            Some((s, ms(r.queued_at.saturating_sub(s))))
+        })
+        .collect();
+    lags.sort_by_key(|l| l.0);
+    let mut kept_up = true;
+    if lag.p99 > DISPATCH_LAG_P99_MS {
+        kept_up = false;
+        notes.push(format!(
+            "dispatch lag P99 {:.2} ms exceeds {DISPATCH_LAG_P99_MS} ms: the generator started requests later than planned",
+            lag.p99
+        ));
+    }
+    // Lag that grows across the run means the generator fell steadily behind.
+    let tenth = lags.len() / 10;
+    if tenth >= 10 {
+        let head: f64 = lags[..tenth].iter().map(|l| l.1).sum::<f64>() / tenth as f64;
+        let tail: f64 = lags[lags.len() - tenth..].iter().map(|l| l.1).sum::<f64>() / tenth as f64;
+        if tail > head + 10.0 {
+            kept_up = false;
+            notes.push(format!(
+                "dispatch lag grew from {head:.1} ms to {tail:.1} ms over the run: the generator fell behind the schedule"
+            ));
+        }
+    }
+    kept_up
+}
+
+/// The generator's CPU per chunk received, µs, or why there is no such figure.
+fn cpu_per_chunk(facts: &GeneratorFacts, chunks: usize) -> (Option<f64>, Option<String>) {
+    let wall = facts.wall_seconds;
+    let chunk_rate = if wall > 0.0 {
+        chunks as f64 / wall
+    } else {
+        0.0
+    };
+    if chunks == 0 {
+        (None, Some("no chunks received".to_owned()))
+    } else if facts.cpu_seconds < MIN_CPU_S {
+        (
+            None,
+            Some(format!(
+                "the generator used {:.2} s of CPU: too little for the kernel's 10 ms accounting to give a per-chunk figure",
+                facts.cpu_seconds
+            )),
+        )
+    } else if chunk_rate < MIN_CHUNKS_PER_S {
+        (
+            None,
+            Some(format!(
+                "{chunk_rate:.0} chunks/s is too few for per-chunk work to stand out from fixed costs (timers, progress)"
+            )),
+        )
+    } else {
+        (Some(facts.cpu_seconds * 1e6 / chunks as f64), None)
     }
 }
 

@@ -163,32 +163,149 @@ pub fn summarize(records: &[RequestRecord], params: &SummaryParams) -> RunSummar
         .iter()
         .map(|r| measure(r, itl_method.option))
         .collect();
-    let metrics: Vec<&RequestMetrics> = per_request.iter().flatten().collect();
 
+    let mut summary = aggregate(&measured, &ok, &per_request, itl_method, params);
+    // The SLO reads the summary's own distributions and rates, so it is judged once they
+    // are in place.
+    summary.slo = params
+        .slo
+        .as_ref()
+        .map(|spec| slo_of(spec, &summary, &per_request));
+    let transient = startup_transient(
+        &measured,
+        &per_request,
+        summary.window,
+        summary.ttft_ms.map(|d| d.p99),
+    );
+    add_warnings(&mut summary, transient, params);
+    summary
+}
+
+/// The summary's counts, rates and distributions over the measured requests (`ok`: those
+/// that completed), before its SLO verdicts and warnings.
+fn aggregate(
+    measured: &[&RequestRecord],
+    ok: &[&RequestRecord],
+    per_request: &[Option<RequestMetrics>],
+    itl_method: ItlChoice,
+    params: &SummaryParams,
+) -> RunSummary {
+    let metrics: Vec<&RequestMetrics> = per_request.iter().flatten().collect();
     let mut counts = RequestCounts::default();
-    for r in &measured {
+    for r in measured {
         counts.add(r);
     }
+    let window = window_of(measured);
+    let rates = Rates::of(measured, &counts, window.duration_s);
 
-    let window = window_of(&measured);
-    let duration_s = window.duration_s;
-    let per_s = |x: f64| {
-        if duration_s > 0.0 {
-            x / duration_s
-        } else {
-            0.0
-        }
-    };
-    let total_output_tokens: u64 = measured.iter().map(|r| delivered_tokens(r)).sum();
-    let total_answer_tokens: u64 = measured.iter().map(|r| delivered_answer_tokens(r)).sum();
-    let total_reasoning_tokens = total_output_tokens - total_answer_tokens;
-    let total_input_tokens: u64 = measured
+    let itl_values: Vec<f64> = metrics
         .iter()
-        .filter(|r| r.http_status == Some(200))
-        .map(|r| input_tokens(r))
-        .sum();
+        .flat_map(|m| m.itl_ms.iter().copied())
+        .collect();
+    let itl_ms = dist(itl_values.iter().copied());
+    let tpot_ms = dist(metrics.iter().filter_map(|m| m.tpot_ms));
+    let e2e_ms = dist(metrics.iter().map(|m| m.e2e_ms));
+    let exp = experience(
+        measured,
+        per_request,
+        &params.ux,
+        &params.fluidity,
+        &params.baseline,
+        tpot_ms,
+        itl_ms,
+    );
 
-    // Steady state: tokens and completions after the first 10 % of the window.
+    RunSummary {
+        failures: breakdown(measured),
+        window,
+        ttft_ms: dist(metrics.iter().map(|m| m.ttft_ms)),
+        tpot_ms,
+        itl_tail_ratio: itl_ms.filter(|d| d.p50 > 0.0).map(|d| d.p99 / d.p50),
+        itl_shape: shape(&itl_values, itl_ms.as_ref()),
+        itl_ms,
+        e2e_ms,
+        jitter_ms: dist(metrics.iter().filter_map(|m| m.jitter_ms)),
+        max_pause_ms: dist(metrics.iter().filter_map(|m| m.max_pause_ms)),
+        ttfb_ms: dist(metrics.iter().filter_map(|m| m.ttfb_ms)),
+        time_to_first_reasoning_ms: dist(
+            metrics.iter().filter_map(|m| m.time_to_first_reasoning_ms),
+        ),
+        normalized_latency_ms_per_token: dist(
+            metrics.iter().filter_map(|m| m.normalized_ms_per_token),
+        ),
+        decode_tokens_per_s: dist(metrics.iter().filter_map(|m| m.decode_tokens_per_s)),
+        ttft_from_schedule_ms: dist(metrics.iter().filter_map(|m| m.ttft_from_schedule_ms)),
+        e2e_from_schedule_ms: dist(metrics.iter().filter_map(|m| m.e2e_from_schedule_ms)),
+        connect_ms: dist(measured.iter().map(|r| r.connect_ns as f64 / 1e6)),
+        output_tokens_per_s: rates.output_tokens_per_s,
+        answer_tokens_per_s: rates.answer_tokens_per_s,
+        input_tokens_per_s: rates.input_tokens_per_s,
+        requests_per_s: rates.requests_per_s,
+        total_output_tokens: rates.total_output_tokens,
+        total_reasoning_tokens: rates.total_reasoning_tokens,
+        total_input_tokens: rates.total_input_tokens,
+        success_rate: rates.success_rate,
+        requests: counts,
+        steady_state: steady_state(measured, ok, window),
+        arrival_balance: arrival_balance(measured, e2e_ms),
+        itl_method,
+        token_counting: token_counting(ok),
+        ttft_by_input_tokens: bucket_ttft(measured, per_request),
+        server: server_comparison(measured, per_request),
+        slo: None,
+        experience: exp,
+        warnings: Vec::new(),
+        streamed: None,
+    }
+}
+
+/// Token totals and rates over the measurement window.
+struct Rates {
+    output_tokens_per_s: f64,
+    answer_tokens_per_s: f64,
+    input_tokens_per_s: f64,
+    requests_per_s: f64,
+    total_output_tokens: u64,
+    total_reasoning_tokens: u64,
+    total_input_tokens: u64,
+    success_rate: f64,
+}
+
+impl Rates {
+    fn of(measured: &[&RequestRecord], counts: &RequestCounts, duration_s: f64) -> Rates {
+        let per_s = |x: f64| {
+            if duration_s > 0.0 {
+                x / duration_s
+            } else {
+                0.0
+            }
+        };
+        let total_output_tokens: u64 = measured.iter().map(|r| delivered_tokens(r)).sum();
+        let total_answer_tokens: u64 = measured.iter().map(|r| delivered_answer_tokens(r)).sum();
+        let total_input_tokens: u64 = measured
+            .iter()
+            .filter(|r| r.http_status == Some(200))
+            .map(|r| input_tokens(r))
+            .sum();
+        Rates {
+            output_tokens_per_s: per_s(total_output_tokens as f64),
+            answer_tokens_per_s: per_s(total_answer_tokens as f64),
+            input_tokens_per_s: per_s(total_input_tokens as f64),
+            requests_per_s: per_s(counts.completed as f64),
+            total_output_tokens,
+            total_reasoning_tokens: total_output_tokens - total_answer_tokens,
+            total_input_tokens,
+            success_rate: if counts.total == 0 {
+                0.0
+            } else {
+                counts.completed as f64 / counts.total as f64
+            },
+        }
+    }
+}
+
+/// Steady state: tokens and completions after the first 10 % of the window.
+fn steady_state(measured: &[&RequestRecord], ok: &[&RequestRecord], window: Window) -> SteadyState {
     let (start, end) = (window.start, window.end);
     let cut = start + (end.saturating_sub(start)) / 10;
     let steady_s = end.saturating_sub(cut) as f64 / 1e9;
@@ -213,113 +330,41 @@ pub fn summarize(records: &[RequestRecord], params: &SummaryParams) -> RunSummar
         .map(|r| input_tokens(r))
         .sum();
     let steady_per_s = |x: f64| if steady_s > 0.0 { x / steady_s } else { 0.0 };
-    let steady_state = SteadyState {
+    SteadyState {
         excluded_s: cut.saturating_sub(start) as f64 / 1e9,
         output_tokens_per_s: steady_per_s(steady_tokens as f64),
         requests_per_s: steady_per_s(steady_done as f64),
         input_tokens_per_s: steady_per_s(steady_input as f64),
-    };
+    }
+}
 
-    let itl_values: Vec<f64> = metrics
-        .iter()
-        .flat_map(|m| m.itl_ms.iter().copied())
-        .collect();
-    let itl_ms = dist(itl_values.iter().copied());
-    let ttft_ms = dist(metrics.iter().map(|m| m.ttft_ms));
-    let tpot_ms = dist(metrics.iter().filter_map(|m| m.tpot_ms));
-    let e2e_ms = dist(metrics.iter().map(|m| m.e2e_ms));
-    let jitter_ms = dist(metrics.iter().filter_map(|m| m.jitter_ms));
-    let max_pause_ms = dist(metrics.iter().filter_map(|m| m.max_pause_ms));
+/// The SLO verdicts, from the summary's distributions and rates and each request's metrics.
+fn slo_of(spec: &SloSpec, s: &RunSummary, per_request: &[Option<RequestMetrics>]) -> SloResult {
+    let distribution = |m: RunMetric| run_distribution(s, m);
+    evaluate(
+        spec,
+        &per_request.iter().map(Option::as_ref).collect::<Vec<_>>(),
+        s.window.duration_s,
+        &RunFigures {
+            distribution: &distribution,
+            output_tokens_per_s: s.output_tokens_per_s,
+            requests_per_s: s.requests_per_s,
+            success_rate: s.success_rate,
+        },
+    )
+}
 
-    let token_counting = token_counting(&ok);
-    let ttft_by_input_tokens = bucket_ttft(&measured, &per_request);
-    let server = server_comparison(&measured, &per_request);
-    let exp = experience(
-        &measured,
-        &per_request,
-        &params.ux,
-        &params.fluidity,
-        &params.baseline,
-        tpot_ms,
-        itl_ms,
-    );
-    let output_tokens_per_s = per_s(total_output_tokens as f64);
-    let requests_per_s = per_s(counts.completed as f64);
-    let success_rate = if counts.total == 0 {
-        0.0
-    } else {
-        counts.completed as f64 / counts.total as f64
-    };
-    let slo = params.slo.as_ref().map(|spec| {
-        let idle = exp.user_idle_ms;
-        let distribution = |m: RunMetric| match m {
-            RunMetric::TtftMs => ttft_ms,
-            RunMetric::TpotMs => tpot_ms,
-            RunMetric::E2eMs => e2e_ms,
-            RunMetric::ItlMs => itl_ms,
-            RunMetric::JitterMs => jitter_ms,
-            RunMetric::MaxPauseMs => max_pause_ms,
-            RunMetric::UserIdleMs => idle,
-        };
-        evaluate(
-            spec,
-            &per_request.iter().map(Option::as_ref).collect::<Vec<_>>(),
-            duration_s,
-            &RunFigures {
-                distribution: &distribution,
-                output_tokens_per_s,
-                requests_per_s,
-                success_rate,
-            },
-        )
-    });
-    let arrival_balance = arrival_balance(&measured, e2e_ms);
-
-    let mut summary = RunSummary {
-        failures: breakdown(&measured),
-        window,
-        ttft_ms,
-        tpot_ms,
-        itl_tail_ratio: itl_ms.filter(|d| d.p50 > 0.0).map(|d| d.p99 / d.p50),
-        itl_shape: shape(&itl_values, itl_ms.as_ref()),
-        itl_ms,
-        e2e_ms,
-        jitter_ms,
-        max_pause_ms,
-        ttfb_ms: dist(metrics.iter().filter_map(|m| m.ttfb_ms)),
-        time_to_first_reasoning_ms: dist(
-            metrics.iter().filter_map(|m| m.time_to_first_reasoning_ms),
-        ),
-        normalized_latency_ms_per_token: dist(
-            metrics.iter().filter_map(|m| m.normalized_ms_per_token),
-        ),
-        decode_tokens_per_s: dist(metrics.iter().filter_map(|m| m.decode_tokens_per_s)),
-        ttft_from_schedule_ms: dist(metrics.iter().filter_map(|m| m.ttft_from_schedule_ms)),
-        e2e_from_schedule_ms: dist(metrics.iter().filter_map(|m| m.e2e_from_schedule_ms)),
-        connect_ms: dist(measured.iter().map(|r| r.connect_ns as f64 / 1e6)),
-        output_tokens_per_s,
-        answer_tokens_per_s: per_s(total_answer_tokens as f64),
-        input_tokens_per_s: per_s(total_input_tokens as f64),
-        requests_per_s,
-        total_output_tokens,
-        total_reasoning_tokens,
-        total_input_tokens,
-        success_rate,
-        requests: counts,
-        steady_state,
-        arrival_balance,
-        itl_method,
-        token_counting,
-        ttft_by_input_tokens,
-        server,
-        slo,
-        experience: exp,
-        warnings: Vec::new(),
-        streamed: None,
-    };
-    let transient = startup_transient(&measured, &per_request, window, ttft_ms.map(|d| d.p99));
-    add_warnings(&mut summary, transient, params);
-    summary
+/// The run's distribution an SLO bound on `m` is judged against.
+pub(crate) fn run_distribution(s: &RunSummary, m: RunMetric) -> Option<Distribution> {
+    match m {
+        RunMetric::TtftMs => s.ttft_ms,
+        RunMetric::TpotMs => s.tpot_ms,
+        RunMetric::E2eMs => s.e2e_ms,
+        RunMetric::ItlMs => s.itl_ms,
+        RunMetric::JitterMs => s.jitter_ms,
+        RunMetric::MaxPauseMs => s.max_pause_ms,
+        RunMetric::UserIdleMs => s.experience.user_idle_ms,
+    }
 }
 
 /// The failure kinds present, for callers that decide an exit status.

@@ -9,14 +9,16 @@ use crate::metrics::experience::FluidityParams;
 use crate::metrics::fluidity::ProfiledCurve;
 use crate::metrics::generator::{judge, judge_counts, GeneratorFacts};
 use crate::metrics::warnings::Warning;
-use crate::metrics::{summarize, SummaryParams};
-use crate::record::run::{ProfileReport, WarmupReport};
+use crate::metrics::{summarize, RunSummary, SummaryParams};
+use crate::record::run::{GeneratorReport, ProfileReport, WarmupReport};
 use crate::record::{Phase, RequestRecord};
 use crate::report::{json::run_json, RunReport, RunStart, TimingNotes};
 use crate::store::kept::StreamedRun;
 use crate::store::{write_run_json, RunFolder};
-use crate::telemetry::TelemetryData;
+use crate::telemetry::timeline::TimelineRow;
+use crate::telemetry::{TelemetryData, TelemetrySummary};
 use anyhow::{Context, Result};
+use std::path::Path;
 
 /// Everything a report is made of.
 pub struct Inputs<'a> {
@@ -56,53 +58,9 @@ pub fn assemble(i: Inputs<'_>) -> Result<RunReport> {
         Some(s) => s.summary.clone().finish_with(params),
         None => summarize(i.records, &params),
     };
-    let measured: Vec<&RequestRecord> = i
-        .records
-        .iter()
-        .filter(|r| r.phase == Phase::Measure)
-        .collect();
-    let mut generator = match i.streamed {
-        Some(s) => judge_counts(&measured, &s.generator, &i.generator),
-        None => judge(&measured, &i.generator),
-    };
-    if i.recovered {
-        generator.notes.push(
-            "recovered from an interrupted run: the generator's CPU figures were not recorded"
-                .into(),
-        );
-    }
-    let rows = match i.streamed {
-        Some(s) => crate::telemetry::timeline::timeline_of(&s.timeline, i.telemetry, i.end),
-        None => crate::telemetry::timeline::timeline(i.records, i.telemetry, i.end),
-    };
-    let csv = RunFolder::new(&config.out_dir).timeseries_csv();
-    std::fs::write(&csv, crate::telemetry::timeline::to_csv(&rows))
-        .with_context(|| format!("writing {}", csv.display()))?;
-    let telemetry = {
-        let w = summary.window;
-        let seen = match i.streamed {
-            Some(s) => s.seen.counts(i.telemetry, w.start, w.end),
-            None => crate::telemetry::summary::client_counts_in_window(
-                i.records,
-                i.telemetry,
-                w.start,
-                w.end,
-            ),
-        };
-        crate::telemetry::summary::summarize(
-            i.telemetry,
-            w.start,
-            w.end,
-            w.start + (w.end.saturating_sub(w.start)) / 10,
-            i.idle_until,
-            &crate::telemetry::summary::ClientTotals {
-                output_tokens: seen.output_tokens,
-                completed: summary.requests.completed,
-                ended: seen.ended,
-                mean_ttft_ms: summary.ttft_ms.map(|d| d.mean),
-            },
-        )
-    };
+    let generator = judge_generator(i.records, i.streamed, &i.generator, i.recovered);
+    let rows = write_timeline(i.records, i.streamed, i.telemetry, i.end, &config.out_dir)?;
+    let telemetry = summarize_telemetry(i.records, i.streamed, i.telemetry, i.idle_until, &summary);
     let mut verdict = verdict(&summary, &config, i.interrupted);
     if i.recovered {
         verdict.reasons.insert(
@@ -141,4 +99,78 @@ pub fn assemble(i: Inputs<'_>) -> Result<RunReport> {
     };
     write_run_json(&report.config.out_dir, &run_json(&report))?;
     Ok(report)
+}
+
+/// The generator's verdict over the measured records (a sample of them, with the streamed
+/// counts, when the run kept no records past `--exact-summary-limit`).
+fn judge_generator(
+    records: &[RequestRecord],
+    streamed: Option<&StreamedRun>,
+    facts: &GeneratorFacts,
+    recovered: bool,
+) -> GeneratorReport {
+    let measured: Vec<&RequestRecord> = records
+        .iter()
+        .filter(|r| r.phase == Phase::Measure)
+        .collect();
+    let mut generator = match streamed {
+        Some(s) => judge_counts(&measured, &s.generator, facts),
+        None => judge(&measured, facts),
+    };
+    if recovered {
+        generator.notes.push(
+            "recovered from an interrupted run: the generator's CPU figures were not recorded"
+                .into(),
+        );
+    }
+    generator
+}
+
+/// The per-second timeline up to `end`, also written to `timeseries.csv` in `out_dir`.
+fn write_timeline(
+    records: &[RequestRecord],
+    streamed: Option<&StreamedRun>,
+    telemetry: &TelemetryData,
+    end: Nanos,
+    out_dir: &Path,
+) -> Result<Vec<TimelineRow>> {
+    let rows = match streamed {
+        Some(s) => crate::telemetry::timeline::timeline_of(&s.timeline, telemetry, end),
+        None => crate::telemetry::timeline::timeline(records, telemetry, end),
+    };
+    let csv = RunFolder::new(out_dir).timeseries_csv();
+    std::fs::write(&csv, crate::telemetry::timeline::to_csv(&rows))
+        .with_context(|| format!("writing {}", csv.display()))?;
+    Ok(rows)
+}
+
+/// The server and GPU telemetry over the summary's measurement window, beside what the
+/// client saw in it.
+fn summarize_telemetry(
+    records: &[RequestRecord],
+    streamed: Option<&StreamedRun>,
+    telemetry: &TelemetryData,
+    idle_until: Nanos,
+    summary: &RunSummary,
+) -> TelemetrySummary {
+    let w = summary.window;
+    let seen = match streamed {
+        Some(s) => s.seen.counts(telemetry, w.start, w.end),
+        None => {
+            crate::telemetry::summary::client_counts_in_window(records, telemetry, w.start, w.end)
+        }
+    };
+    crate::telemetry::summary::summarize(
+        telemetry,
+        w.start,
+        w.end,
+        w.start + (w.end.saturating_sub(w.start)) / 10,
+        idle_until,
+        &crate::telemetry::summary::ClientTotals {
+            output_tokens: seen.output_tokens,
+            completed: summary.requests.completed,
+            ended: seen.ended,
+            mean_ttft_ms: summary.ttft_ms.map(|d| d.mean),
+        },
+    )
 }

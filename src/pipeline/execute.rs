@@ -6,6 +6,7 @@
 use super::exit;
 use super::host::host_info;
 use crate::config::{PrefillSetup, RunConfig};
+use crate::metrics::fluidity::ProfiledCurve;
 use crate::report::{SystemInfo, ToolInfo};
 use crate::runner::{self, RunError, ServerInfo};
 use crate::store::{write_run_json, RunFolder};
@@ -49,36 +50,15 @@ pub fn execute(
 ) -> Result<std::result::Result<(crate::report::RunReport, Vec<crate::record::RequestRecord>), u8>>
 {
     let config = e.config;
-    let host = host_info();
-    let tokenizer_info = tokenizer_info(e.tokenizer.as_ref());
-    // While the run goes on, run.json says so, with everything needed to recover it from
-    // requests.jsonl if the process dies (`servebench report` does it).
-    let start = crate::report::RunStart {
-        schema_version: crate::report::SCHEMA_VERSION,
-        status: "running".into(),
-        tool: ToolInfo::default(),
-        started_at: crate::clock::iso8601_ms(crate::clock::RunClock::start().unix_us(0)),
-        started_at_us: crate::clock::RunClock::start().unix_us(0),
-        command_line: config.command_line.clone(),
-        host: host.clone(),
-        system: e.system.clone(),
-        server: e.server.clone(),
-        tokenizer: tokenizer_info.clone(),
-        baseline: e.baseline.clone(),
-        config: config.clone(),
-    };
-    write_run_json(&config.out_dir, &serde_json::to_value(&start)?)?;
+    let start = mark_running(
+        &config,
+        &e.system,
+        e.server,
+        e.tokenizer.as_ref(),
+        &e.baseline,
+    )?;
     if e.announce {
-        eprintln!(
-            "Running {} against {} (model {}); records stream to {}",
-            crate::report::tables::describe_load(&config),
-            config.target.url,
-            config.target.model,
-            RunFolder::new(&config.out_dir).requests_jsonl().display()
-        );
-        if !config.quiet {
-            eprintln!("{}", runner::plan::describe_run(&config));
-        }
+        announce(&config);
     }
     let output = match runner::run(&config, e.tokenizer.clone(), e.server) {
         Ok(o) => o,
@@ -89,11 +69,7 @@ pub fn execute(
         Err(err) => return Err(err.into()),
     };
     if let Some(curve) = &output.prefill_curve {
-        if matches!(config.prefill, PrefillSetup::Profile(_)) {
-            let path = RunFolder::new(&config.out_dir).prefill_curve_json();
-            std::fs::write(&path, serde_json::to_vec_pretty(curve)?)
-                .with_context(|| format!("writing {}", path.display()))?;
-        }
+        keep_prefill_curve(curve, &config)?;
     }
     let end = output.clock.offset_of(std::time::Instant::now());
     let mut warnings = e.warnings;
@@ -132,4 +108,57 @@ pub fn execute(
         );
     }
     Ok(Ok((report, output.records)))
+}
+
+/// While the run goes on, run.json says so, with everything needed to recover it from
+/// requests.jsonl if the process dies (`servebench report` does it). The start written.
+fn mark_running(
+    config: &RunConfig,
+    system: &SystemInfo,
+    server: &ServerInfo,
+    tokenizer: &dyn tokenizer::Tokenizer,
+    baseline: &BTreeMap<String, (f64, f64)>,
+) -> Result<crate::report::RunStart> {
+    let host = host_info();
+    let tokenizer_info = tokenizer_info(tokenizer);
+    let start = crate::report::RunStart {
+        schema_version: crate::report::SCHEMA_VERSION,
+        status: "running".into(),
+        tool: ToolInfo::default(),
+        started_at: crate::clock::iso8601_ms(crate::clock::RunClock::start().unix_us(0)),
+        started_at_us: crate::clock::RunClock::start().unix_us(0),
+        command_line: config.command_line.clone(),
+        host: host.clone(),
+        system: system.clone(),
+        server: server.clone(),
+        tokenizer: tokenizer_info.clone(),
+        baseline: baseline.clone(),
+        config: config.clone(),
+    };
+    write_run_json(&config.out_dir, &serde_json::to_value(&start)?)?;
+    Ok(start)
+}
+
+/// Says what is about to run, on stderr.
+fn announce(config: &RunConfig) {
+    eprintln!(
+        "Running {} against {} (model {}); records stream to {}",
+        crate::report::tables::describe_load(config),
+        config.target.url,
+        config.target.model,
+        RunFolder::new(&config.out_dir).requests_jsonl().display()
+    );
+    if !config.quiet {
+        eprintln!("{}", runner::plan::describe_run(config));
+    }
+}
+
+/// Writes the prefill curve the run profiled (`--prefill-curve` reuses it) into its folder.
+fn keep_prefill_curve(curve: &ProfiledCurve, config: &RunConfig) -> Result<()> {
+    if matches!(config.prefill, PrefillSetup::Profile(_)) {
+        let path = RunFolder::new(&config.out_dir).prefill_curve_json();
+        std::fs::write(&path, serde_json::to_vec_pretty(curve)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
 }

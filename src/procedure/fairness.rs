@@ -22,6 +22,7 @@ use crate::metrics::fairness::ClassStats;
 use crate::workload::WorkloadSpec;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 /// `result` of a fairness test.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -80,7 +81,6 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
         .unwrap_or_else(|| o.duration(300.0, 8.0));
     let mut result = FairnessResult::default();
     let mut stop: Option<Stop> = None;
-    let total_weight: f64 = workload.classes.iter().map(|c| c.weight).sum();
     // The throughput search runs the mixed workload: that is the load the share is of.
     let mut est_opts = o.clone();
     est_opts.workload = workload.clone();
@@ -96,49 +96,97 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
             result.capacity_saturated = found.saturated;
             let total = cap * share;
             result.rate_per_s = Some(total);
-            for class in &workload.classes {
-                let r = total * class.weight / total_weight;
-                let mut spec = LevelSpec::new(
-                    format!("{} alone · {} req/s", class.name, rate(r)),
-                    Role::Isolated,
-                    Load::Rate { rate_per_s: r },
-                    isolated_d,
-                );
-                spec.workload = Some(only(&workload, &class.name));
-                match s.measure(spec) {
-                    Ok(l) => {
-                        if let Some(d) = l.summary.ttft_ms {
-                            result.isolated.insert(class.name.clone(), (d.p50, d.p99));
-                        }
-                    }
-                    Err(e) => {
-                        stop = Some(e);
-                        break;
-                    }
-                }
-            }
+            stop = measure_isolated(&mut s, &workload, total, isolated_d, &mut result);
             if stop.is_none() {
-                let mut spec = LevelSpec::new(
-                    format!("mixed · {} req/s", rate(total)),
-                    Role::Mixed,
-                    Load::Rate { rate_per_s: total },
-                    mixed_d,
-                );
-                spec.workload = Some(workload.clone());
-                spec.baseline = result.isolated.clone();
-                match s.measure(spec) {
-                    Ok(l) => {
-                        if let Some(f) = &l.summary.experience.fairness {
-                            result.jain_index = Some(f.jain_index);
-                            result.classes = f.classes.clone();
-                        }
-                    }
-                    Err(e) => stop = Some(e),
-                }
+                stop = measure_mixed(&mut s, &workload, total, mixed_d, &mut result);
             }
         }
     }
-    let answer = match result.jain_index {
+    let answer = answer(&result);
+    let compliance = compliance(&s, o, &workload, &result, share, mixed_d);
+    Finding {
+        answered: result.jain_index.is_some(),
+        levels: s.levels,
+        result: serde_json::to_value(&result).expect("plain data"),
+        answer,
+        compliance,
+        parameters: serde_json::json!({
+            "common": common_parameters(o),
+            "workload": workload.name,
+            "classes": workload.classes.iter().map(|c| (c.name.clone(), c.weight)).collect::<Vec<_>>(),
+            "share_of_capacity": share,
+            "isolated_level_s": isolated_d.as_secs_f64(),
+            "mixed_level_s": mixed_d.as_secs_f64(),
+        }),
+        stopped: stop.map(|e| e.to_string()),
+    }
+}
+
+/// Each class alone at the rate it has in the mix (`total` requests per second in all),
+/// for `duration`; their TTFT (P50, P99) go to the result. The stop if a level could not
+/// run.
+fn measure_isolated(
+    s: &mut Session,
+    workload: &WorkloadSpec,
+    total: f64,
+    duration: Duration,
+    result: &mut FairnessResult,
+) -> Option<Stop> {
+    let total_weight: f64 = workload.classes.iter().map(|c| c.weight).sum();
+    for class in &workload.classes {
+        let r = total * class.weight / total_weight;
+        let mut spec = LevelSpec::new(
+            format!("{} alone · {} req/s", class.name, rate(r)),
+            Role::Isolated,
+            Load::Rate { rate_per_s: r },
+            duration,
+        );
+        spec.workload = Some(only(workload, &class.name));
+        match s.measure(spec) {
+            Ok(l) => {
+                if let Some(d) = l.summary.ttft_ms {
+                    result.isolated.insert(class.name.clone(), (d.p50, d.p99));
+                }
+            }
+            Err(e) => return Some(e),
+        }
+    }
+    None
+}
+
+/// The classes mixed at `total` requests per second for `duration`, against their
+/// isolated TTFT; Jain's index and the per-class figures go to the result. The stop if the
+/// level could not run.
+fn measure_mixed(
+    s: &mut Session,
+    workload: &WorkloadSpec,
+    total: f64,
+    duration: Duration,
+    result: &mut FairnessResult,
+) -> Option<Stop> {
+    let mut spec = LevelSpec::new(
+        format!("mixed · {} req/s", rate(total)),
+        Role::Mixed,
+        Load::Rate { rate_per_s: total },
+        duration,
+    );
+    spec.workload = Some(workload.clone());
+    spec.baseline = result.isolated.clone();
+    match s.measure(spec) {
+        Ok(l) => {
+            if let Some(f) = &l.summary.experience.fairness {
+                result.jain_index = Some(f.jain_index);
+                result.classes = f.classes.clone();
+            }
+            None
+        }
+        Err(e) => Some(e),
+    }
+}
+
+/// The one-line answer.
+fn answer(result: &FairnessResult) -> String {
+    match result.jain_index {
         Some(j) => {
             let worst = result
                 .classes
@@ -158,23 +206,6 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
             )
         }
         None => "the mixed run did not complete".into(),
-    };
-    let compliance = compliance(&s, o, &workload, &result, share, mixed_d);
-    Finding {
-        answered: result.jain_index.is_some(),
-        levels: s.levels,
-        result: serde_json::to_value(&result).expect("plain data"),
-        answer,
-        compliance,
-        parameters: serde_json::json!({
-            "common": common_parameters(o),
-            "workload": workload.name,
-            "classes": workload.classes.iter().map(|c| (c.name.clone(), c.weight)).collect::<Vec<_>>(),
-            "share_of_capacity": share,
-            "isolated_level_s": isolated_d.as_secs_f64(),
-            "mixed_level_s": mixed_d.as_secs_f64(),
-        }),
-        stopped: stop.map(|e| e.to_string()),
     }
 }
 

@@ -20,6 +20,7 @@ use super::session::Session;
 use super::throughput::{capacity_of, saturation_search, thousands, ThroughputResult};
 use super::{common_parameters, Options};
 use serde::{Deserialize, Serialize};
+use std::time::Duration;
 
 /// One row of Table 13.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -137,15 +138,7 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
     let mut s = Session::new(bench, o.slo.clone());
     let duration = o.duration(60.0, 4.0);
     let shares = o.load_shares.clone().unwrap_or_else(|| SHARES.to_vec());
-    let baseline = o
-        .targets
-        .iter()
-        .find(|t| t.as_str() == "baseline")
-        .or(o.targets.first())
-        .cloned()
-        .unwrap_or_default();
-    let mut order: Vec<String> = vec![baseline.clone()];
-    order.extend(o.targets.iter().filter(|t| **t != baseline).cloned());
+    let (baseline, order) = configurations(&o.targets);
     let mut result = GuardrailResult {
         baseline: baseline.clone(),
         ..Default::default()
@@ -164,58 +157,109 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
         baseline_rps = base;
         stop = stopped;
     }
-    let base_tput = result
-        .capacity
-        .iter()
-        .find(|x| x.configuration == baseline)
-        .map(|x| x.max_output_tokens_per_s);
     result.baseline_capacity_rate_per_s = baseline_rps;
     if let (Some(cap), None) = (baseline_rps.filter(|r| *r > 0.0), &stop) {
-        'outer: for &share in &shares {
-            for name in &order {
-                let r = cap * share;
-                let mut spec = LevelSpec::new(
-                    format!("{name} · {:.0} % · {} req/s", share * 100.0, rate(r)),
-                    Role::Sweep,
-                    Load::Rate { rate_per_s: r },
-                    duration,
-                );
-                spec.target = Some(name.clone());
-                match s.measure(spec) {
-                    Ok(l) => result.rows.push(row(name, share, r, l)),
-                    Err(e) => {
-                        stop = Some(e);
-                        break 'outer;
-                    }
-                }
+        stop = measure_shares(&mut s, cap, &shares, &order, duration, &mut result.rows);
+    }
+    (result.input_filter_overhead_ms, result.total_overhead_ms) =
+        overheads(&result.rows, &o.targets, &baseline);
+    result.safety_systems = o.safety_systems.clone();
+    result.disclosure = disclosure(&s, &order);
+    let answer = answer(&result);
+    let compliance = compliance(&s, o, &result, &shares);
+    Finding {
+        answered: result.capacity.len() >= 2,
+        levels: s.levels,
+        result: serde_json::to_value(&result).expect("plain data"),
+        answer,
+        compliance,
+        parameters: serde_json::json!({
+            "common": common_parameters(o),
+            "configurations": order,
+            "shares": shares,
+            "level_duration_s": duration.as_secs_f64(),
+            "search_level_duration_s": o.duration(60.0, 6.0).as_secs_f64(),
+            "estimate_concurrency": c,
+        }),
+        stopped: stop.map(|e| e.to_string()),
+    }
+}
+
+/// The reference configuration (the one named `baseline`, else the first) and every
+/// configuration, the reference first.
+fn configurations(targets: &[String]) -> (String, Vec<String>) {
+    let baseline = targets
+        .iter()
+        .find(|t| t.as_str() == "baseline")
+        .or(targets.first())
+        .cloned()
+        .unwrap_or_default();
+    let mut order: Vec<String> = vec![baseline.clone()];
+    order.extend(targets.iter().filter(|t| **t != baseline).cloned());
+    (baseline, order)
+}
+
+/// Table 13: every configuration (`order`) at each share of the baseline's capacity `cap`,
+/// one share after the other; its rows go to `rows`. The stop if a level could not run.
+fn measure_shares(
+    s: &mut Session,
+    cap: f64,
+    shares: &[f64],
+    order: &[String],
+    duration: Duration,
+    rows: &mut Vec<GuardrailRow>,
+) -> Option<Stop> {
+    for &share in shares {
+        for name in order {
+            let r = cap * share;
+            let mut spec = LevelSpec::new(
+                format!("{name} · {:.0} % · {} req/s", share * 100.0, rate(r)),
+                Role::Sweep,
+                Load::Rate { rate_per_s: r },
+                duration,
+            );
+            spec.target = Some(name.clone());
+            match s.measure(spec) {
+                Ok(l) => rows.push(row(name, share, r, l)),
+                Err(e) => return Some(e),
             }
         }
     }
+    None
+}
+
+/// The draft's overheads at the 50 % level, ms: input filter = TTFT(input) −
+/// TTFT(baseline), total = E2E(full) − E2E(baseline).
+fn overheads(
+    rows: &[GuardrailRow],
+    targets: &[String],
+    baseline: &str,
+) -> (Option<f64>, Option<f64>) {
     let at_half = |name: &str| {
-        result
-            .rows
-            .iter()
+        rows.iter()
             .find(|r| r.configuration == name && (r.share - 0.5).abs() < 1e-9)
     };
-    let base = at_half(&baseline);
-    let input = o
-        .targets
+    let base = at_half(baseline);
+    let input = targets
         .iter()
         .find(|t| t.starts_with("input"))
         .and_then(|t| at_half(t));
-    let full = o
-        .targets
+    let full = targets
         .iter()
         .find(|t| t.starts_with("full"))
         .and_then(|t| at_half(t));
-    result.input_filter_overhead_ms = base
-        .zip(input)
-        .and_then(|(b, i)| Some(i.ttft_p50_ms? - b.ttft_p50_ms?));
-    result.total_overhead_ms = base
-        .zip(full)
-        .and_then(|(b, f)| Some(f.e2e_p50_ms? - b.e2e_p50_ms?));
-    result.safety_systems = o.safety_systems.clone();
-    result.disclosure = order
+    (
+        base.zip(input)
+            .and_then(|(b, i)| Some(i.ttft_p50_ms? - b.ttft_p50_ms?)),
+        base.zip(full)
+            .and_then(|(b, f)| Some(f.e2e_p50_ms? - b.e2e_p50_ms?)),
+    )
+}
+
+/// Draft 4.8.1 per configuration: the filters its name states and the requests it refused
+/// over all its levels.
+fn disclosure(s: &Session, order: &[String]) -> Vec<GuardrailDisclosure> {
+    order
         .iter()
         .map(|name| {
             let filters = filters_of(name);
@@ -238,57 +282,49 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
                     .sum(),
             }
         })
-        .collect();
-    let answer = if result.capacity.len() >= 2 {
-        let worst = result
-            .capacity
-            .iter()
-            .filter(|x| x.reduction.is_some())
-            .min_by(|a, b| {
-                a.reduction
-                    .unwrap_or(0.0)
-                    .total_cmp(&b.reduction.unwrap_or(0.0))
-            });
-        format!(
-            "max throughput (throughput search): baseline {} tok/s{}{}{}",
-            thousands(base_tput.unwrap_or(0.0)),
-            worst
-                .map(|w| format!(
-                    "; {} {} tok/s ({:+.1} %)",
-                    w.configuration,
-                    thousands(w.max_output_tokens_per_s),
-                    w.reduction.unwrap_or(0.0) * 100.0
-                ))
-                .unwrap_or_default(),
-            result
-                .input_filter_overhead_ms
-                .map(|v| format!("; input filter adds {v:.0} ms TTFT"))
-                .unwrap_or_default(),
-            result
-                .total_overhead_ms
-                .map(|v| format!("; full guardrails add {v:.0} ms end to end"))
-                .unwrap_or_default()
-        )
-    } else {
-        "fewer than two configurations were measured".into()
-    };
-    let compliance = compliance(&s, o, &result, &shares);
-    Finding {
-        answered: result.capacity.len() >= 2,
-        levels: s.levels,
-        result: serde_json::to_value(&result).expect("plain data"),
-        answer,
-        compliance,
-        parameters: serde_json::json!({
-            "common": common_parameters(o),
-            "configurations": order,
-            "shares": shares,
-            "level_duration_s": duration.as_secs_f64(),
-            "search_level_duration_s": o.duration(60.0, 6.0).as_secs_f64(),
-            "estimate_concurrency": c,
-        }),
-        stopped: stop.map(|e| e.to_string()),
+        .collect()
+}
+
+/// The one-line answer: the baseline's maximum throughput, the configuration that loses
+/// the most of it, and the overheads.
+fn answer(result: &GuardrailResult) -> String {
+    if result.capacity.len() < 2 {
+        return "fewer than two configurations were measured".into();
     }
+    let base_tput = result
+        .capacity
+        .iter()
+        .find(|x| x.configuration == result.baseline)
+        .map(|x| x.max_output_tokens_per_s);
+    let worst = result
+        .capacity
+        .iter()
+        .filter(|x| x.reduction.is_some())
+        .min_by(|a, b| {
+            a.reduction
+                .unwrap_or(0.0)
+                .total_cmp(&b.reduction.unwrap_or(0.0))
+        });
+    format!(
+        "max throughput (throughput search): baseline {} tok/s{}{}{}",
+        thousands(base_tput.unwrap_or(0.0)),
+        worst
+            .map(|w| format!(
+                "; {} {} tok/s ({:+.1} %)",
+                w.configuration,
+                thousands(w.max_output_tokens_per_s),
+                w.reduction.unwrap_or(0.0) * 100.0
+            ))
+            .unwrap_or_default(),
+        result
+            .input_filter_overhead_ms
+            .map(|v| format!("; input filter adds {v:.0} ms TTFT"))
+            .unwrap_or_default(),
+        result
+            .total_overhead_ms
+            .map(|v| format!("; full guardrails add {v:.0} ms end to end"))
+            .unwrap_or_default()
+    )
 }
 
 /// Table 14: the throughput search on each configuration in turn (`order`, the baseline
@@ -377,6 +413,23 @@ fn compliance(
             o.workload.name
         ),
     );
+    disclosure_checks(&mut c, r);
+    c.must(
+        "5.10.3",
+        "every configuration measured at every level",
+        r.rows.len() == shares.len() * o.targets.len(),
+        format!(
+            "{} of {} level runs",
+            r.rows.len(),
+            shares.len() * o.targets.len()
+        ),
+    );
+    c.finish()
+}
+
+/// Draft 4.8.1 and 4.8.2: what is disclosed of each configuration's safety systems, and
+/// that configurations with and without them are compared.
+fn disclosure_checks(c: &mut Checklist, r: &GuardrailResult) {
     let unstated: Vec<&str> = r
         .disclosure
         .iter()
@@ -426,17 +479,6 @@ fn compliance(
         filtered(true) && filtered(false),
         "a configuration without filters beside one with them".to_owned(),
     );
-    c.must(
-        "5.10.3",
-        "every configuration measured at every level",
-        r.rows.len() == shares.len() * o.targets.len(),
-        format!(
-            "{} of {} level runs",
-            r.rows.len(),
-            shares.len() * o.targets.len()
-        ),
-    );
-    c.finish()
 }
 
 #[cfg(test)]

@@ -129,114 +129,16 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
     };
     let mut stop: Option<Stop> = None;
     for &len in &lengths {
-        let mut spec = LevelSpec::new(
-            format!("{len} tokens · {requests} requests"),
-            Role::Length,
-            Load::Concurrency { concurrency },
-            std::time::Duration::ZERO,
-        );
-        spec.duration = None;
-        spec.requests = Some(requests);
-        spec.workload = Some(at_length(len, output));
-        // The prompt length behind each TTFT: the mean over the completed requests (those
-        // TTFT is measured on), from the server's usage when it reports one.
-        let completed_input_mean = |records: &[crate::record::RequestRecord]| {
-            let lengths: Vec<u64> = records
-                .iter()
-                .filter(|r| r.phase == crate::record::Phase::Measure && r.outcome.is_ok())
-                .map(crate::metrics::summary::input_tokens)
-                .collect();
-            (!lengths.is_empty()).then(|| lengths.iter().sum::<u64>() as f64 / lengths.len() as f64)
-        };
-        match s.measure_with(spec, completed_input_mean) {
-            Ok((l, input_mean)) => {
-                let sm = &l.summary;
-                let done = sm.requests.completed;
-                let ttft_mean = sm.ttft_ms.map(|d| d.mean);
-                result.rows.push(LengthRow {
-                    level: l.index,
-                    context_tokens: len,
-                    input_tokens_mean: input_mean,
-                    ttft_mean_ms: ttft_mean,
-                    ttft_p50_ms: sm.ttft_ms.map(|d| d.p50),
-                    ttft_p95_ms: sm.ttft_ms.map(|d| d.p95),
-                    ms_per_1k_tokens: ttft_mean
-                        .zip(input_mean.or(Some(len as f64)))
-                        .map(|(t, n)| t / n * 1000.0),
-                    e2e_mean_ms: sm.e2e_ms.map(|d| d.mean),
-                    output_tokens_per_s: sm.output_tokens_per_s,
-                    requests: done,
-                });
-            }
+        match measure_length(&mut s, len, requests, output, concurrency) {
+            Ok(row) => result.rows.push(row),
             Err(e) => {
                 stop = Some(e);
                 break;
             }
         }
     }
-    let (xs, ys): (Vec<f64>, Vec<f64>) = result
-        .rows
-        .iter()
-        .filter_map(|r| {
-            Some((
-                r.input_tokens_mean.unwrap_or(r.context_tokens as f64),
-                r.ttft_mean_ms?,
-            ))
-        })
-        .unzip();
-    if xs.len() >= 3 {
-        if let Some(sc) = scaling(&xs, &ys) {
-            result.scaling_exponent = sc.exponent;
-            result.us_per_input_token = sc.ms_per_1k_tokens; // ms per 1K = µs per token
-            let fits = [sc.linear, sc.quadratic, sc.power_law];
-            result.fits = fits.iter().flatten().map(|f| f.model).collect();
-            if let Some(best) = sc.best {
-                result.best_fit = Some(
-                    match best {
-                        ModelKind::Linear => "linear",
-                        ModelKind::Quadratic => "quadratic",
-                        ModelKind::PowerLaw => "power_law",
-                    }
-                    .into(),
-                );
-                result.r2 = fits
-                    .iter()
-                    .flatten()
-                    .find(|f| f.model.kind() == best)
-                    .map(|f| f.r_squared);
-            }
-        }
-    }
-    let answer = match (&result.best_fit, result.scaling_exponent) {
-        (Some(best), Some(k)) => format!(
-            "best fit {} (R² = {:.4}), TTFT = a + b·length^{k:.2}{}; {} lengths from {} to {} tokens",
-            best.replace('_', " "),
-            result.r2.unwrap_or(f64::NAN),
-            // A per-token cost is a fair summary only when the cost is linear; otherwise the
-            // linear slope hides a marginal cost that grows with length, so say which it is.
-            result
-                .us_per_input_token
-                .map(|u| per_token_cost(&result, u))
-                .unwrap_or_default(),
-            result.rows.len(),
-            result.rows.first().map_or(0, |r| r.context_tokens),
-            result.rows.last().map_or(0, |r| r.context_tokens)
-        ),
-        (Some(best), None) => format!(
-            "best fit {} (R² = {:.4}){}; {} lengths measured: 4 are needed for the exponent",
-            best.replace('_', " "),
-            result.r2.unwrap_or(f64::NAN),
-            result
-                .us_per_input_token
-                .map(|u| per_token_cost(&result, u))
-                .unwrap_or_default(),
-            result.rows.len(),
-        ),
-        _ => format!(
-            "{} lengths measured: too few to fit the scaling models (3 needed for a line, 4 for the exponent)",
-            result.rows.len()
-        ),
-    };
+    fit_scaling(&mut result);
+    let answer = answer(&result);
     let compliance = compliance(&s, o, &result, requests, &lengths);
     Finding {
         answered: result.best_fit.is_some(),
@@ -252,6 +154,128 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
             "output_tokens": output,
         }),
         stopped: stop.map(|e| e.to_string()),
+    }
+}
+
+/// One length's level (`requests` requests of `len` prompt tokens, `output` output tokens,
+/// at `concurrency`) and its row of Table 12.
+fn measure_length(
+    s: &mut Session,
+    len: u32,
+    requests: u64,
+    output: u32,
+    concurrency: u32,
+) -> Result<LengthRow, Stop> {
+    let mut spec = LevelSpec::new(
+        format!("{len} tokens · {requests} requests"),
+        Role::Length,
+        Load::Concurrency { concurrency },
+        std::time::Duration::ZERO,
+    );
+    spec.duration = None;
+    spec.requests = Some(requests);
+    spec.workload = Some(at_length(len, output));
+    // The prompt length behind each TTFT: the mean over the completed requests (those
+    // TTFT is measured on), from the server's usage when it reports one.
+    let completed_input_mean = |records: &[crate::record::RequestRecord]| {
+        let lengths: Vec<u64> = records
+            .iter()
+            .filter(|r| r.phase == crate::record::Phase::Measure && r.outcome.is_ok())
+            .map(crate::metrics::summary::input_tokens)
+            .collect();
+        (!lengths.is_empty()).then(|| lengths.iter().sum::<u64>() as f64 / lengths.len() as f64)
+    };
+    let (l, input_mean) = s.measure_with(spec, completed_input_mean)?;
+    let sm = &l.summary;
+    let done = sm.requests.completed;
+    let ttft_mean = sm.ttft_ms.map(|d| d.mean);
+    Ok(LengthRow {
+        level: l.index,
+        context_tokens: len,
+        input_tokens_mean: input_mean,
+        ttft_mean_ms: ttft_mean,
+        ttft_p50_ms: sm.ttft_ms.map(|d| d.p50),
+        ttft_p95_ms: sm.ttft_ms.map(|d| d.p95),
+        ms_per_1k_tokens: ttft_mean
+            .zip(input_mean.or(Some(len as f64)))
+            .map(|(t, n)| t / n * 1000.0),
+        e2e_mean_ms: sm.e2e_ms.map(|d| d.mean),
+        output_tokens_per_s: sm.output_tokens_per_s,
+        requests: done,
+    })
+}
+
+/// The scaling fits over the rows (at least 3): the exponent, the cost per input token,
+/// every model fitted, and the best with its R².
+fn fit_scaling(result: &mut LongContextResult) {
+    let (xs, ys): (Vec<f64>, Vec<f64>) = result
+        .rows
+        .iter()
+        .filter_map(|r| {
+            Some((
+                r.input_tokens_mean.unwrap_or(r.context_tokens as f64),
+                r.ttft_mean_ms?,
+            ))
+        })
+        .unzip();
+    if xs.len() < 3 {
+        return;
+    }
+    let Some(sc) = scaling(&xs, &ys) else {
+        return;
+    };
+    result.scaling_exponent = sc.exponent;
+    result.us_per_input_token = sc.ms_per_1k_tokens; // ms per 1K = µs per token
+    let fits = [sc.linear, sc.quadratic, sc.power_law];
+    result.fits = fits.iter().flatten().map(|f| f.model).collect();
+    if let Some(best) = sc.best {
+        result.best_fit = Some(
+            match best {
+                ModelKind::Linear => "linear",
+                ModelKind::Quadratic => "quadratic",
+                ModelKind::PowerLaw => "power_law",
+            }
+            .into(),
+        );
+        result.r2 = fits
+            .iter()
+            .flatten()
+            .find(|f| f.model.kind() == best)
+            .map(|f| f.r_squared);
+    }
+}
+
+/// The one-line answer.
+fn answer(result: &LongContextResult) -> String {
+    match (&result.best_fit, result.scaling_exponent) {
+        (Some(best), Some(k)) => format!(
+            "best fit {} (R² = {:.4}), TTFT = a + b·length^{k:.2}{}; {} lengths from {} to {} tokens",
+            best.replace('_', " "),
+            result.r2.unwrap_or(f64::NAN),
+            // A per-token cost is a fair summary only when the cost is linear; otherwise the
+            // linear slope hides a marginal cost that grows with length, so say which it is.
+            result
+                .us_per_input_token
+                .map(|u| per_token_cost(result, u))
+                .unwrap_or_default(),
+            result.rows.len(),
+            result.rows.first().map_or(0, |r| r.context_tokens),
+            result.rows.last().map_or(0, |r| r.context_tokens)
+        ),
+        (Some(best), None) => format!(
+            "best fit {} (R² = {:.4}){}; {} lengths measured: 4 are needed for the exponent",
+            best.replace('_', " "),
+            result.r2.unwrap_or(f64::NAN),
+            result
+                .us_per_input_token
+                .map(|u| per_token_cost(result, u))
+                .unwrap_or_default(),
+            result.rows.len(),
+        ),
+        _ => format!(
+            "{} lengths measured: too few to fit the scaling models (3 needed for a line, 4 for the exponent)",
+            result.rows.len()
+        ),
     }
 }
 

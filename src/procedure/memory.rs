@@ -19,7 +19,9 @@ use super::level::{Bench, LevelSpec, Load, Role, Stop};
 use super::report::Finding;
 use super::session::Session;
 use super::{common_parameters, Options};
+use crate::workload::WorkloadSpec;
 use serde::{Deserialize, Serialize};
+use std::time::Duration;
 
 /// One row of Table 11.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -92,35 +94,8 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
     };
     if let (Some(cap), None) = (cap, &stop) {
         for &share in &o.oversubscription {
-            let c = ((cap as f64 * share).ceil() as u32).max(1);
-            let mut spec = LevelSpec::new(
-                format!("{:.0} % · concurrency {c}", share * 100.0),
-                Role::Sweep,
-                Load::Concurrency { concurrency: c },
-                duration,
-            );
-            spec.workload = Some(workload.clone());
-            match s.measure(spec) {
-                Ok(l) => {
-                    let sm = &l.summary;
-                    let done = sm.requests.completed;
-                    result.levels.push(MemoryRow {
-                        level: l.index,
-                        share,
-                        concurrency: c,
-                        completion: l.outcomes.completion_rate(),
-                        preemptions: l.server.preemptions,
-                        preemptions_per_request: l
-                            .server
-                            .preemptions
-                            .filter(|_| done > 0)
-                            .map(|p| p / done as f64),
-                        failure_rate: l.outcomes.failure_rate(),
-                        cancelled: l.outcomes.cancelled,
-                        ttft_p99_ms: sm.ttft_ms.map(|d| d.p99),
-                        kv_cache_usage_max: l.server.kv_cache_usage_max,
-                    });
-                }
+            match measure_share(&mut s, cap, share, duration, &workload) {
+                Ok(row) => result.levels.push(row),
                 Err(e) => {
                     stop = Some(e);
                     break;
@@ -133,22 +108,7 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
     } else {
         "not measured: the server exposes no preemption counter".into()
     };
-    let answer = match (result.levels.first(), result.levels.last()) {
-        (Some(a), Some(b)) if result.levels.len() > 1 => format!(
-            "from {:.0} % to {:.0} % of capacity (concurrency {} → {}): completion {:.1} % → {:.1} %, P99 TTFT {} → {}, preemptions {} → {}",
-            a.share * 100.0,
-            b.share * 100.0,
-            a.concurrency,
-            b.concurrency,
-            a.completion * 100.0,
-            b.completion * 100.0,
-            ms(a.ttft_p99_ms),
-            ms(b.ttft_p99_ms),
-            count(a.preemptions),
-            count(b.preemptions)
-        ),
-        _ => "the oversubscription levels did not run".into(),
-    };
+    let answer = answer(&result);
     let compliance = compliance(&s, o, duration, &result);
     Finding {
         answered: !result.levels.is_empty(),
@@ -163,6 +123,64 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
             "workload": workload.name,
         }),
         stopped: stop.map(|e| e.to_string()),
+    }
+}
+
+/// The level at `share` of the concurrent capacity `cap` (closed loop, for `duration`) and
+/// its row of Table 11.
+fn measure_share(
+    s: &mut Session,
+    cap: u32,
+    share: f64,
+    duration: Duration,
+    workload: &WorkloadSpec,
+) -> Result<MemoryRow, Stop> {
+    let c = ((cap as f64 * share).ceil() as u32).max(1);
+    let mut spec = LevelSpec::new(
+        format!("{:.0} % · concurrency {c}", share * 100.0),
+        Role::Sweep,
+        Load::Concurrency { concurrency: c },
+        duration,
+    );
+    spec.workload = Some(workload.clone());
+    let l = s.measure(spec)?;
+    let sm = &l.summary;
+    let done = sm.requests.completed;
+    Ok(MemoryRow {
+        level: l.index,
+        share,
+        concurrency: c,
+        completion: l.outcomes.completion_rate(),
+        preemptions: l.server.preemptions,
+        preemptions_per_request: l
+            .server
+            .preemptions
+            .filter(|_| done > 0)
+            .map(|p| p / done as f64),
+        failure_rate: l.outcomes.failure_rate(),
+        cancelled: l.outcomes.cancelled,
+        ttft_p99_ms: sm.ttft_ms.map(|d| d.p99),
+        kv_cache_usage_max: l.server.kv_cache_usage_max,
+    })
+}
+
+/// The one-line answer: the first and last levels compared.
+fn answer(result: &MemoryResult) -> String {
+    match (result.levels.first(), result.levels.last()) {
+        (Some(a), Some(b)) if result.levels.len() > 1 => format!(
+            "from {:.0} % to {:.0} % of capacity (concurrency {} → {}): completion {:.1} % → {:.1} %, P99 TTFT {} → {}, preemptions {} → {}",
+            a.share * 100.0,
+            b.share * 100.0,
+            a.concurrency,
+            b.concurrency,
+            a.completion * 100.0,
+            b.completion * 100.0,
+            ms(a.ttft_p99_ms),
+            ms(b.ttft_p99_ms),
+            count(a.preemptions),
+            count(b.preemptions)
+        ),
+        _ => "the oversubscription levels did not run".into(),
     }
 }
 

@@ -124,8 +124,57 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
     let requests = o.requests.unwrap_or(o.count(500, 40));
     let load = o.load.unwrap_or(Load::Concurrency { concurrency: 4 });
     let mut result = PrefixCacheResult::default();
-    let mut stop: Option<Stop> = None;
-    let level = |label: &str, role: Role, target: Option<&str>, cache: Option<bool>| {
+    let shape = LevelShape {
+        load,
+        requests,
+        workload: &workload,
+    };
+    let stop = if o.from_runs.contains_key("off") && o.from_runs.contains_key("on") {
+        result.mode = "earlier runs (--from)".into();
+        from_earlier_runs(&mut s, o, &shape)
+    } else {
+        let (mode, stop) = run_levels(&mut s, o, &shape);
+        result.mode = mode;
+        stop
+    };
+    read_levels(&mut result, &s.levels);
+    let answer = answer(&result);
+    let compliance = compliance(&s, o, &workload, &result);
+    Finding {
+        answered: result.ttft_reduction.is_some(),
+        levels: s.levels,
+        result: serde_json::to_value(&result).expect("plain data"),
+        answer,
+        compliance,
+        parameters: serde_json::json!({
+            "common": common_parameters(o),
+            "workload": workload.name,
+            "requests": requests,
+            "load": load,
+            "mode": result.mode,
+        }),
+        stopped: stop.map(|e| e.to_string()),
+    }
+}
+
+/// What the test's levels share: the load, the request count and the workload (the warm
+/// level's with new requests, [`warm_workload`]).
+struct LevelShape<'a> {
+    load: Load,
+    requests: u64,
+    workload: &'a crate::workload::WorkloadSpec,
+}
+
+impl LevelShape<'_> {
+    /// A level of the test: its label, role, target and per-request cache switch.
+    fn spec(
+        &self,
+        label: &str,
+        role: Role,
+        target: Option<&str>,
+        cache: Option<bool>,
+    ) -> LevelSpec {
+        let (load, requests) = (self.load, self.requests);
         let mut spec = LevelSpec::new(
             format!("{label} · {} · {requests} requests", load.describe()),
             role,
@@ -135,72 +184,85 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
         spec.duration = None;
         spec.requests = Some(requests);
         spec.workload = Some(if role == Role::CacheWarm {
-            warm_workload(&workload)
+            warm_workload(self.workload)
         } else {
-            workload.clone()
+            self.workload.clone()
         });
         spec.target = target.map(str::to_owned);
         spec.prefix_cache = cache;
         spec.flush_cache = role == Role::CacheCold;
         spec.warmup = warmup_of(role, target);
         spec
-    };
-    let mut plan_specs: Vec<(String, LevelSpec)> = Vec::new();
-    let has = |name: &str| o.targets.iter().any(|t| t == name);
-    if o.from_runs.contains_key("off") && o.from_runs.contains_key("on") {
-        result.mode = "earlier runs (--from)".into();
-        for (name, configuration, role) in [
-            ("off", "Cache Disabled", Role::CacheOff),
-            ("on", "Cache Enabled", Role::CacheWarm),
-        ] {
-            match s.bench.load_run(&o.from_runs[name]) {
-                Ok(run) => {
-                    let spec = LevelSpec {
-                        label: format!("{configuration} (from {})", o.from_runs[name].display()),
-                        ..level(configuration, role, None, None)
-                    };
-                    let o2 = super::level::outcome(
-                        s.levels.len(),
-                        &spec,
-                        &run,
-                        Default::default(),
-                        None,
-                        super::LevelVerdict::Measured,
-                        String::new(),
-                    );
-                    s.levels.push(o2);
-                }
-                Err(e) => {
-                    stop = Some(e);
-                    break;
-                }
+    }
+}
+
+/// The levels from earlier runs (`--from off=RUN --from on=RUN`), run nothing. The stop
+/// if a run could not be read.
+fn from_earlier_runs(s: &mut Session, o: &Options, shape: &LevelShape) -> Option<Stop> {
+    for (name, configuration, role) in [
+        ("off", "Cache Disabled", Role::CacheOff),
+        ("on", "Cache Enabled", Role::CacheWarm),
+    ] {
+        match s.bench.load_run(&o.from_runs[name]) {
+            Ok(run) => {
+                let spec = LevelSpec {
+                    label: format!("{configuration} (from {})", o.from_runs[name].display()),
+                    ..shape.spec(configuration, role, None, None)
+                };
+                let o2 = super::level::outcome(
+                    s.levels.len(),
+                    &spec,
+                    &run,
+                    Default::default(),
+                    None,
+                    super::LevelVerdict::Measured,
+                    String::new(),
+                );
+                s.levels.push(o2);
             }
-        }
-    } else {
-        let labelled = has("off") && has("on");
-        result.mode = if labelled {
-            "labelled targets (--target off=… --target on=…)".into()
-        } else if o.cache_switch {
-            "per request (cache_prompt)".into()
-        } else {
-            "per request (cache_prompt), which this server may ignore: give --target off=URL --target on=URL for a server started each way".into()
-        };
-        for (configuration, role, target, cache) in plan(labelled) {
-            let name = match role {
-                Role::CacheOff => "cache off",
-                Role::CacheCold => "cache cold",
-                _ => "cache warm",
-            };
-            plan_specs.push((configuration.to_string(), level(name, role, target, cache)));
-        }
-        for (_, spec) in &plan_specs {
-            if let Err(e) = s.measure(spec.clone()) {
-                stop = Some(e);
-                break;
-            }
+            Err(e) => return Some(e),
         }
     }
-    for l in &s.levels {
+    None
+}
+
+/// Runs the off, cold and warm levels, the cache switched by the deployment on labelled
+/// targets, else per request. How the cache was switched, in words, and the stop if a
+/// level could not run.
+fn run_levels(s: &mut Session, o: &Options, shape: &LevelShape) -> (String, Option<Stop>) {
+    let has = |name: &str| o.targets.iter().any(|t| t == name);
+    let labelled = has("off") && has("on");
+    let mode: String = if labelled {
+        "labelled targets (--target off=… --target on=…)".into()
+    } else if o.cache_switch {
+        "per request (cache_prompt)".into()
+    } else {
+        "per request (cache_prompt), which this server may ignore: give --target off=URL --target on=URL for a server started each way".into()
+    };
+    let mut plan_specs: Vec<(String, LevelSpec)> = Vec::new();
+    for (configuration, role, target, cache) in plan(labelled) {
+        let name = match role {
+            Role::CacheOff => "cache off",
+            Role::CacheCold => "cache cold",
+            _ => "cache warm",
+        };
+        plan_specs.push((
+            configuration.to_string(),
+            shape.spec(name, role, target, cache),
+        ));
+    }
+    for (_, spec) in &plan_specs {
+        if let Err(e) = s.measure(spec.clone()) {
+            return (mode, Some(e));
+        }
+    }
+    (mode, None)
+}
+
+/// Table 10's rows and the figures compared across the levels: TTFT reductions, the warm
+/// level's hit rate and the throughput change.
+fn read_levels(result: &mut PrefixCacheResult, levels: &[LevelOutcome]) {
+    for l in levels {
         let configuration = match l.role {
             Role::CacheOff => "Cache Disabled",
             Role::CacheCold => "Cache (Cold)",
@@ -210,9 +272,9 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
         };
         result.rows.push(row(configuration, l));
     }
-    let off = s.levels.iter().find(|l| l.role == Role::CacheOff);
-    let warm = s.levels.iter().find(|l| l.role == Role::CacheWarm);
-    let cold = s.levels.iter().find(|l| l.role == Role::CacheCold);
+    let off = levels.iter().find(|l| l.role == Role::CacheOff);
+    let warm = levels.iter().find(|l| l.role == Role::CacheWarm);
+    let cold = levels.iter().find(|l| l.role == Role::CacheCold);
     let p50 = |l: &LevelOutcome| l.summary.ttft_ms.map(|d| d.p50);
     let reduction = |on: Option<&LevelOutcome>| {
         let (a, b) = (p50(off?)?, p50(on?)?);
@@ -235,7 +297,11 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
         }
         _ => None,
     };
-    let answer = match result.ttft_reduction {
+}
+
+/// The one-line answer.
+fn answer(result: &PrefixCacheResult) -> String {
+    match result.ttft_reduction {
         Some(r) => format!(
             "prefix caching {} P50 TTFT by {:.0} %{}{}",
             if r >= 0.0 { "cut" } else { "raised" },
@@ -250,22 +316,6 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
                 .unwrap_or_default()
         ),
         None => "no cache comparison could be made".into(),
-    };
-    let compliance = compliance(&s, o, &workload, &result);
-    Finding {
-        answered: result.ttft_reduction.is_some(),
-        levels: s.levels,
-        result: serde_json::to_value(&result).expect("plain data"),
-        answer,
-        compliance,
-        parameters: serde_json::json!({
-            "common": common_parameters(o),
-            "workload": workload.name,
-            "requests": requests,
-            "load": load,
-            "mode": result.mode,
-        }),
-        stopped: stop.map(|e| e.to_string()),
     }
 }
 

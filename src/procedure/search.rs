@@ -48,108 +48,9 @@ pub struct RatePlan {
 /// stops; the stop is handed back.
 pub fn search_rate(
     plan: &RatePlan,
-    mut probe: impl FnMut(f64, Role) -> Result<Probe, Stop>,
+    probe: impl FnMut(f64, Role) -> Result<Probe, Stop>,
 ) -> (SearchResult<f64>, Option<Stop>) {
-    let mut lo: Option<f64> = None;
-    let mut hi: Option<f64> = None;
-    let stopped = |lo, hi, stop: Stop| {
-        (
-            SearchResult {
-                sustainable: lo,
-                failing: hi,
-                converged: false,
-                note: format!("search stopped early: {stop}"),
-            },
-            Some(stop),
-        )
-    };
-    // Bracket.
-    let mut r = plan.start_per_s;
-    match probe(r, Role::Bracket) {
-        Err(s) => return stopped(lo, hi, s),
-        Ok(Probe::Pass) => {
-            lo = Some(r);
-            let mut steps = 0;
-            loop {
-                if steps == plan.max_doublings {
-                    return (
-                        SearchResult {
-                            sustainable: lo,
-                            failing: None,
-                            converged: false,
-                            note: format!(
-                                "never saturated: every rate up to {} req/s passed",
-                                super::level::rate(r)
-                            ),
-                        },
-                        None,
-                    );
-                }
-                steps += 1;
-                r *= 2.0;
-                match probe(r, Role::Bracket) {
-                    Err(s) => return stopped(lo, hi, s),
-                    Ok(Probe::Pass) => lo = Some(r),
-                    Ok(Probe::Fail) => {
-                        hi = Some(r);
-                        break;
-                    }
-                }
-            }
-        }
-        Ok(Probe::Fail) => {
-            hi = Some(r);
-            loop {
-                r /= 2.0;
-                if r < plan.min_rate_per_s {
-                    return (
-                        SearchResult {
-                            sustainable: None,
-                            failing: hi,
-                            converged: false,
-                            note: format!(
-                                "no rate passed down to {} req/s",
-                                super::level::rate(r * 2.0)
-                            ),
-                        },
-                        None,
-                    );
-                }
-                match probe(r, Role::Bracket) {
-                    Err(s) => return stopped(lo, hi, s),
-                    Ok(Probe::Pass) => {
-                        lo = Some(r);
-                        break;
-                    }
-                    Ok(Probe::Fail) => hi = Some(r),
-                }
-            }
-        }
-    }
-    // Bisect.
-    let (mut l, mut h) = (lo.expect("bracketed"), hi.expect("bracketed"));
-    while h - l > plan.tolerance * l {
-        let mid = (l + h) / 2.0;
-        match probe(mid, Role::Bisect) {
-            Err(s) => return stopped(Some(l), Some(h), s),
-            Ok(Probe::Pass) => l = mid,
-            Ok(Probe::Fail) => h = mid,
-        }
-    }
-    (
-        SearchResult {
-            sustainable: Some(l),
-            failing: Some(h),
-            converged: true,
-            note: format!(
-                "between {} (passed) and {} req/s (failed), within {:.0} %",
-                super::level::rate(l),
-                super::level::rate(h),
-                plan.tolerance * 100.0
-            ),
-        },
-        None,
-    )
+    search_load(plan, probe)
 }
 
 /// A concurrency search (closed loop).
@@ -166,79 +67,132 @@ pub struct ConcurrencyPlan {
 /// Brackets then bisects a concurrency.
 pub fn search_concurrency(
     plan: &ConcurrencyPlan,
-    mut probe: impl FnMut(u32, Role) -> Result<Probe, Stop>,
+    probe: impl FnMut(u32, Role) -> Result<Probe, Stop>,
 ) -> (SearchResult<u32>, Option<Stop>) {
-    let stopped = |lo, hi, stop: Stop| {
-        (
-            SearchResult {
-                sustainable: lo,
-                failing: hi,
-                converged: false,
-                note: format!("search stopped early: {stop}"),
-            },
-            Some(stop),
-        )
-    };
-    let max = plan.max.max(1);
-    let mut c = plan.start.clamp(1, max);
-    let (mut lo, mut hi): (Option<u32>, Option<u32>) = (None, None);
-    match probe(c, Role::Bracket) {
-        Err(s) => return stopped(lo, hi, s),
-        Ok(Probe::Pass) => {
-            lo = Some(c);
-            loop {
-                if c == max {
-                    return (
-                        SearchResult {
-                            sustainable: lo,
-                            failing: None,
-                            converged: false,
-                            note: format!("every concurrency up to the search limit {max} passed (raise --concurrency-limit)"),
-                        },
-                        None,
-                    );
-                }
-                c = (c * 2).min(max);
-                match probe(c, Role::Bracket) {
-                    Err(s) => return stopped(lo, hi, s),
-                    Ok(Probe::Pass) => lo = Some(c),
-                    Ok(Probe::Fail) => {
-                        hi = Some(c);
-                        break;
-                    }
-                }
-            }
-        }
-        Ok(Probe::Fail) => {
-            hi = Some(c);
-            loop {
-                if c == 1 {
-                    return (
-                        SearchResult {
-                            sustainable: None,
-                            failing: hi,
-                            converged: true,
-                            note: "even one request at a time failed the criteria".into(),
-                        },
-                        None,
-                    );
-                }
-                c /= 2;
-                match probe(c, Role::Bracket) {
-                    Err(s) => return stopped(lo, hi, s),
-                    Ok(Probe::Pass) => {
-                        lo = Some(c);
-                        break;
-                    }
-                    Ok(Probe::Fail) => hi = Some(c),
-                }
-            }
-        }
+    search_load(plan, probe)
+}
+
+/// The load a search turns (a rate, a concurrency): where it starts, how it steps up and
+/// down while bracketing, and when a bracket is narrow enough.
+pub trait Knob {
+    type Load: Copy;
+    /// The first load tried.
+    fn first(&self) -> Self::Load;
+    /// The next load up from `at` (which passed) after `steps` steps up, or why the search
+    /// ends there (nothing above it failed).
+    fn up(&self, at: Self::Load, steps: u32) -> Result<Self::Load, String>;
+    /// The next load down from `at` (which failed), or how the search ends there (nothing
+    /// passed): whether that counts as converged, and why.
+    fn down(&self, at: Self::Load) -> Result<Self::Load, (bool, String)>;
+    /// The bracket (`l` passed, `h` failed) is still wider than the tolerance.
+    fn wide(&self, l: Self::Load, h: Self::Load) -> bool;
+    /// The load bisection tries between `l` and `h`.
+    fn mid(&self, l: Self::Load, h: Self::Load) -> Self::Load;
+    /// The note of a converged search.
+    fn converged_note(&self, l: Self::Load, h: Self::Load) -> String;
+}
+
+impl Knob for RatePlan {
+    type Load = f64;
+    fn first(&self) -> f64 {
+        self.start_per_s
     }
-    let (mut l, mut h) = (lo.expect("bracketed"), hi.expect("bracketed"));
-    let close = |l: u32, h: u32| h - l <= ((plan.tolerance * l as f64).floor() as u32).max(1);
-    while !close(l, h) {
-        let mid = l + (h - l) / 2;
+    fn up(&self, at: f64, steps: u32) -> Result<f64, String> {
+        if steps == self.max_doublings {
+            return Err(format!(
+                "never saturated: every rate up to {} req/s passed",
+                super::level::rate(at)
+            ));
+        }
+        Ok(at * 2.0)
+    }
+    fn down(&self, at: f64) -> Result<f64, (bool, String)> {
+        let r = at / 2.0;
+        if r < self.min_rate_per_s {
+            return Err((
+                false,
+                format!(
+                    "no rate passed down to {} req/s",
+                    super::level::rate(r * 2.0)
+                ),
+            ));
+        }
+        Ok(r)
+    }
+    fn wide(&self, l: f64, h: f64) -> bool {
+        h - l > self.tolerance * l
+    }
+    fn mid(&self, l: f64, h: f64) -> f64 {
+        (l + h) / 2.0
+    }
+    fn converged_note(&self, l: f64, h: f64) -> String {
+        format!(
+            "between {} (passed) and {} req/s (failed), within {:.0} %",
+            super::level::rate(l),
+            super::level::rate(h),
+            self.tolerance * 100.0
+        )
+    }
+}
+
+impl ConcurrencyPlan {
+    /// The search's upper bound, at least 1.
+    fn limit(&self) -> u32 {
+        self.max.max(1)
+    }
+}
+
+impl Knob for ConcurrencyPlan {
+    type Load = u32;
+    fn first(&self) -> u32 {
+        self.start.clamp(1, self.limit())
+    }
+    fn up(&self, at: u32, _steps: u32) -> Result<u32, String> {
+        let max = self.limit();
+        if at == max {
+            return Err(format!(
+                "every concurrency up to the search limit {max} passed (raise --concurrency-limit)"
+            ));
+        }
+        Ok((at * 2).min(max))
+    }
+    fn down(&self, at: u32) -> Result<u32, (bool, String)> {
+        if at == 1 {
+            return Err((
+                true,
+                "even one request at a time failed the criteria".into(),
+            ));
+        }
+        Ok(at / 2)
+    }
+    fn wide(&self, l: u32, h: u32) -> bool {
+        // Not within max(1, tolerance × passing).
+        h - l > ((self.tolerance * l as f64).floor() as u32).max(1)
+    }
+    fn mid(&self, l: u32, h: u32) -> u32 {
+        l + (h - l) / 2
+    }
+    fn converged_note(&self, l: u32, h: u32) -> String {
+        format!("{l} passed, {h} failed")
+    }
+}
+
+/// How a search ended: what it found, and the probe's stop when it stopped early.
+type Ended<T> = (SearchResult<T>, Option<Stop>);
+
+/// Brackets the load `knob` turns by stepping up (or down) from its first load, then
+/// bisects to its tolerance. Stops early (returning what it knows) when the probe stops;
+/// the stop is handed back.
+pub fn search_load<K: Knob>(
+    knob: &K,
+    mut probe: impl FnMut(K::Load, Role) -> Result<Probe, Stop>,
+) -> (SearchResult<K::Load>, Option<Stop>) {
+    let (mut l, mut h) = match bracket(knob, &mut probe) {
+        Ok(bracket) => bracket,
+        Err(ended) => return ended,
+    };
+    while knob.wide(l, h) {
+        let mid = knob.mid(l, h);
         match probe(mid, Role::Bisect) {
             Err(s) => return stopped(Some(l), Some(h), s),
             Ok(Probe::Pass) => l = mid,
@@ -250,9 +204,97 @@ pub fn search_concurrency(
             sustainable: Some(l),
             failing: Some(h),
             converged: true,
-            note: format!("{l} passed, {h} failed"),
+            note: knob.converged_note(l, h),
         },
         None,
+    )
+}
+
+/// A load that passed and one above it that failed, or how the search ended without them.
+fn bracket<K: Knob>(
+    knob: &K,
+    probe: &mut impl FnMut(K::Load, Role) -> Result<Probe, Stop>,
+) -> Result<(K::Load, K::Load), Ended<K::Load>> {
+    let first = knob.first();
+    match probe(first, Role::Bracket) {
+        Err(s) => Err(stopped(None, None, s)),
+        Ok(Probe::Pass) => bracket_up(knob, probe, first),
+        Ok(Probe::Fail) => bracket_down(knob, probe, first),
+    }
+}
+
+/// Steps up from `passed` until a load fails.
+fn bracket_up<K: Knob>(
+    knob: &K,
+    probe: &mut impl FnMut(K::Load, Role) -> Result<Probe, Stop>,
+    passed: K::Load,
+) -> Result<(K::Load, K::Load), Ended<K::Load>> {
+    let mut lo = passed;
+    let mut steps = 0;
+    loop {
+        let next = match knob.up(lo, steps) {
+            Ok(next) => next,
+            Err(note) => {
+                return Err((
+                    SearchResult {
+                        sustainable: Some(lo),
+                        failing: None,
+                        converged: false,
+                        note,
+                    },
+                    None,
+                ))
+            }
+        };
+        steps += 1;
+        match probe(next, Role::Bracket) {
+            Err(s) => return Err(stopped(Some(lo), None, s)),
+            Ok(Probe::Pass) => lo = next,
+            Ok(Probe::Fail) => return Ok((lo, next)),
+        }
+    }
+}
+
+/// Steps down from `failed` until a load passes.
+fn bracket_down<K: Knob>(
+    knob: &K,
+    probe: &mut impl FnMut(K::Load, Role) -> Result<Probe, Stop>,
+    failed: K::Load,
+) -> Result<(K::Load, K::Load), Ended<K::Load>> {
+    let mut hi = failed;
+    loop {
+        let next = match knob.down(hi) {
+            Ok(next) => next,
+            Err((converged, note)) => {
+                return Err((
+                    SearchResult {
+                        sustainable: None,
+                        failing: Some(hi),
+                        converged,
+                        note,
+                    },
+                    None,
+                ))
+            }
+        };
+        match probe(next, Role::Bracket) {
+            Err(s) => return Err(stopped(None, Some(hi), s)),
+            Ok(Probe::Pass) => return Ok((next, hi)),
+            Ok(Probe::Fail) => hi = next,
+        }
+    }
+}
+
+/// A search the probe stopped: what it knew, and the stop.
+fn stopped<T>(lo: Option<T>, hi: Option<T>, stop: Stop) -> Ended<T> {
+    (
+        SearchResult {
+            sustainable: lo,
+            failing: hi,
+            converged: false,
+            note: format!("search stopped early: {stop}"),
+        },
+        Some(stop),
     )
 }
 

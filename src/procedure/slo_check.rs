@@ -126,35 +126,8 @@ pub fn check(spec: &SloSpec, records: &[RequestRecord], summary: &RunSummary) ->
         .map(|r| measure(r, summary.itl_method.option))
         .collect();
     let mut terms = Vec::new();
-    let bounds: Vec<_> = spec.per_request().collect();
-    if !bounds.is_empty() {
-        // A cancelled request is a trial only when it had already missed a TTFT or
-        // end-to-end bound (it cannot be shown to meet the others).
-        let trials = measured
-            .iter()
-            .filter(|r| {
-                !is_cancelled(r)
-                    || bounds.iter().any(|&(m, max)| {
-                        let ttft = match m {
-                            RequestMetric::TtftMs => true,
-                            RequestMetric::E2eMs => false,
-                            _ => return false,
-                        };
-                        cancelled_against(r, ttft, max) == Some(false)
-                    })
-            })
-            .count() as u64;
-        let met = metrics.iter().flatten().filter(|m| spec.met_by(m)).count() as u64;
-        terms.push(binomial(
-            bounds
-                .iter()
-                .map(|(m, v)| format!("{}<={v}", m.name()))
-                .collect::<Vec<_>>()
-                .join(","),
-            met,
-            trials,
-            spec.target_attainment,
-        ));
+    if let Some(joint) = per_request_term(spec, &measured, &metrics) {
+        terms.push(joint);
     }
     for term in &spec.terms {
         match *term {
@@ -163,54 +136,9 @@ pub fn check(spec: &SloSpec, records: &[RequestRecord], summary: &RunSummary) ->
                 stat: Stat::Percentile(p),
                 metric,
                 max,
-            } => {
-                let values = values_of(metric, &measured, &metrics);
-                let mut met = values.iter().filter(|&&v| v <= max).count() as u64;
-                // A request that failed never gave its user a first token or an answer in
-                // time: for TTFT and end-to-end bounds it counts as a miss, so that an
-                // overloaded level cannot pass by timing out its slowest requests. One the
-                // benchmark cancelled counts only as far as it was decided when stopped.
-                let mut unfinished = 0;
-                if matches!(metric, RunMetric::TtftMs | RunMetric::E2eMs) {
-                    let ttft = metric == RunMetric::TtftMs;
-                    for r in measured.iter().filter(|r| !r.outcome.is_ok()) {
-                        match (is_cancelled(r), cancelled_against(r, ttft, max)) {
-                            (false, _) | (true, Some(false)) => unfinished += 1,
-                            (true, Some(true)) => {
-                                met += 1;
-                                unfinished += 1;
-                            }
-                            (true, None) => {}
-                        }
-                    }
-                }
-                terms.push(binomial(
-                    term.to_string(),
-                    met,
-                    values.len() as u64 + unfinished,
-                    p / 100.0,
-                ));
-            }
+            } => terms.push(percentile_term(term, p, metric, max, &measured, &metrics)),
             SloTerm::RunStat { .. } | SloTerm::AtLeast { .. } => {
-                let found = summary.slo.as_ref().and_then(|r| {
-                    r.run_checks
-                        .iter()
-                        .find(|c| c.term == term.to_string())
-                        .cloned()
-                });
-                terms.push(TermCheck {
-                    term: term.to_string(),
-                    met: 0,
-                    trials: 0,
-                    target: None,
-                    interval: None,
-                    observed: found.as_ref().and_then(|c| c.observed),
-                    verdict: if found.is_some_and(|c| c.passed) {
-                        SloVerdict::Pass
-                    } else {
-                        SloVerdict::Fail
-                    },
-                });
+                terms.push(point_term(term, summary))
             }
         }
     }
@@ -226,6 +154,108 @@ pub fn check(spec: &SloSpec, records: &[RequestRecord], summary: &RunSummary) ->
         confidence: CONFIDENCE,
         terms,
         verdict,
+    }
+}
+
+/// The per-request bounds, jointly: the measured requests meeting every one of them,
+/// against `--slo-target`. `None` when the SLO has no per-request bound.
+fn per_request_term(
+    spec: &SloSpec,
+    measured: &[&RequestRecord],
+    metrics: &[Option<RequestMetrics>],
+) -> Option<TermCheck> {
+    let bounds: Vec<_> = spec.per_request().collect();
+    if bounds.is_empty() {
+        return None;
+    }
+    // A cancelled request is a trial only when it had already missed a TTFT or
+    // end-to-end bound (it cannot be shown to meet the others).
+    let trials = measured
+        .iter()
+        .filter(|r| {
+            !is_cancelled(r)
+                || bounds.iter().any(|&(m, max)| {
+                    let ttft = match m {
+                        RequestMetric::TtftMs => true,
+                        RequestMetric::E2eMs => false,
+                        _ => return false,
+                    };
+                    cancelled_against(r, ttft, max) == Some(false)
+                })
+        })
+        .count() as u64;
+    let met = metrics.iter().flatten().filter(|m| spec.met_by(m)).count() as u64;
+    Some(binomial(
+        bounds
+            .iter()
+            .map(|(m, v)| format!("{}<={v}", m.name()))
+            .collect::<Vec<_>>()
+            .join(","),
+        met,
+        trials,
+        spec.target_attainment,
+    ))
+}
+
+/// A percentile bound (`p99(ttft_ms)<=500`, `p` = 99): the values within `max` against
+/// the share `p` %.
+fn percentile_term(
+    term: &SloTerm,
+    p: f64,
+    metric: RunMetric,
+    max: f64,
+    measured: &[&RequestRecord],
+    metrics: &[Option<RequestMetrics>],
+) -> TermCheck {
+    let values = values_of(metric, measured, metrics);
+    let mut met = values.iter().filter(|&&v| v <= max).count() as u64;
+    // A request that failed never gave its user a first token or an answer in
+    // time: for TTFT and end-to-end bounds it counts as a miss, so that an
+    // overloaded level cannot pass by timing out its slowest requests. One the
+    // benchmark cancelled counts only as far as it was decided when stopped.
+    let mut unfinished = 0;
+    if matches!(metric, RunMetric::TtftMs | RunMetric::E2eMs) {
+        let ttft = metric == RunMetric::TtftMs;
+        for r in measured.iter().filter(|r| !r.outcome.is_ok()) {
+            match (is_cancelled(r), cancelled_against(r, ttft, max)) {
+                (false, _) | (true, Some(false)) => unfinished += 1,
+                (true, Some(true)) => {
+                    met += 1;
+                    unfinished += 1;
+                }
+                (true, None) => {}
+            }
+        }
+    }
+    binomial(
+        term.to_string(),
+        met,
+        values.len() as u64 + unfinished,
+        p / 100.0,
+    )
+}
+
+/// A bound with no binomial reading (mean, maximum, floor): the run's own check, pass or
+/// fail on the observed value.
+fn point_term(term: &SloTerm, summary: &RunSummary) -> TermCheck {
+    let found = summary.slo.as_ref().and_then(|r| {
+        r.run_checks
+            .iter()
+            .find(|c| c.term == term.to_string())
+            .cloned()
+    });
+    TermCheck {
+        term: term.to_string(),
+        met: 0,
+        trials: 0,
+        target: None,
+        interval: None,
+        observed: found.as_ref().and_then(|c| c.observed),
+        verdict: if found.is_some_and(|c| c.passed) {
+            SloVerdict::Pass
+        } else {
+            SloVerdict::Fail
+        },
     }
 }
 

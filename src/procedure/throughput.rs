@@ -15,7 +15,7 @@ use super::compliance::Checklist;
 use super::level::{rate, Bench, LevelSpec, LevelVerdict, Load, Role, Stop};
 use super::pace::{calibrate, Pace};
 use super::report::Finding;
-use super::search::{search_concurrency, search_rate, ConcurrencyPlan, Probe, RatePlan};
+use super::search::{search_load, ConcurrencyPlan, Knob, Probe, RatePlan, SearchResult};
 use super::session::{Criteria, Session};
 use super::{common_parameters, Options};
 use serde::{Deserialize, Serialize};
@@ -247,14 +247,11 @@ fn search_open(
         max_doublings: 8,
         min_rate_per_s: est / 1024.0,
     };
-    let (found, stopped) = search_rate(&plan, |r, role| {
-        let spec = LevelSpec::new(
+    let (found, stopped) = search_levels(s, duration, &plan, |r: f64| {
+        (
             format!("rate {} req/s", rate(r)),
-            role,
             Load::Rate { rate_per_s: r },
-            duration,
-        );
-        s.probe(spec, CRITERIA).map(probe_of)
+        )
     });
     result.sustainable_rate_per_s = found.sustainable;
     result.failing_rate_per_s = found.failing;
@@ -275,20 +272,32 @@ fn search_closed(
         max: o.concurrency_limit.max(1),
         tolerance: o.tolerance,
     };
-    let (found, stopped) = search_concurrency(&plan, |c, role| {
-        let spec = LevelSpec::new(
+    let (found, stopped) = search_levels(s, duration, &plan, |c: u32| {
+        (
             format!("concurrency {c}"),
-            role,
             Load::Concurrency { concurrency: c },
-            duration,
-        );
-        s.probe(spec, CRITERIA).map(probe_of)
+        )
     });
     result.sustainable_concurrency = found.sustainable;
     result.failing_concurrency = found.failing;
     result.converged = found.converged;
     result.search = found.note;
     stopped
+}
+
+/// The search `knob` plans (a rate or a concurrency), each level named and loaded by
+/// `level`, lasting `duration` and judged on the search's criteria.
+fn search_levels<K: Knob>(
+    s: &mut Session,
+    duration: Duration,
+    knob: &K,
+    level: impl Fn(K::Load) -> (String, Load),
+) -> (SearchResult<K::Load>, Option<Stop>) {
+    search_load(knob, |x, role| {
+        let (name, load) = level(x);
+        let spec = LevelSpec::new(name, role, load, duration);
+        s.probe(spec, CRITERIA).map(probe_of)
+    })
 }
 
 /// Reads Tables 3 and 4 and the sustained rate off the last passing level at the

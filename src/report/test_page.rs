@@ -111,26 +111,10 @@ fn parts_section(mut s: Section, parts: &Parts) -> Section {
 
 /// The charts that apply to this test, with what to read from each.
 fn charts(r: &TestReport) -> Vec<(Chart, String)> {
-    let mut out = Vec::new();
     match r.test {
-        TestName::Curve => {
-            if let Some(x) = result::<CurveResult>(r).filter(|x| !x.points.is_empty()) {
-                let c = load_curve(&stats_levels(&x.points), "TTFT", None);
-                out.push((
-                    c.latency,
-                    "P50 and P99 TTFT at each offered load; the knee is where P99 stays above \
-                     twice its lowest value, red points missed the SLO."
-                        .to_string(),
-                ));
-                out.push((
-                    c.throughput,
-                    "Achieved output throughput with its 95 % interval: it stops following \
-                     the offered load at saturation."
-                        .to_string(),
-                ));
-            }
-        }
+        TestName::Curve => curve_charts(r),
         TestName::Throughput | TestName::Guardrails | TestName::Ttft => {
+            let mut out = Vec::new();
             if let Some(c) = achieved_vs_offered(r) {
                 out.push((
                     c,
@@ -140,181 +124,215 @@ fn charts(r: &TestReport) -> Vec<(Chart, String)> {
                 ));
             }
             if r.test == TestName::Guardrails {
-                if let Some(x) = result::<GuardrailResult>(r) {
-                    let names: Vec<String> = x
-                        .rows
-                        .iter()
-                        .map(|row| format!("{} {:.0} %", row.configuration, row.share * 100.0))
-                        .collect();
-                    let p50 = x.rows.iter().map(|r| r.ttft_p50_ms.unwrap_or(f64::NAN));
-                    let p99 = x.rows.iter().map(|r| r.ttft_p99_ms.unwrap_or(f64::NAN));
-                    out.push((
-                        Chart::grouped_bars(
-                            "guardrail-ttft",
-                            &names,
-                            &[("TTFT P50", p50.collect()), ("TTFT P99", p99.collect())],
-                        )
-                        .title("TTFT by configuration and load")
-                        .y_axis("TTFT", Unit::Ms),
-                        "The overhead of each guardrail configuration at the same load."
-                            .to_string(),
-                    ));
-                }
+                out.extend(guardrail_chart(r));
             }
+            out
         }
-        TestName::Capacity => {
-            if let Some(x) = result::<CapacityResult>(r).filter(|x| !x.rows.is_empty()) {
-                let mut rows = x.rows.clone();
-                rows.sort_by_key(|r| r.concurrency);
-                let pts = |f: fn(&crate::procedure::capacity::CapacityRow) -> Option<f64>| {
-                    rows.iter()
-                        .filter_map(|r| Some((f64::from(r.concurrency), f(r)?)))
-                        .collect::<Vec<_>>()
-                };
-                let chart = Chart::new("capacity-search", "P99 latency against concurrency")
-                    .x_axis("concurrent requests", Unit::Plain)
-                    .y_axis("P99", Unit::Ms)
-                    .series(Series::scatter("TTFT P99", pts(|r| r.ttft_p99_ms)))
-                    .series(Series::scatter("TPOT P99", pts(|r| r.tpot_p99_ms)));
-                out.push((
-                    chart,
-                    format!(
-                        "Each concurrency the search tried. Criteria: {}",
-                        x.criteria
-                    ),
-                ));
-            }
-        }
-        TestName::Itl => {
-            if let Some(x) = result::<ItlResult>(r).filter(|x| !x.levels.is_empty()) {
-                let names: Vec<String> = x
-                    .levels
-                    .iter()
-                    .map(|l| format!("{:.0} % of capacity", l.share * 100.0))
-                    .collect();
-                let pick = |f: fn(&crate::metrics::Distribution) -> f64| {
-                    x.levels
-                        .iter()
-                        .map(|l| l.itl_ms.map_or(f64::NAN, |d| f(&d)))
-                        .collect::<Vec<_>>()
-                };
-                out.push((
-                    Chart::grouped_bars(
-                        "itl-by-load",
-                        &names,
-                        &[
-                            ("ITL P50", pick(|d| d.p50)),
-                            ("ITL P99", pick(|d| d.p99)),
-                            ("ITL P99.9", pick(|d| d.p999)),
-                        ],
-                    )
-                    .title("Inter-token latency by load")
-                    .y_axis("ITL", Unit::Ms),
-                    "How the tail of the gaps between tokens grows with load.".to_string(),
-                ));
-            }
-        }
-        TestName::Fairness => {
-            if let Some(x) = result::<FairnessResult>(r).filter(|x| !x.classes.is_empty()) {
-                let names: Vec<&String> = x.classes.keys().collect();
-                let p50 = x
-                    .classes
-                    .values()
-                    .map(|c| c.ttft_p50_ms.unwrap_or(f64::NAN));
-                let p99 = x
-                    .classes
-                    .values()
-                    .map(|c| c.ttft_p99_ms.unwrap_or(f64::NAN));
-                out.push((
-                    Chart::grouped_bars(
-                        "fairness-ttft",
-                        &names,
-                        &[("TTFT P50", p50.collect()), ("TTFT P99", p99.collect())],
-                    )
-                    .title("TTFT per class in the mixed run")
-                    .y_axis("TTFT", Unit::Ms),
-                    "A fair server keeps every class's TTFT near what it gets alone.".to_string(),
-                ));
-            }
-        }
-        TestName::PrefixCache => {
-            if let Some(x) = result::<PrefixCacheResult>(r).filter(|x| !x.rows.is_empty()) {
-                let names: Vec<&String> = x.rows.iter().map(|r| &r.configuration).collect();
-                let p50 = x.rows.iter().map(|r| r.ttft_p50_ms.unwrap_or(f64::NAN));
-                let p99 = x.rows.iter().map(|r| r.ttft_p99_ms.unwrap_or(f64::NAN));
-                out.push((
-                    Chart::grouped_bars(
-                        "prefix-cache-ttft",
-                        &names,
-                        &[("TTFT P50", p50.collect()), ("TTFT P99", p99.collect())],
-                    )
-                    .title("TTFT by cache configuration")
-                    .y_axis("TTFT", Unit::Ms),
-                    "What a warm prefix cache saves on the time to the first token.".to_string(),
-                ));
-            }
-        }
-        TestName::MemoryPressure => {
-            if let Some(x) =
-                result::<crate::procedure::memory::MemoryResult>(r).filter(|x| !x.levels.is_empty())
-            {
-                let points: Vec<(f64, f64)> = x
-                    .levels
-                    .iter()
-                    .filter_map(|l| Some((l.share * 100.0, l.ttft_p99_ms?)))
-                    .collect();
-                let chart = Chart::new(
-                    "memory-pressure",
-                    "P99 TTFT against oversubscription of the concurrent capacity",
-                )
-                .x_axis("concurrency, % of the 5.5 capacity", Unit::Percent)
-                .y_axis("TTFT P99", Unit::Ms)
-                .series(Series::line("TTFT P99", points));
-                out.push((
-                    chart,
-                    "Past 100 % the cache cannot hold every sequence: preemptions and \
-                     recomputation show as a latency jump."
-                        .to_string(),
-                ));
-            }
-        }
-        TestName::LongContext => {
-            if let Some(x) = result::<LongContextResult>(r).filter(|x| !x.rows.is_empty()) {
-                let points: Vec<(f64, f64)> = x
-                    .rows
-                    .iter()
-                    .filter_map(|row| {
-                        Some((
-                            row.input_tokens_mean
-                                .unwrap_or(f64::from(row.context_tokens)),
-                            row.ttft_mean_ms?,
-                        ))
-                    })
-                    .collect();
-                let best = x.best_fit.as_deref().and_then(|b| {
-                    let kind = match b {
-                        "linear" => ModelKind::Linear,
-                        "quadratic" => ModelKind::Quadratic,
-                        "power_law" => ModelKind::PowerLaw,
-                        _ => return None,
-                    };
-                    let model = *x.fits.iter().find(|m| m.kind() == kind)?;
-                    Some(Fit {
-                        model,
-                        r_squared: x.r2.unwrap_or(f64::NAN),
-                        adj_r_squared: f64::NAN,
-                        bic: f64::NAN,
-                    })
-                });
-                out.push((
-                    long_context_fit(&points, best.as_ref(), "TTFT mean"),
-                    "Mean TTFT at each input length, with the best-fitting scaling model."
-                        .to_string(),
-                ));
-            }
-        }
+        TestName::Capacity => capacity_chart(r).into_iter().collect(),
+        TestName::Itl => itl_chart(r).into_iter().collect(),
+        TestName::Fairness => fairness_chart(r).into_iter().collect(),
+        TestName::PrefixCache => prefix_cache_chart(r).into_iter().collect(),
+        TestName::MemoryPressure => memory_pressure_chart(r).into_iter().collect(),
+        TestName::LongContext => long_context_chart(r).into_iter().collect(),
     }
-    out
+}
+
+/// The load curve's latency and throughput charts.
+fn curve_charts(r: &TestReport) -> Vec<(Chart, String)> {
+    let Some(x) = result::<CurveResult>(r).filter(|x| !x.points.is_empty()) else {
+        return Vec::new();
+    };
+    let c = load_curve(&stats_levels(&x.points), "TTFT", None);
+    vec![
+        (
+            c.latency,
+            "P50 and P99 TTFT at each offered load; the knee is where P99 stays above \
+             twice its lowest value, red points missed the SLO."
+                .to_string(),
+        ),
+        (
+            c.throughput,
+            "Achieved output throughput with its 95 % interval: it stops following \
+             the offered load at saturation."
+                .to_string(),
+        ),
+    ]
+}
+
+/// TTFT P50 and P99 per guardrail configuration and load.
+fn guardrail_chart(r: &TestReport) -> Option<(Chart, String)> {
+    let x = result::<GuardrailResult>(r)?;
+    let names: Vec<String> = x
+        .rows
+        .iter()
+        .map(|row| format!("{} {:.0} %", row.configuration, row.share * 100.0))
+        .collect();
+    let p50 = x.rows.iter().map(|r| r.ttft_p50_ms.unwrap_or(f64::NAN));
+    let p99 = x.rows.iter().map(|r| r.ttft_p99_ms.unwrap_or(f64::NAN));
+    Some((
+        Chart::grouped_bars(
+            "guardrail-ttft",
+            &names,
+            &[("TTFT P50", p50.collect()), ("TTFT P99", p99.collect())],
+        )
+        .title("TTFT by configuration and load")
+        .y_axis("TTFT", Unit::Ms),
+        "The overhead of each guardrail configuration at the same load.".to_string(),
+    ))
+}
+
+/// P99 TTFT and TPOT at each concurrency the capacity search tried.
+fn capacity_chart(r: &TestReport) -> Option<(Chart, String)> {
+    let x = result::<CapacityResult>(r).filter(|x| !x.rows.is_empty())?;
+    let mut rows = x.rows.clone();
+    rows.sort_by_key(|r| r.concurrency);
+    let pts = |f: fn(&crate::procedure::capacity::CapacityRow) -> Option<f64>| {
+        rows.iter()
+            .filter_map(|r| Some((f64::from(r.concurrency), f(r)?)))
+            .collect::<Vec<_>>()
+    };
+    let chart = Chart::new("capacity-search", "P99 latency against concurrency")
+        .x_axis("concurrent requests", Unit::Plain)
+        .y_axis("P99", Unit::Ms)
+        .series(Series::scatter("TTFT P99", pts(|r| r.ttft_p99_ms)))
+        .series(Series::scatter("TPOT P99", pts(|r| r.tpot_p99_ms)));
+    Some((
+        chart,
+        format!(
+            "Each concurrency the search tried. Criteria: {}",
+            x.criteria
+        ),
+    ))
+}
+
+/// ITL P50, P99 and P99.9 at each share of capacity.
+fn itl_chart(r: &TestReport) -> Option<(Chart, String)> {
+    let x = result::<ItlResult>(r).filter(|x| !x.levels.is_empty())?;
+    let names: Vec<String> = x
+        .levels
+        .iter()
+        .map(|l| format!("{:.0} % of capacity", l.share * 100.0))
+        .collect();
+    let pick = |f: fn(&crate::metrics::Distribution) -> f64| {
+        x.levels
+            .iter()
+            .map(|l| l.itl_ms.map_or(f64::NAN, |d| f(&d)))
+            .collect::<Vec<_>>()
+    };
+    Some((
+        Chart::grouped_bars(
+            "itl-by-load",
+            &names,
+            &[
+                ("ITL P50", pick(|d| d.p50)),
+                ("ITL P99", pick(|d| d.p99)),
+                ("ITL P99.9", pick(|d| d.p999)),
+            ],
+        )
+        .title("Inter-token latency by load")
+        .y_axis("ITL", Unit::Ms),
+        "How the tail of the gaps between tokens grows with load.".to_string(),
+    ))
+}
+
+/// TTFT P50 and P99 per class in the mixed run.
+fn fairness_chart(r: &TestReport) -> Option<(Chart, String)> {
+    let x = result::<FairnessResult>(r).filter(|x| !x.classes.is_empty())?;
+    let names: Vec<&String> = x.classes.keys().collect();
+    let p50 = x
+        .classes
+        .values()
+        .map(|c| c.ttft_p50_ms.unwrap_or(f64::NAN));
+    let p99 = x
+        .classes
+        .values()
+        .map(|c| c.ttft_p99_ms.unwrap_or(f64::NAN));
+    Some((
+        Chart::grouped_bars(
+            "fairness-ttft",
+            &names,
+            &[("TTFT P50", p50.collect()), ("TTFT P99", p99.collect())],
+        )
+        .title("TTFT per class in the mixed run")
+        .y_axis("TTFT", Unit::Ms),
+        "A fair server keeps every class's TTFT near what it gets alone.".to_string(),
+    ))
+}
+
+/// TTFT P50 and P99 per cache configuration.
+fn prefix_cache_chart(r: &TestReport) -> Option<(Chart, String)> {
+    let x = result::<PrefixCacheResult>(r).filter(|x| !x.rows.is_empty())?;
+    let names: Vec<&String> = x.rows.iter().map(|r| &r.configuration).collect();
+    let p50 = x.rows.iter().map(|r| r.ttft_p50_ms.unwrap_or(f64::NAN));
+    let p99 = x.rows.iter().map(|r| r.ttft_p99_ms.unwrap_or(f64::NAN));
+    Some((
+        Chart::grouped_bars(
+            "prefix-cache-ttft",
+            &names,
+            &[("TTFT P50", p50.collect()), ("TTFT P99", p99.collect())],
+        )
+        .title("TTFT by cache configuration")
+        .y_axis("TTFT", Unit::Ms),
+        "What a warm prefix cache saves on the time to the first token.".to_string(),
+    ))
+}
+
+/// P99 TTFT against oversubscription of the concurrent capacity.
+fn memory_pressure_chart(r: &TestReport) -> Option<(Chart, String)> {
+    let x = result::<crate::procedure::memory::MemoryResult>(r).filter(|x| !x.levels.is_empty())?;
+    let points: Vec<(f64, f64)> = x
+        .levels
+        .iter()
+        .filter_map(|l| Some((l.share * 100.0, l.ttft_p99_ms?)))
+        .collect();
+    let chart = Chart::new(
+        "memory-pressure",
+        "P99 TTFT against oversubscription of the concurrent capacity",
+    )
+    .x_axis("concurrency, % of the 5.5 capacity", Unit::Percent)
+    .y_axis("TTFT P99", Unit::Ms)
+    .series(Series::line("TTFT P99", points));
+    Some((
+        chart,
+        "Past 100 % the cache cannot hold every sequence: preemptions and \
+         recomputation show as a latency jump."
+            .to_string(),
+    ))
+}
+
+/// Mean TTFT at each input length, with the best-fitting scaling model.
+fn long_context_chart(r: &TestReport) -> Option<(Chart, String)> {
+    let x = result::<LongContextResult>(r).filter(|x| !x.rows.is_empty())?;
+    let points: Vec<(f64, f64)> = x
+        .rows
+        .iter()
+        .filter_map(|row| {
+            Some((
+                row.input_tokens_mean
+                    .unwrap_or(f64::from(row.context_tokens)),
+                row.ttft_mean_ms?,
+            ))
+        })
+        .collect();
+    let best = x.best_fit.as_deref().and_then(|b| {
+        let kind = match b {
+            "linear" => ModelKind::Linear,
+            "quadratic" => ModelKind::Quadratic,
+            "power_law" => ModelKind::PowerLaw,
+            _ => return None,
+        };
+        let model = *x.fits.iter().find(|m| m.kind() == kind)?;
+        Some(Fit {
+            model,
+            r_squared: x.r2.unwrap_or(f64::NAN),
+            adj_r_squared: f64::NAN,
+            bic: f64::NAN,
+        })
+    });
+    Some((
+        long_context_fit(&points, best.as_ref(), "TTFT mean"),
+        "Mean TTFT at each input length, with the best-fitting scaling model.".to_string(),
+    ))
 }
 
 /// Achieved against offered requests per second over the open-loop levels, with the

@@ -417,34 +417,7 @@ fn add_node_selector(o: &K8sOptions, pod: &mut Value) {
 }
 
 fn shard_job(o: &K8sOptions) -> Value {
-    let shard_dir = format!("{}/shard-$({JOB_INDEX_ENV})", o.run_dir());
-    let mut run: Vec<String> = vec![
-        "run".into(),
-        "--plan".into(),
-        PLAN_PATH.into(),
-        // The index is also servebench's default (JOB_COMPLETION_INDEX), but spelling out
-        // `i/N` lets the shard check N against the plan before it sends anything.
-        "--shard".into(),
-        format!("$({JOB_INDEX_ENV})/{}", o.shards),
-        "--out".into(),
-        shard_dir.clone(),
-    ];
-    run.extend(o.extra_run_args.iter().cloned());
-    let (command, args) = match &o.storage {
-        Storage::Pvc { .. } => (servebench_argv(o), run),
-        Storage::EmptyDirWithUpload { .. } => {
-            let command = vec![
-                "/bin/sh".into(),
-                "-c".into(),
-                UPLOAD_SCRIPT.into(),
-                "shard".into(),
-            ];
-            let mut args = vec![shard_dir];
-            args.extend(servebench_argv(o));
-            args.extend(run);
-            (command, args)
-        }
-    };
+    let (command, args) = shard_command(o);
     let container = json!({
         "name": "shard",
         "image": o.image,
@@ -458,6 +431,62 @@ fn shard_job(o: &K8sOptions) -> Value {
         ],
         "securityContext": container_security(),
     });
+    let pod = shard_pod(o, container);
+    let mut spec = json!({
+        "completionMode": "Indexed",
+        "completions": o.shards,
+        // All shards at once: the plan's arrival schedule assumes every share is sent.
+        "parallelism": o.shards,
+        "backoffLimit": o.backoff_limit,
+        "template": {"metadata": {"labels": labels(o, "shard")}, "spec": pod},
+    });
+    if let Some(deadline) = o.active_deadline_s {
+        spec["activeDeadlineSeconds"] = json!(deadline);
+    }
+    json!({
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": metadata(o, o.shard_job_name(), "shard"),
+        "spec": spec,
+    })
+}
+
+/// The shard container's command and arguments: `servebench run --plan … --shard i/N
+/// --out …`, wrapped in the upload script when results are uploaded.
+fn shard_command(o: &K8sOptions) -> (Vec<String>, Vec<String>) {
+    let shard_dir = format!("{}/shard-$({JOB_INDEX_ENV})", o.run_dir());
+    let mut run: Vec<String> = vec![
+        "run".into(),
+        "--plan".into(),
+        PLAN_PATH.into(),
+        // The index is also servebench's default (JOB_COMPLETION_INDEX), but spelling out
+        // `i/N` lets the shard check N against the plan before it sends anything.
+        "--shard".into(),
+        format!("$({JOB_INDEX_ENV})/{}", o.shards),
+        "--out".into(),
+        shard_dir.clone(),
+    ];
+    run.extend(o.extra_run_args.iter().cloned());
+    match &o.storage {
+        Storage::Pvc { .. } => (servebench_argv(o), run),
+        Storage::EmptyDirWithUpload { .. } => {
+            let command = vec![
+                "/bin/sh".into(),
+                "-c".into(),
+                UPLOAD_SCRIPT.into(),
+                "shard".into(),
+            ];
+            let mut args = vec![shard_dir];
+            args.extend(servebench_argv(o));
+            args.extend(run);
+            (command, args)
+        }
+    }
+}
+
+/// The shard pod around `container`: spread over nodes, the plan and results volumes
+/// mounted.
+fn shard_pod(o: &K8sOptions, container: Value) -> Value {
     let selector = json!({
         "app.kubernetes.io/instance": o.name,
         "app.kubernetes.io/component": "shard",
@@ -484,23 +513,7 @@ fn shard_job(o: &K8sOptions) -> Value {
         ],
     });
     add_node_selector(o, &mut pod);
-    let mut spec = json!({
-        "completionMode": "Indexed",
-        "completions": o.shards,
-        // All shards at once: the plan's arrival schedule assumes every share is sent.
-        "parallelism": o.shards,
-        "backoffLimit": o.backoff_limit,
-        "template": {"metadata": {"labels": labels(o, "shard")}, "spec": pod},
-    });
-    if let Some(deadline) = o.active_deadline_s {
-        spec["activeDeadlineSeconds"] = json!(deadline);
-    }
-    json!({
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": metadata(o, o.shard_job_name(), "shard"),
-        "spec": spec,
-    })
+    pod
 }
 
 /// The merge Job's wait loop: succeeds once every `shard-<i>/shard.json` exists, fails after

@@ -123,7 +123,18 @@ fn list<T: std::fmt::Display>(v: &[T]) -> String {
 /// Returns the shards in index order (positions into `shards`).
 pub fn check(shards: &[ShardView], requests: Option<u64>) -> Result<Vec<usize>, MergeError> {
     let first = shards.first().ok_or(MergeError::NoShards)?;
-    for s in &shards[1..] {
+    check_one_plan(first, &shards[1..])?;
+    let count = first.count;
+    let by_index = positions_by_index(shards, count)?;
+    // Ordinals: each its shard's own, each once, and each shard's a gap-free run.
+    check_ordinals_owned_once(shards, count)?;
+    check_ordinals_complete(shards, count, requests)?;
+    Ok(by_index.into_values().map(|p| p[0]).collect())
+}
+
+/// The other shards come from `first`'s plan and say the same shard count.
+fn check_one_plan(first: &ShardView, others: &[ShardView]) -> Result<(), MergeError> {
+    for s in others {
         if s.plan_id != first.plan_id {
             return Err(MergeError::DifferentPlans {
                 a: first.dir.clone(),
@@ -141,7 +152,14 @@ pub fn check(shards: &[ShardView], requests: Option<u64>) -> Result<Vec<usize>, 
             });
         }
     }
-    let count = first.count;
+    Ok(())
+}
+
+/// The shards' positions by shard index, when each of the `count` indices is there once.
+fn positions_by_index(
+    shards: &[ShardView],
+    count: u32,
+) -> Result<BTreeMap<u32, Vec<usize>>, MergeError> {
     let mut by_index: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
     for (pos, s) in shards.iter().enumerate() {
         by_index.entry(s.index).or_default().push(pos);
@@ -157,7 +175,12 @@ pub fn check(shards: &[ShardView], requests: Option<u64>) -> Result<Vec<usize>, 
     if !missing.is_empty() {
         return Err(MergeError::MissingShards { missing, count });
     }
-    // Ordinals: each its shard's own, each once, and each shard's a gap-free run.
+    Ok(by_index)
+}
+
+/// Every ordinal is its shard's own (k mod `count` = index) and recorded once over all
+/// shards.
+fn check_ordinals_owned_once(shards: &[ShardView], count: u32) -> Result<(), MergeError> {
     let mut seen: BTreeMap<u64, Vec<String>> = BTreeMap::new();
     for s in shards {
         let shard = Shard {
@@ -190,6 +213,16 @@ pub fn check(shards: &[ShardView], requests: Option<u64>) -> Result<Vec<usize>, 
     if !dups.is_empty() {
         return Err(MergeError::DuplicateOrdinals { ordinals: dups });
     }
+    Ok(())
+}
+
+/// Each shard's ordinals are a gap-free run: all of its share below the plan's request
+/// limit `requests`, or (when it may have ended early) all of it up to the highest it sent.
+fn check_ordinals_complete(
+    shards: &[ShardView],
+    count: u32,
+    requests: Option<u64>,
+) -> Result<(), MergeError> {
     for s in shards {
         let shard = Shard {
             index: s.index,
@@ -218,7 +251,7 @@ pub fn check(shards: &[ShardView], requests: Option<u64>) -> Result<Vec<usize>, 
             });
         }
     }
-    Ok(by_index.into_values().map(|p| p[0]).collect())
+    Ok(())
 }
 
 /// One shard folder, read.

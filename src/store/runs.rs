@@ -258,8 +258,8 @@ mod tests {
             t.runs(),
             vec![root.join("test/levels/c8"), root.join("test/levels/c1")]
         );
-        // A throughput test stands for its sustainable level, a capacity test for its
-        // passing level at the maximum, a ttft test for its measured run.
+        // A throughput test stands for its sustainable level (the other tests' answers in
+        // `answer_levels_are_the_levels_a_test_stands_for`).
         copy_run(&root.join("tp/levels/a"));
         copy_run(&root.join("tp/levels/b"));
         std::fs::write(
@@ -277,6 +277,23 @@ mod tests {
                 answer: true
             }
         );
+        // …or, without a list, is its subfolders with a run.json.
+        copy_run(&root.join("t2/x"));
+        std::fs::write(root.join("t2/test.json"), r#"{"test": "ttft"}"#).unwrap();
+        assert_eq!(
+            classify(&root.join("t2")).unwrap().runs(),
+            vec![root.join("t2/x")]
+        );
+        let err = classify(&root.join("group/empty")).unwrap_err().to_string();
+        assert!(err.contains("no run.json"), "{err}");
+        assert!(classify(&root.join("nope")).is_err());
+        std::fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn answer_levels_are_the_levels_a_test_stands_for() {
+        // A capacity test stands for its passing level at the maximum, a ttft test for its
+        // measured run.
         let doc = |s: &str| serde_json::from_str::<serde_json::Value>(s).unwrap();
         let capacity = doc(
             r#"{"test": "capacity", "result": {"max_concurrency": 8}, "levels": [
@@ -306,17 +323,6 @@ mod tests {
             answer_levels(&doc(r#"{"test": "curve", "result": {}, "levels": [{}]}"#)),
             None
         );
-        // …or, without a list, is its subfolders with a run.json.
-        copy_run(&root.join("t2/x"));
-        std::fs::write(root.join("t2/test.json"), r#"{"test": "ttft"}"#).unwrap();
-        assert_eq!(
-            classify(&root.join("t2")).unwrap().runs(),
-            vec![root.join("t2/x")]
-        );
-        let err = classify(&root.join("group/empty")).unwrap_err().to_string();
-        assert!(err.contains("no run.json"), "{err}");
-        assert!(classify(&root.join("nope")).is_err());
-        std::fs::remove_dir_all(root).unwrap();
     }
 
     #[test]

@@ -10,6 +10,7 @@ use crate::procedure::budget::{Budget, DEFAULT_OVERHEAD_S};
 use crate::procedure::level::{Bench, LevelRun, LevelSpec, Load, Stop, WarmupChoice};
 use crate::procedure::report::TargetInfo;
 use crate::procedure::{self, Options, TestName};
+use crate::record::RequestRecord;
 use crate::report::{RunReport, SystemInfo};
 use crate::runner::plan::{
     expected_rate, human, quick_warmup_requests, warmup_plan, QUICK_WARMUP_S,
@@ -110,6 +111,21 @@ impl LevelRunner {
         ))
     }
 
+    /// How long a level's measurement should last, s: a request count lasts as long as
+    /// the latest completion rate says; a duration with it is a cap (the first limit
+    /// reached ends the level).
+    fn measure_s(&self, spec: &LevelSpec) -> f64 {
+        let by_count = spec
+            .requests
+            .and_then(|n| self.last_rps.filter(|r| *r > 0.0).map(|r| n as f64 / r));
+        match (spec.duration, by_count) {
+            (Some(d), Some(c)) => d.as_secs_f64().min(c),
+            (Some(d), None) => d.as_secs_f64(),
+            (None, Some(c)) => c,
+            (None, None) => 0.0,
+        }
+    }
+
     pub(super) fn target_info(&self) -> TargetInfo {
         let main = self
             .targets
@@ -138,18 +154,7 @@ impl Bench for LevelRunner {
         if INTERRUPTED.load(Ordering::Acquire) {
             return Err(Stop::Interrupted);
         }
-        // A request count lasts as long as the latest completion rate says; a duration with
-        // it is a cap (the first limit reached ends the level).
-        let by_count = spec
-            .requests
-            .and_then(|n| self.last_rps.filter(|r| *r > 0.0).map(|r| n as f64 / r));
-        let measure_s = match (spec.duration, by_count) {
-            (Some(d), Some(c)) => d.as_secs_f64().min(c),
-            (Some(d), None) => d.as_secs_f64(),
-            (None, Some(c)) => c,
-            (None, None) => 0.0,
-        };
-        let expected = self.budget.expected_s(measure_s);
+        let expected = self.budget.expected_s(self.measure_s(spec));
         self.budget
             .admit(expected)
             .map_err(|(needed_s, left_s)| Stop::Budget { needed_s, left_s })?;
@@ -164,84 +169,13 @@ impl Bench for LevelRunner {
                 spec.target.as_deref().unwrap_or("NAME")
             )));
         };
-        let mut config = t.config.clone();
-        config.load = load_pattern(spec.load, t.config.load);
-        config.max_concurrency = None;
-        config.limits = Limits {
-            requests: spec.requests,
-            duration: spec.duration,
-        };
-        if let Some(w) = &spec.workload {
-            config.workload = w.clone();
-        }
-        if let Some(on) = spec.prefix_cache {
-            config.request.prefix_cache = on;
-        }
-        if spec.warmup != WarmupChoice::AsConfigured {
-            config.warmup = Warmup::None;
-        } else if quick && config.warmup == Warmup::Auto {
-            // A --quick test is never compliant: rather than the draft's warm-up (up to
-            // --warmup-max), about ten seconds of the level's load at the server's speed.
-            let out = config.workload.output.mean();
-            let n = quick_warmup_requests(config.load, out, config.preflight.as_ref());
-            config.warmup = Warmup::Requests(n);
-        }
-        if let Some(cap) = spec.warmup_max {
-            config.warmup_max = config.warmup_max.min(cap);
-        }
-        if let Some(c) = &t.curve {
-            config.prefill = PrefillSetup::Curve(c.clone());
-        }
-        config.quiet = quiet;
-        // A level's analysis reads each of its records (arrivals followed to their end,
-        // levels compared request by request): a level always keeps every one.
-        config.exact_summary_limit = None;
-        let name = format!(
-            "{:02}-{}{}",
-            count + 1,
-            spec.target
-                .as_deref()
-                .map(|t| format!("{t}-"))
-                .unwrap_or_default(),
-            spec.load.folder_part()
-        );
-        let rel = format!("levels/{name}");
+        let mut config = level_config(t, spec, quick, quiet);
+        let rel = format!("levels/{}", level_name(count, spec));
         config.out_dir = prepare_run_dir(Some(&dir.join(&rel)), false)
             .map_err(|e| Stop::Failed(anyhow::anyhow!(e)))?;
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| Stop::Failed(e.into()))?;
-        if count > 0 {
-            rt.block_on(drain(&config));
-        }
-        let note = spec.flush_cache.then(|| {
-            rt.block_on(flush_prefix_cache(
-                &config.target,
-                t.server.engine.as_deref(),
-            ))
-        });
-        drop(rt);
+        let note = settle_server(&config, count, spec.flush_cache, &t.server)?;
         let started = Instant::now();
-        let ran = execute(Execute {
-            config,
-            system: t.system.clone(),
-            baseline: spec.baseline.clone(),
-            server: &t.server,
-            tokenizer: t.tokenizer.clone(),
-            warnings: Vec::new(),
-            announce: false,
-        });
-        let (report, records) = match ran {
-            Ok(Ok(r)) => r,
-            Ok(Err(_)) => {
-                return Err(Stop::Failed(anyhow::anyhow!(
-                    "the server could not be used for level {} (see the message above)",
-                    count + 1
-                )))
-            }
-            Err(e) => return Err(Stop::Failed(e)),
-        };
+        let (report, records) = execute_level(config, t, spec, count)?;
         self.count += 1;
         self.budget.level_done(
             started.elapsed().as_secs_f64(),
@@ -306,6 +240,105 @@ impl Bench for LevelRunner {
             })
         };
         read().map_err(Stop::Failed)
+    }
+}
+
+/// A level's run configuration: the target's, with the level's load, limits, workload,
+/// cache switch and warm-up, and the target's prefill curve once profiled.
+fn level_config(t: &TargetSetup, spec: &LevelSpec, quick: bool, quiet: bool) -> RunConfig {
+    let mut config = t.config.clone();
+    config.load = load_pattern(spec.load, t.config.load);
+    config.max_concurrency = None;
+    config.limits = Limits {
+        requests: spec.requests,
+        duration: spec.duration,
+    };
+    if let Some(w) = &spec.workload {
+        config.workload = w.clone();
+    }
+    if let Some(on) = spec.prefix_cache {
+        config.request.prefix_cache = on;
+    }
+    if spec.warmup != WarmupChoice::AsConfigured {
+        config.warmup = Warmup::None;
+    } else if quick && config.warmup == Warmup::Auto {
+        // A --quick test is never compliant: rather than the draft's warm-up (up to
+        // --warmup-max), about ten seconds of the level's load at the server's speed.
+        let out = config.workload.output.mean();
+        let n = quick_warmup_requests(config.load, out, config.preflight.as_ref());
+        config.warmup = Warmup::Requests(n);
+    }
+    if let Some(cap) = spec.warmup_max {
+        config.warmup_max = config.warmup_max.min(cap);
+    }
+    if let Some(c) = &t.curve {
+        config.prefill = PrefillSetup::Curve(c.clone());
+    }
+    config.quiet = quiet;
+    // A level's analysis reads each of its records (arrivals followed to their end,
+    // levels compared request by request): a level always keeps every one.
+    config.exact_summary_limit = None;
+    config
+}
+
+/// The level's folder name under `levels/`: its number (`count` levels ran before it),
+/// target and load.
+fn level_name(count: usize, spec: &LevelSpec) -> String {
+    format!(
+        "{:02}-{}{}",
+        count + 1,
+        spec.target
+            .as_deref()
+            .map(|t| format!("{t}-"))
+            .unwrap_or_default(),
+        spec.load.folder_part()
+    )
+}
+
+/// Before a level: the server drained of the previous level's requests (after the first),
+/// and its prefix cache emptied when the level asks (how that went, in words).
+fn settle_server(
+    config: &RunConfig,
+    count: usize,
+    flush_cache: bool,
+    server: &ServerInfo,
+) -> Result<Option<String>, Stop> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Stop::Failed(e.into()))?;
+    if count > 0 {
+        rt.block_on(drain(config));
+    }
+    let note = flush_cache
+        .then(|| rt.block_on(flush_prefix_cache(&config.target, server.engine.as_deref())));
+    drop(rt);
+    Ok(note)
+}
+
+/// Runs the level (`count` levels ran before it) on its target with `config`.
+fn execute_level(
+    config: RunConfig,
+    t: &TargetSetup,
+    spec: &LevelSpec,
+    count: usize,
+) -> Result<(RunReport, Vec<RequestRecord>), Stop> {
+    let ran = execute(Execute {
+        config,
+        system: t.system.clone(),
+        baseline: spec.baseline.clone(),
+        server: &t.server,
+        tokenizer: t.tokenizer.clone(),
+        warnings: Vec::new(),
+        announce: false,
+    });
+    match ran {
+        Ok(Ok(r)) => Ok(r),
+        Ok(Err(_)) => Err(Stop::Failed(anyhow::anyhow!(
+            "the server could not be used for level {} (see the message above)",
+            count + 1
+        ))),
+        Err(e) => Err(Stop::Failed(e)),
     }
 }
 

@@ -225,12 +225,8 @@ pub fn suite(args: SuiteArgs) -> Result<u8> {
     let mut entries = Vec::new();
     let mut worst = exit::OK;
     for test in wanted {
-        if INTERRUPTED.load(Ordering::Acquire) {
-            entries.push(serde_json::json!({"test": test, "skipped": "interrupted"}));
-            continue;
-        }
-        if test == TestName::Guardrails && options.targets.len() < 2 {
-            entries.push(serde_json::json!({"test": test, "skipped": "needs two or more --target configurations (baseline=URL, full=URL, ...)"}));
+        if let Some(why) = skipped(test, &options) {
+            entries.push(serde_json::json!({"test": test, "skipped": why}));
             continue;
         }
         let dir = suite_dir.join(test.slug());
@@ -239,31 +235,9 @@ pub fn suite(args: SuiteArgs) -> Result<u8> {
         let report = one_test(test, &mut runner, &options, &system)?;
         print!("{}", procedure::tables::render(&report));
         index_test(&args.run, &dir);
-        // Capacities found feed the tests after.
-        if let Some(r) = report
-            .result
-            .get("sustainable_rate_per_s")
-            .and_then(|v| v.as_f64())
-        {
-            options.capacity_rate_per_s.get_or_insert(r);
-        }
-        if let Some(c) = report
-            .result
-            .get("max_concurrency")
-            .and_then(|v| v.as_u64())
-        {
-            options.capacity_concurrency.get_or_insert(c as u32);
-        }
+        feed_capacities(&mut options, &report);
         worst = worst.max(report.exit_status);
-        entries.push(serde_json::json!({
-            "test": test,
-            "section": report.section,
-            "title": report.title,
-            "folder": test.slug(),
-            "status": report.status,
-            "answer": report.answer,
-            "compliance": report.compliance.verdict,
-        }));
+        entries.push(suite_entry(test, &report));
     }
     let summary = serde_json::json!({
         "schema_version": TEST_SCHEMA_VERSION,
@@ -286,6 +260,55 @@ pub fn suite(args: SuiteArgs) -> Result<u8> {
             suite_dir.display()
         );
     }
+    print_suite(&summary, &suite_dir);
+    Ok(worst)
+}
+
+/// Why the suite skips `test`, if it does: Ctrl-C was pressed, or the guardrail test has
+/// fewer than two configurations to compare.
+fn skipped(test: TestName, options: &Options) -> Option<&'static str> {
+    if INTERRUPTED.load(Ordering::Acquire) {
+        return Some("interrupted");
+    }
+    if test == TestName::Guardrails && options.targets.len() < 2 {
+        return Some("needs two or more --target configurations (baseline=URL, full=URL, ...)");
+    }
+    None
+}
+
+/// Capacities found feed the tests after (the first found is kept).
+fn feed_capacities(options: &mut Options, report: &TestReport) {
+    if let Some(r) = report
+        .result
+        .get("sustainable_rate_per_s")
+        .and_then(|v| v.as_f64())
+    {
+        options.capacity_rate_per_s.get_or_insert(r);
+    }
+    if let Some(c) = report
+        .result
+        .get("max_concurrency")
+        .and_then(|v| v.as_u64())
+    {
+        options.capacity_concurrency.get_or_insert(c as u32);
+    }
+}
+
+/// A test's entry in `suite.json`.
+fn suite_entry(test: TestName, report: &TestReport) -> serde_json::Value {
+    serde_json::json!({
+        "test": test,
+        "section": report.section,
+        "title": report.title,
+        "folder": test.slug(),
+        "status": report.status,
+        "answer": report.answer,
+        "compliance": report.compliance.verdict,
+    })
+}
+
+/// The suite's tests, one line each, and its folder, on the terminal.
+fn print_suite(summary: &serde_json::Value, suite_dir: &Path) {
     println!("\nSuite");
     for e in summary["tests"].as_array().into_iter().flatten() {
         match e.get("skipped") {
@@ -306,5 +329,4 @@ pub fn suite(args: SuiteArgs) -> Result<u8> {
         "\nSuite folder: {} (report.html, report.md, suite.json; a folder per test)",
         suite_dir.display()
     );
-    Ok(worst)
 }

@@ -40,40 +40,7 @@ pub(super) fn setup(
     p: &ProcedureArgs,
     tests: &[TestName],
 ) -> Result<std::result::Result<Setup, u8>> {
-    for label in &args.output.labels {
-        crate::store::history::check_label(label).context("--label")?;
-    }
-    if args.load.max_concurrency.is_some() {
-        // The levels are the procedure's loads: open-loop levels are unbounded, as the draft's
-        // open loop is (4.2), and closed-loop levels set their own concurrency.
-        eprintln!("warning: --max-concurrency is not used by tests: each level's load is the procedure's (open-loop levels have no in-flight cap)");
-    }
-    let targets = named(&p.targets, "--target")?;
-    let from = named(&p.from, "--from")?;
-    for (_, dir) in &from {
-        if !RunFolder::new(dir).run_json().exists() {
-            bail!("--from {dir}: no run.json there (give a run folder)");
-        }
-    }
-    if p.levels < 2 {
-        bail!("--levels must be at least 2");
-    }
-    if let Some(c) = p.capacity {
-        if !(c > 0.0 && c.is_finite()) {
-            bail!("--capacity must be a positive number of requests per second");
-        }
-    }
-    if p.oversubscription
-        .iter()
-        .any(|s| !(*s > 0.0 && s.is_finite()))
-    {
-        bail!("--oversubscription shares must be positive, e.g. 1,1.1,1.25,1.5");
-    }
-    if let Some(shares) = &p.load_shares {
-        if shares.iter().any(|s| !(*s > 0.0 && s.is_finite())) {
-            bail!("--load-shares must be positive shares of capacity, e.g. 0.25,0.5,0.75");
-        }
-    }
+    let (targets, from) = check_flags(args, p)?;
     let mut sims = Vec::new();
     let mut setups: BTreeMap<Option<String>, TargetSetup> = BTreeMap::new();
     let guardrail_sims =
@@ -88,42 +55,10 @@ pub(super) fn setup(
     if let Some(s) = main.sim.take() {
         sims.push(s);
     }
-    let into_setup = |r: Ready| TargetSetup {
-        config: r.resolved.config,
-        system: r.resolved.system,
-        server: r.server,
-        tokenizer: r.tokenizer,
-        curve: None,
-    };
     setups.insert(None, into_setup(main));
     let mut extra: Vec<(String, String)> = targets.clone();
     if guardrail_sims {
-        // The simulator with each configuration of guardrails: the input filter delays
-        // queueing, the output filter holds every token (docs/procedures.md).
-        // The output filter also refuses 2 % of answers part-way, as a real one would now
-        // and then, so the disclosure's refusal counts have something to count.
-        for (name, input_ms, output_ms, refusal_rate) in [
-            ("baseline", 0.0, 0.0, 0.0),
-            ("input", 40.0, 0.0, 0.0),
-            ("output", 0.0, 20.0, 0.02),
-            ("full", 40.0, 20.0, 0.02),
-        ] {
-            let mut cfg = crate::cli::args::sim_config(
-                &args.sim.sim_preset,
-                args.sim.sim_config.as_deref(),
-                args.sim.sim_ttft_ms,
-                args.sim.sim_itl_ms,
-            )?;
-            cfg.seed = args.workload.seed;
-            cfg.input_guardrail_ms = input_ms;
-            cfg.output_guardrail_ms = output_ms;
-            cfg.faults.refusal_rate = refusal_rate;
-            let server = SimServer::spawn(cfg, 0).context("starting a simulator")?;
-            server.truth().keep_at_most(0);
-            extra.push((name.into(), server.base_url()));
-            sims.push(server);
-        }
-        eprintln!("No --target given: the guardrail test compares four built-in simulators (baseline; input filter +40 ms; output filter +20 ms per token, refusing 2 % of answers; full).");
+        start_guardrail_sims(args, &mut extra, &mut sims)?;
     }
     for (name, url) in &extra {
         let mut a = args.clone();
@@ -158,6 +93,96 @@ pub(super) fn setup(
         options,
         system,
     }))
+}
+
+/// Checks the test flags before anything starts; the labelled targets (`--target`) and
+/// earlier runs (`--from`), parsed.
+fn check_flags(
+    args: &RunArgs,
+    p: &ProcedureArgs,
+) -> Result<(Vec<(String, String)>, Vec<(String, String)>)> {
+    for label in &args.output.labels {
+        crate::store::history::check_label(label).context("--label")?;
+    }
+    if args.load.max_concurrency.is_some() {
+        // The levels are the procedure's loads: open-loop levels are unbounded, as the draft's
+        // open loop is (4.2), and closed-loop levels set their own concurrency.
+        eprintln!("warning: --max-concurrency is not used by tests: each level's load is the procedure's (open-loop levels have no in-flight cap)");
+    }
+    let targets = named(&p.targets, "--target")?;
+    let from = named(&p.from, "--from")?;
+    for (_, dir) in &from {
+        if !RunFolder::new(dir).run_json().exists() {
+            bail!("--from {dir}: no run.json there (give a run folder)");
+        }
+    }
+    if p.levels < 2 {
+        bail!("--levels must be at least 2");
+    }
+    if let Some(c) = p.capacity {
+        if !(c > 0.0 && c.is_finite()) {
+            bail!("--capacity must be a positive number of requests per second");
+        }
+    }
+    if p.oversubscription
+        .iter()
+        .any(|s| !(*s > 0.0 && s.is_finite()))
+    {
+        bail!("--oversubscription shares must be positive, e.g. 1,1.1,1.25,1.5");
+    }
+    if let Some(shares) = &p.load_shares {
+        if shares.iter().any(|s| !(*s > 0.0 && s.is_finite())) {
+            bail!("--load-shares must be positive shares of capacity, e.g. 0.25,0.5,0.75");
+        }
+    }
+    Ok((targets, from))
+}
+
+/// A target ready to run levels against.
+fn into_setup(r: Ready) -> TargetSetup {
+    TargetSetup {
+        config: r.resolved.config,
+        system: r.resolved.system,
+        server: r.server,
+        tokenizer: r.tokenizer,
+        curve: None,
+    }
+}
+
+/// The simulator with each configuration of guardrails, for a guardrail test given no
+/// targets: each added to `extra` (name, URL) and kept alive in `sims`.
+fn start_guardrail_sims(
+    args: &RunArgs,
+    extra: &mut Vec<(String, String)>,
+    sims: &mut Vec<SimServer>,
+) -> Result<()> {
+    // The input filter delays queueing, the output filter holds every token
+    // (docs/procedures.md). The output filter also refuses 2 % of answers part-way, as a
+    // real one would now and then, so the disclosure's refusal counts have something to
+    // count.
+    for (name, input_ms, output_ms, refusal_rate) in [
+        ("baseline", 0.0, 0.0, 0.0),
+        ("input", 40.0, 0.0, 0.0),
+        ("output", 0.0, 20.0, 0.02),
+        ("full", 40.0, 20.0, 0.02),
+    ] {
+        let mut cfg = crate::cli::args::sim_config(
+            &args.sim.sim_preset,
+            args.sim.sim_config.as_deref(),
+            args.sim.sim_ttft_ms,
+            args.sim.sim_itl_ms,
+        )?;
+        cfg.seed = args.workload.seed;
+        cfg.input_guardrail_ms = input_ms;
+        cfg.output_guardrail_ms = output_ms;
+        cfg.faults.refusal_rate = refusal_rate;
+        let server = SimServer::spawn(cfg, 0).context("starting a simulator")?;
+        server.truth().keep_at_most(0);
+        extra.push((name.into(), server.base_url()));
+        sims.push(server);
+    }
+    eprintln!("No --target given: the guardrail test compares four built-in simulators (baseline; input filter +40 ms; output filter +20 ms per token, refusing 2 % of answers; full).");
+    Ok(())
 }
 
 /// The procedure options from the flags and the main target.

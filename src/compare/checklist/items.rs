@@ -147,32 +147,7 @@ pub(super) fn same_time(systems: &[SystemInput]) -> Check {
     if shared.is_empty() {
         return check;
     }
-    let span = |s: &SystemInput| {
-        let start = s
-            .runs
-            .iter()
-            .map(|r| r.report.started_at_us)
-            .min()
-            .unwrap_or(0);
-        let end = s
-            .runs
-            .iter()
-            .map(|r| r.report.finished_at_us)
-            .max()
-            .unwrap_or(0);
-        (start, end)
-    };
-    let longest_run_s = systems
-        .iter()
-        .flat_map(|s| &s.runs)
-        .map(|r| {
-            r.report
-                .finished_at_us
-                .saturating_sub(r.report.started_at_us) as f64
-                / 1e6
-        })
-        .fold(0.0, f64::max);
-    let allowed_s = longest_run_s.max(ADJACENT_MIN_GAP_S);
+    let allowed_s = longest_run_s(systems).max(ADJACENT_MIN_GAP_S);
     let (b0, b1) = span(&systems[0]);
     let mut parts = Vec::new();
     let mut ok = true;
@@ -212,6 +187,37 @@ pub(super) fn same_time(systems: &[SystemInput]) -> Check {
         }
     );
     check
+}
+
+/// From the first start to the last end of a system's runs, µs since the epoch.
+fn span(s: &SystemInput) -> (u64, u64) {
+    let start = s
+        .runs
+        .iter()
+        .map(|r| r.report.started_at_us)
+        .min()
+        .unwrap_or(0);
+    let end = s
+        .runs
+        .iter()
+        .map(|r| r.report.finished_at_us)
+        .max()
+        .unwrap_or(0);
+    (start, end)
+}
+
+/// The longest single run of any system, s.
+fn longest_run_s(systems: &[SystemInput]) -> f64 {
+    systems
+        .iter()
+        .flat_map(|s| &s.runs)
+        .map(|r| {
+            r.report
+                .finished_at_us
+                .saturating_sub(r.report.started_at_us) as f64
+                / 1e6
+        })
+        .fold(0.0, f64::max)
 }
 
 fn human_gap(s: f64) -> String {

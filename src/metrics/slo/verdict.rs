@@ -114,71 +114,11 @@ pub fn evaluate_tally(
     figures: &RunFigures<'_>,
 ) -> SloResult {
     let bounds: Vec<(RequestMetric, f64)> = spec.per_request().collect();
-    let per_request = (!bounds.is_empty()).then(|| {
-        let total = tally.total;
-        let met = tally.met;
-        let share = |n: u64| {
-            if total == 0 {
-                0.0
-            } else {
-                n as f64 / total as f64
-            }
-        };
-        let by_threshold = bounds
-            .iter()
-            .enumerate()
-            .map(|(i, &(metric, max))| {
-                let n = tally.by_bound.get(i).copied().unwrap_or(0);
-                (format!("{}<={max}", metric.name()), share(n))
-            })
-            .collect();
-        let attainment = share(met);
-        let per_s = |x: f64| if window_s > 0.0 { x / window_s } else { 0.0 };
-        Attainment {
-            spec: bounds
-                .iter()
-                .map(|(m, v)| format!("{}<={v}", m.name()))
-                .collect::<Vec<_>>()
-                .join(","),
-            attainment,
-            attainment_by_threshold: by_threshold,
-            met,
-            total,
-            goodput_requests_per_s: per_s(met as f64),
-            goodput_tokens_per_s: per_s(tally.met_tokens as f64),
-            target_attainment: spec.target_attainment,
-            passed: total > 0 && attainment + 1e-12 >= spec.target_attainment,
-        }
-    });
+    let per_request = (!bounds.is_empty()).then(|| attainment(spec, &bounds, tally, window_s));
     let run_checks: Vec<RunCheck> = spec
         .terms
         .iter()
-        .filter_map(|t| match *t {
-            SloTerm::PerRequest { .. } => None,
-            SloTerm::RunStat { stat, metric, max } => {
-                let d = (figures.distribution)(metric);
-                let observed = d.as_ref().map(|d| stat.of(d));
-                Some(RunCheck {
-                    term: t.to_string(),
-                    observed,
-                    samples: d.map_or(0, |d| d.n),
-                    passed: observed.is_some_and(|v| v <= max),
-                })
-            }
-            SloTerm::AtLeast { metric, min } => {
-                let v = match metric {
-                    RateMetric::OutputTokensPerS => figures.output_tokens_per_s,
-                    RateMetric::RequestsPerS => figures.requests_per_s,
-                    RateMetric::SuccessRate => figures.success_rate,
-                };
-                Some(RunCheck {
-                    term: t.to_string(),
-                    observed: Some(v),
-                    samples: 0,
-                    passed: v + 1e-12 >= min,
-                })
-            }
-        })
+        .filter_map(|t| run_check(t, figures))
         .collect();
     let passed =
         per_request.as_ref().is_none_or(|a| a.passed) && run_checks.iter().all(|c| c.passed);
@@ -187,5 +127,79 @@ pub fn evaluate_tally(
         per_request,
         run_checks,
         passed,
+    }
+}
+
+/// Per-request attainment of `bounds` (the spec's per-request terms) and goodput over
+/// `window_s`.
+fn attainment(
+    spec: &SloSpec,
+    bounds: &[(RequestMetric, f64)],
+    tally: &AttainmentTally,
+    window_s: f64,
+) -> Attainment {
+    let total = tally.total;
+    let met = tally.met;
+    let share = |n: u64| {
+        if total == 0 {
+            0.0
+        } else {
+            n as f64 / total as f64
+        }
+    };
+    let by_threshold = bounds
+        .iter()
+        .enumerate()
+        .map(|(i, &(metric, max))| {
+            let n = tally.by_bound.get(i).copied().unwrap_or(0);
+            (format!("{}<={max}", metric.name()), share(n))
+        })
+        .collect();
+    let attainment = share(met);
+    let per_s = |x: f64| if window_s > 0.0 { x / window_s } else { 0.0 };
+    Attainment {
+        spec: bounds
+            .iter()
+            .map(|(m, v)| format!("{}<={v}", m.name()))
+            .collect::<Vec<_>>()
+            .join(","),
+        attainment,
+        attainment_by_threshold: by_threshold,
+        met,
+        total,
+        goodput_requests_per_s: per_s(met as f64),
+        goodput_tokens_per_s: per_s(tally.met_tokens as f64),
+        target_attainment: spec.target_attainment,
+        passed: total > 0 && attainment + 1e-12 >= spec.target_attainment,
+    }
+}
+
+/// The run-level check of term `t`; `None` for a per-request term.
+fn run_check(t: &SloTerm, figures: &RunFigures<'_>) -> Option<RunCheck> {
+    match *t {
+        SloTerm::PerRequest { .. } => None,
+        SloTerm::RunStat { stat, metric, max } => {
+            let d = (figures.distribution)(metric);
+            let observed = d.as_ref().map(|d| stat.of(d));
+            Some(RunCheck {
+                term: t.to_string(),
+                observed,
+                samples: d.map_or(0, |d| d.n),
+                passed: observed.is_some_and(|v| v <= max),
+            })
+        }
+        SloTerm::AtLeast { metric, min } => {
+            let v = match metric {
+                RateMetric::OutputTokensPerS => figures.output_tokens_per_s,
+                RateMetric::RequestsPerS => figures.requests_per_s,
+                RateMetric::SuccessRate => figures.success_rate,
+            };
+            Some(RunCheck {
+                term: t.to_string(),
+                observed: Some(v),
+                samples: 0,
+                passed: v + 1e-12 >= min,
+            })
+        }
     }
 }

@@ -25,13 +25,15 @@ use super::experience::{Experience, RateComparison};
 use super::failures::FailureTally;
 use super::modality::shape;
 use super::request::{itl_samples, measure, ItlOption, RequestMetrics};
-use super::slo::{evaluate_tally, AttainmentTally, RunFigures, RunMetric};
+use super::slo::{evaluate_tally, AttainmentTally, RunFigures, RunMetric, SloResult, SloSpec};
 use super::summary::{
     add_warnings, balance_from, choose_itl_from, delivered_answer_tokens, delivered_tokens,
-    has_server_times, input_tokens, startup_transient, summarize, ChunkShares, InputBucket,
-    RequestCounts, RunSummary, SteadyState, SummaryParams, TokenSources, Window, INPUT_BUCKETS,
+    has_server_times, input_tokens, run_distribution, startup_transient, summarize, ChunkShares,
+    InputBucket, ItlChoice, RequestCounts, RunSummary, SteadyState, SummaryParams, TokenSources,
+    Window, INPUT_BUCKETS,
 };
 use super::ux::{committed_at, judge, smooth_goodput_of, GoodputSums, UxWindow};
+use super::warnings::Warning;
 use crate::clock::Nanos;
 use crate::record::{Phase, RequestRecord};
 use crate::stats::sketch::{Sketch, RELATIVE_ERROR};
@@ -416,23 +418,41 @@ impl StreamSummary {
     }
 
     /// The run's summary.
-    pub fn finish(self) -> RunSummary {
-        let sample = self.sample.clone().into_items();
-        let sample_size = sample.len() as u64;
+    pub fn finish(mut self) -> RunSummary {
+        // Nothing reads the reservoir after this: its records are taken out, not copied.
+        let sample = std::mem::replace(&mut self.sample, Reservoir::new(0)).into_items();
         let from_sample = summarize(&sample, &self.params);
         let has_c = self.ok > 0 && self.ok_with_server_times == self.ok;
         let itl_method = choose_itl_from(&self.chunks, has_c);
+        let option = itl_method.option;
+        let mut summary = self.figures(itl_method, &from_sample, &sample);
+        // The SLO reads the summary's own distributions and rates.
+        let tally = &self.options[option_index(option)].slo;
+        summary.slo = self
+            .params
+            .slo
+            .as_ref()
+            .map(|spec| slo_of(spec, tally, &summary));
+        let transient = sample_transient(&sample, option, &summary);
+        add_warnings(&mut summary, transient, &self.params);
+        summary
+    }
+
+    /// The summary's counts, rates and distributions, before its SLO verdicts and warnings:
+    /// exact or from the sketches where counted over every request, from `sample` (and
+    /// `from_sample`, its own summary) where whole requests are needed.
+    fn figures(
+        &self,
+        itl_method: ItlChoice,
+        from_sample: &RunSummary,
+        sample: &[RequestRecord],
+    ) -> RunSummary {
         let per = &self.options[option_index(itl_method.option)];
         let l = &self.latencies;
-        let (ttft_ms, tpot_ms, e2e_ms) = (
-            l.ttft.distribution(),
+        let (tpot_ms, e2e_ms, itl_ms) = (
             l.tpot.distribution(),
             l.e2e.distribution(),
-        );
-        let (itl_ms, jitter_ms, max_pause_ms) = (
             per.itl.distribution(),
-            per.jitter.distribution(),
-            per.max_pause.distribution(),
         );
         let window = self.window();
         let per_s = |x: f64| {
@@ -442,23 +462,72 @@ impl StreamSummary {
                 0.0
             }
         };
-        let counts = self.counts.clone();
-        let success_rate = if counts.total == 0 {
-            0.0
-        } else {
-            counts.completed as f64 / counts.total as f64
-        };
-        let (output_tokens_per_s, requests_per_s) =
-            (per_s(self.totals.0 as f64), per_s(counts.completed as f64));
-        let idle = self.idle.distribution();
-        let ux = &self.params.ux;
-        let experience = Experience {
-            deadlines: ux.scheme.to_string(),
-            user_idle_ms: idle,
-            deadline_attainment: if counts.total == 0 {
+        let counts = &self.counts;
+        // The ITL modes from the sample's own gaps, read against the whole run's figures.
+        let sample_itl: Vec<f64> = sample
+            .iter()
+            .flat_map(|r| itl_samples(r, itl_method.option))
+            .collect();
+        RunSummary {
+            requests: counts.clone(),
+            failures: self.failures.finish(),
+            window,
+            ttft_ms: l.ttft.distribution(),
+            tpot_ms,
+            itl_ms,
+            e2e_ms,
+            jitter_ms: per.jitter.distribution(),
+            max_pause_ms: per.max_pause.distribution(),
+            ttfb_ms: l.ttfb.distribution(),
+            time_to_first_reasoning_ms: l.reasoning.distribution(),
+            normalized_latency_ms_per_token: l.normalized.distribution(),
+            decode_tokens_per_s: l.decode.distribution(),
+            ttft_from_schedule_ms: l.ttft_scheduled.distribution(),
+            e2e_from_schedule_ms: l.e2e_scheduled.distribution(),
+            connect_ms: l.connect.distribution(),
+            itl_tail_ratio: itl_ms.filter(|d| d.p50 > 0.0).map(|d| d.p99 / d.p50),
+            itl_shape: shape(&sample_itl, itl_ms.as_ref()),
+            output_tokens_per_s: per_s(self.totals.0 as f64),
+            answer_tokens_per_s: per_s(self.totals.1 as f64),
+            input_tokens_per_s: per_s(self.totals.2 as f64),
+            requests_per_s: per_s(counts.completed as f64),
+            total_output_tokens: self.totals.0,
+            total_reasoning_tokens: self.totals.0 - self.totals.1,
+            total_input_tokens: self.totals.2,
+            success_rate: if counts.total == 0 {
                 0.0
             } else {
-                self.deadlines_met as f64 / counts.total as f64
+                counts.completed as f64 / counts.total as f64
+            },
+            steady_state: self.steady_state(window),
+            arrival_balance: self.arrival_balance(e2e_ms),
+            itl_method,
+            token_counting: self.sources.finish(),
+            ttft_by_input_tokens: self.ttft_by_input(),
+            server: from_sample.server.clone(),
+            slo: None,
+            experience: self.experience(from_sample, tpot_ms, itl_ms),
+            warnings: Vec::new(),
+            streamed: Some(self.streamed(sample.len() as u64)),
+        }
+    }
+
+    /// The user-experience figures: deadlines, idle time and smooth goodput over every
+    /// request, the rest from the sample's summary.
+    fn experience(
+        &self,
+        from_sample: &RunSummary,
+        tpot_ms: Option<Distribution>,
+        itl_ms: Option<Distribution>,
+    ) -> Experience {
+        let ux = &self.params.ux;
+        Experience {
+            deadlines: ux.scheme.to_string(),
+            user_idle_ms: self.idle.distribution(),
+            deadline_attainment: if self.counts.total == 0 {
+                0.0
+            } else {
+                self.deadlines_met as f64 / self.counts.total as f64
             },
             smooth_goodput: self
                 .ux_window()
@@ -469,101 +538,63 @@ impl StreamSummary {
                 inverse_p99_tbt_per_s: itl_ms.filter(|d| d.p99 > 0.0).map(|d| 1000.0 / d.p99),
             },
             ..from_sample.experience.clone()
-        };
-        let slo = self.params.slo.as_ref().map(|spec| {
-            let distribution = |m: RunMetric| match m {
-                RunMetric::TtftMs => ttft_ms,
-                RunMetric::TpotMs => tpot_ms,
-                RunMetric::E2eMs => e2e_ms,
-                RunMetric::ItlMs => itl_ms,
-                RunMetric::JitterMs => jitter_ms,
-                RunMetric::MaxPauseMs => max_pause_ms,
-                RunMetric::UserIdleMs => idle,
-            };
-            evaluate_tally(
-                spec,
-                &per.slo,
-                window.duration_s,
-                &RunFigures {
-                    distribution: &distribution,
-                    output_tokens_per_s,
-                    requests_per_s,
-                    success_rate,
-                },
-            )
-        });
-        // The ITL modes from the sample's own gaps, read against the whole run's figures.
-        let sample_itl: Vec<f64> = sample
-            .iter()
-            .flat_map(|r| itl_samples(r, itl_method.option))
-            .collect();
-        let sample_refs: Vec<&RequestRecord> = sample.iter().collect();
-        let sample_metrics: Vec<Option<RequestMetrics>> = sample
-            .iter()
-            .map(|r| measure(r, itl_method.option))
-            .collect();
-        let transient = startup_transient(
-            &sample_refs,
-            &sample_metrics,
-            window,
-            ttft_ms.map(|d| d.p99),
-        );
-        let mut summary = RunSummary {
-            requests: counts.clone(),
-            failures: self.failures.finish(),
-            window,
-            ttft_ms,
-            tpot_ms,
-            itl_ms,
-            e2e_ms,
-            jitter_ms,
-            max_pause_ms,
-            ttfb_ms: l.ttfb.distribution(),
-            time_to_first_reasoning_ms: l.reasoning.distribution(),
-            normalized_latency_ms_per_token: l.normalized.distribution(),
-            decode_tokens_per_s: l.decode.distribution(),
-            ttft_from_schedule_ms: l.ttft_scheduled.distribution(),
-            e2e_from_schedule_ms: l.e2e_scheduled.distribution(),
-            connect_ms: l.connect.distribution(),
-            itl_tail_ratio: itl_ms.filter(|d| d.p50 > 0.0).map(|d| d.p99 / d.p50),
-            itl_shape: shape(&sample_itl, itl_ms.as_ref()),
-            output_tokens_per_s,
-            answer_tokens_per_s: per_s(self.totals.1 as f64),
-            input_tokens_per_s: per_s(self.totals.2 as f64),
-            requests_per_s,
-            total_output_tokens: self.totals.0,
-            total_reasoning_tokens: self.totals.0 - self.totals.1,
-            total_input_tokens: self.totals.2,
-            success_rate,
-            steady_state: self.steady_state(window),
-            arrival_balance: self.arrival_balance(e2e_ms),
-            itl_method,
-            token_counting: self.sources.finish(),
-            ttft_by_input_tokens: self.ttft_by_input(),
-            server: from_sample.server.clone(),
-            slo,
-            experience,
-            warnings: Vec::new(),
-            streamed: Some(Streamed {
-                requests: counts.total,
-                sample_requests: sample_size,
-                percentile_relative_error: RELATIVE_ERROR,
-                exact_values: self.exact_values as u64,
-                time_bin_ms: self.steady_tokens.width() as f64 / 1e6,
-                from_sample: [
-                    "fluidity and the fluid token rate",
-                    "fairness across classes",
-                    "the ITL modes",
-                    "the server comparison",
-                    "the start-up transient",
-                ]
-                .map(String::from)
-                .to_vec(),
-            }),
-        };
-        add_warnings(&mut summary, transient, &self.params);
-        summary
+        }
     }
+
+    /// How this summary was made, for its readers.
+    fn streamed(&self, sample_requests: u64) -> Streamed {
+        Streamed {
+            requests: self.counts.total,
+            sample_requests,
+            percentile_relative_error: RELATIVE_ERROR,
+            exact_values: self.exact_values as u64,
+            time_bin_ms: self.steady_tokens.width() as f64 / 1e6,
+            from_sample: [
+                "fluidity and the fluid token rate",
+                "fairness across classes",
+                "the ITL modes",
+                "the server comparison",
+                "the start-up transient",
+            ]
+            .map(String::from)
+            .to_vec(),
+        }
+    }
+}
+
+/// The SLO verdicts from the counts taken request by request (`tally`, for the ITL option
+/// chosen) and the summary's distributions and rates.
+fn slo_of(spec: &SloSpec, tally: &AttainmentTally, s: &RunSummary) -> SloResult {
+    let distribution = |m: RunMetric| run_distribution(s, m);
+    evaluate_tally(
+        spec,
+        tally,
+        s.window.duration_s,
+        &RunFigures {
+            distribution: &distribution,
+            output_tokens_per_s: s.output_tokens_per_s,
+            requests_per_s: s.requests_per_s,
+            success_rate: s.success_rate,
+        },
+    )
+}
+
+/// The start-up transient, from the sample's requests read against the whole run's window
+/// and TTFT P99.
+fn sample_transient(
+    sample: &[RequestRecord],
+    option: ItlOption,
+    s: &RunSummary,
+) -> Option<Warning> {
+    let sample_refs: Vec<&RequestRecord> = sample.iter().collect();
+    let sample_metrics: Vec<Option<RequestMetrics>> =
+        sample.iter().map(|r| measure(r, option)).collect();
+    startup_transient(
+        &sample_refs,
+        &sample_metrics,
+        s.window,
+        s.ttft_ms.map(|d| d.p99),
+    )
 }
 
 #[cfg(test)]

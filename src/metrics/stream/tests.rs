@@ -110,6 +110,17 @@ fn the_streamed_summary_is_the_exact_one_within_its_stated_error() {
     let exact = summarize(&records, &params());
     // 100 values exactly: every distribution here turns to buckets.
     let s = streamed(&records, 100);
+    same_counts(&s, &exact);
+    same_distributions(&s, &exact);
+    same_steady_state(&s, &exact);
+    same_judgements(&s, &exact);
+    let note = s.streamed.unwrap();
+    assert_eq!((note.requests, note.sample_requests), (3_000, 300));
+    assert!(exact.streamed.is_none());
+}
+
+/// Counts, totals and rates over the window: exact.
+fn same_counts(s: &RunSummary, exact: &RunSummary) {
     assert_eq!(s.requests, exact.requests);
     assert_eq!(s.failures, exact.failures);
     assert_eq!(s.window, exact.window);
@@ -135,6 +146,10 @@ fn the_streamed_summary_is_the_exact_one_within_its_stated_error() {
             exact.success_rate
         )
     );
+}
+
+/// Every distribution within the sketch's stated error.
+fn same_distributions(s: &RunSummary, exact: &RunSummary) {
     for (name, a, b) in [
         ("ttft", s.ttft_ms, exact.ttft_ms),
         ("tpot", s.tpot_ms, exact.tpot_ms),
@@ -157,7 +172,10 @@ fn the_streamed_summary_is_the_exact_one_within_its_stated_error() {
     ] {
         same_distribution(name, a, b);
     }
-    // Steady state and balance: within the straddled time bin's share.
+}
+
+/// Steady state and balance: within the straddled time bin's share.
+fn same_steady_state(s: &RunSummary, exact: &RunSummary) {
     let (a, b) = (s.steady_state, exact.steady_state);
     assert_eq!(a.excluded_s, b.excluded_s);
     assert!(
@@ -182,7 +200,11 @@ fn the_streamed_summary_is_the_exact_one_within_its_stated_error() {
         b.completion_rate_per_s,
         0.01
     ));
-    // SLO counts, deadline attainment and smooth goodput: exact.
+}
+
+/// SLO counts, deadline attainment and smooth goodput: exact; TTFT by input length within
+/// the stated error.
+fn same_judgements(s: &RunSummary, exact: &RunSummary) {
     let (a, b) = (s.slo.as_ref().unwrap(), exact.slo.as_ref().unwrap());
     assert_eq!(a.per_request, b.per_request);
     assert_eq!(a.run_checks.len(), b.run_checks.len());
@@ -211,9 +233,6 @@ fn the_streamed_summary_is_the_exact_one_within_its_stated_error() {
         assert_eq!((&a.label, a.n), (&b.label, b.n));
         assert!(close(a.p99_ms, b.p99_ms, 2.0 * RELATIVE_ERROR));
     }
-    let note = s.streamed.unwrap();
-    assert_eq!((note.requests, note.sample_requests), (3_000, 300));
-    assert!(exact.streamed.is_none());
 }
 
 /// While every distribution fits its exact part, the streamed figures are the exact ones.

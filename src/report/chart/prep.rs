@@ -83,6 +83,43 @@ impl Prep<'_> {
 pub(super) fn prepare<'a>(c: &Chart, color: usize, s: &'a Series, st: &mut Stats) -> Prep<'a> {
     let (xs, ys) = (c.x.scale, c.y.scale);
     st.nonfinite += s.skipped;
+    let (pts, labels) = prepare_points(c, s, st);
+    let whiskers: Vec<(f64, f64, f64)> = s
+        .whiskers
+        .iter()
+        .copied()
+        .filter(|&(x, lo, hi)| st.check(&[(x, xs), (lo, ys), (hi, ys)]))
+        .collect();
+    let band: Vec<(f64, f64, f64)> = s
+        .band
+        .iter()
+        .copied()
+        .filter(|&(x, lo, hi)| st.check(&[(x, xs), (lo, ys), (hi, ys)]))
+        .collect();
+    let band = decimate_even(&band, c.max_points);
+    let bins = s
+        .bins
+        .iter()
+        .copied()
+        .enumerate()
+        .filter(|(_, b)| st.check(&[(b.lo, xs), (b.hi, xs), (b.count, ys)]))
+        .collect();
+    Prep {
+        s,
+        color,
+        pts,
+        labels,
+        whiskers,
+        bins,
+        rows: prepare_rows(c, s, st),
+        band,
+    }
+}
+
+/// The drawable points of `s` with their labels, thinned to the chart's cap; a note says
+/// how when they were.
+fn prepare_points(c: &Chart, s: &Series, st: &mut Stats) -> (Vec<(f64, f64)>, Vec<String>) {
+    let (xs, ys) = (c.x.scale, c.y.scale);
     // Each point keeps its label (if any) through filtering and decimation.
     let labelled: Vec<((f64, f64), String)> = s
         .points
@@ -93,7 +130,7 @@ pub(super) fn prepare<'a>(c: &Chart, color: usize, s: &'a Series, st: &mut Stats
         .map(|(i, p)| (p, s.labels.get(i).cloned().unwrap_or_default()))
         .collect();
     let valid_pts: Vec<(f64, f64)> = labelled.iter().map(|(p, _)| *p).collect();
-    let (pts, labels) = if !s.labels.is_empty() {
+    if !s.labels.is_empty() {
         // Labelled points are few and named one by one: thinned evenly if ever too many.
         let kept = decimate_even(&labelled, c.max_points);
         if kept.len() < labelled.len() {
@@ -132,36 +169,6 @@ pub(super) fn prepare<'a>(c: &Chart, color: usize, s: &'a Series, st: &mut Stats
         (d, Vec::new())
     } else {
         (valid_pts, Vec::new())
-    };
-    let whiskers: Vec<(f64, f64, f64)> = s
-        .whiskers
-        .iter()
-        .copied()
-        .filter(|&(x, lo, hi)| st.check(&[(x, xs), (lo, ys), (hi, ys)]))
-        .collect();
-    let band: Vec<(f64, f64, f64)> = s
-        .band
-        .iter()
-        .copied()
-        .filter(|&(x, lo, hi)| st.check(&[(x, xs), (lo, ys), (hi, ys)]))
-        .collect();
-    let band = decimate_even(&band, c.max_points);
-    let bins = s
-        .bins
-        .iter()
-        .copied()
-        .enumerate()
-        .filter(|(_, b)| st.check(&[(b.lo, xs), (b.hi, xs), (b.count, ys)]))
-        .collect();
-    Prep {
-        s,
-        color,
-        pts,
-        labels,
-        whiskers,
-        bins,
-        rows: prepare_rows(c, s, st),
-        band,
     }
 }
 

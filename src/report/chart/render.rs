@@ -151,108 +151,142 @@ pub(super) fn render(c: &Chart) -> String {
     let legend_bottom = 36.0 + rows as f64 * 16.0 + if rows > 0 { 6.0 } else { 0.0 };
     let bottom = h - 42.0;
     let mut drawn = 0;
-    let x_target =
-        |left: f64, right: f64| ((right - left) / 110.0).round().clamp(2.0, 10.0) as usize;
     if has_data {
-        let (xe, ye) = extents(c, &preps);
-        let x_axis = |left: f64, right: f64| {
-            if c.categories.is_empty() {
-                build_axis(&c.x, false, xe, x_target(left, right))
-            } else {
-                Axis::categorical(&c.categories)
-            }
-        };
-        // Vertical marker labels sit in a band above the plot, so the band's height must
-        // be known before the y axis; a provisional x mapping is close enough for that.
-        let guess = x_axis(70.0, w - PAD - 8.0);
-        let label_rows = marker_label_rows(c, &guess, 70.0, w - PAD - 8.0);
-        let top = legend_bottom + 14.0 * label_rows as f64;
-        let y = build_axis(
-            &c.y,
-            true,
-            ye,
-            ((bottom - top) / 50.0).round().clamp(2.0, 10.0) as usize,
-        );
-        let widest = y
-            .ticks
-            .iter()
-            .map(|t| text_w(&t.label, FONT))
-            .fold(0.0, f64::max);
-        let left = (PAD + 16.0 + widest + 10.0).max(52.0);
-        let right = w - PAD - 8.0;
-        let x = x_axis(left, right);
-        let plot = Plot {
-            left,
-            right,
-            top,
-            bottom,
-            x,
-            y,
-            y_rev: c.y.reversed,
-            label_rows,
-        };
-        draw_axes(&mut svg, c, &plot);
-        st.notes.extend(draw_axis_break(&mut svg, c, &plot));
-        let clip = format!("{}-clip", c.id);
-        svg.el("clipPath").attr("id", &clip).open();
-        svg.el("rect")
-            .num("x", left - 5.0)
-            .num("y", top - 5.0)
-            .num("width", right - left + 10.0)
-            .num("height", bottom - top + 10.0)
-            .leaf();
-        svg.close();
-        svg.el("g")
-            .attr("class", "data")
-            .attr("clip-path", &format!("url(#{clip})"))
-            .open();
-        for p in preps.iter().filter(|p| !p.is_empty()) {
-            draw_series(&mut svg, c, p, &plot, &mut drawn);
-        }
-        svg.close();
-        draw_markers(&mut svg, c, &plot);
-        draw_tick_labels(&mut svg, c, &plot);
-        let mid_y = (top + bottom) / 2.0;
-        let rot = format!(
-            "translate({},{}) rotate(-90)",
-            fmt_coord(PAD + 10.0).unwrap_or_default(),
-            fmt_coord(mid_y).unwrap_or_default()
-        );
-        if !c.y.label.is_empty() {
-            svg.el("text")
-                .attr("class", "atitle")
-                .attr("text-anchor", "middle")
-                .attr("transform", &rot)
-                .text(&c.y.unit.axis_title(&c.y.label));
-        }
-        if !c.x.label.is_empty() {
-            svg.el("text")
-                .attr("class", "atitle")
-                .attr("text-anchor", "middle")
-                .num("x", (left + right) / 2.0)
-                .num("y", h - 8.0)
-                .text(&c.x.unit.axis_title(&c.x.label));
-        }
+        let plot = layout(c, &preps, legend_bottom, bottom);
+        draw_plot(&mut svg, c, &preps, &plot, &mut st, &mut drawn);
     } else {
-        let top = legend_bottom;
-        let (left, right) = (PAD + 40.0, w - PAD - 8.0);
-        svg.el("rect")
-            .attr("class", "frame")
-            .num("x", left)
-            .num("y", top)
-            .num("width", right - left)
-            .num("height", bottom - top)
-            .leaf();
-        svg.el("text")
-            .attr("class", "nodata")
-            .attr("text-anchor", "middle")
-            .num("x", (left + right) / 2.0)
-            .num("y", (top + bottom) / 2.0 + 5.0)
-            .text("no data");
+        draw_no_data(&mut svg, c, legend_bottom, bottom);
     }
     st.nonfinite += svg.skipped();
     let desc = describe(c, &preps, &st, drawn);
     let body = svg.finish();
+    wrap(c, &body, &desc, drawn, st.nonfinite + st.off_scale)
+}
+
+/// The plot area between the legend and the x tick labels, with its two axes.
+fn layout(c: &Chart, preps: &[Prep], legend_bottom: f64, bottom: f64) -> Plot {
+    let w = c.width;
+    let x_target =
+        |left: f64, right: f64| ((right - left) / 110.0).round().clamp(2.0, 10.0) as usize;
+    let (xe, ye) = extents(c, preps);
+    let x_axis = |left: f64, right: f64| {
+        if c.categories.is_empty() {
+            build_axis(&c.x, false, xe, x_target(left, right))
+        } else {
+            Axis::categorical(&c.categories)
+        }
+    };
+    // Vertical marker labels sit in a band above the plot, so the band's height must
+    // be known before the y axis; a provisional x mapping is close enough for that.
+    let guess = x_axis(70.0, w - PAD - 8.0);
+    let label_rows = marker_label_rows(c, &guess, 70.0, w - PAD - 8.0);
+    let top = legend_bottom + 14.0 * label_rows as f64;
+    let y = build_axis(
+        &c.y,
+        true,
+        ye,
+        ((bottom - top) / 50.0).round().clamp(2.0, 10.0) as usize,
+    );
+    let widest = y
+        .ticks
+        .iter()
+        .map(|t| text_w(&t.label, FONT))
+        .fold(0.0, f64::max);
+    let left = (PAD + 16.0 + widest + 10.0).max(52.0);
+    let right = w - PAD - 8.0;
+    let x = x_axis(left, right);
+    Plot {
+        left,
+        right,
+        top,
+        bottom,
+        x,
+        y,
+        y_rev: c.y.reversed,
+        label_rows,
+    }
+}
+
+/// Axes, the series clipped to the plot, markers, tick labels and axis titles; counts the
+/// points drawn into `drawn`.
+fn draw_plot(
+    svg: &mut Svg,
+    c: &Chart,
+    preps: &[Prep],
+    plot: &Plot,
+    st: &mut Stats,
+    drawn: &mut usize,
+) {
+    let (left, right, top, bottom) = (plot.left, plot.right, plot.top, plot.bottom);
+    draw_axes(svg, c, plot);
+    st.notes.extend(draw_axis_break(svg, c, plot));
+    let clip = format!("{}-clip", c.id);
+    svg.el("clipPath").attr("id", &clip).open();
+    svg.el("rect")
+        .num("x", left - 5.0)
+        .num("y", top - 5.0)
+        .num("width", right - left + 10.0)
+        .num("height", bottom - top + 10.0)
+        .leaf();
+    svg.close();
+    svg.el("g")
+        .attr("class", "data")
+        .attr("clip-path", &format!("url(#{clip})"))
+        .open();
+    for p in preps.iter().filter(|p| !p.is_empty()) {
+        draw_series(svg, c, p, plot, drawn);
+    }
+    svg.close();
+    draw_markers(svg, c, plot);
+    draw_tick_labels(svg, c, plot);
+    draw_axis_titles(svg, c, plot);
+}
+
+/// The y axis title turned along the axis, the x axis title under the tick labels.
+fn draw_axis_titles(svg: &mut Svg, c: &Chart, plot: &Plot) {
+    let mid_y = (plot.top + plot.bottom) / 2.0;
+    let rot = format!(
+        "translate({},{}) rotate(-90)",
+        fmt_coord(PAD + 10.0).unwrap_or_default(),
+        fmt_coord(mid_y).unwrap_or_default()
+    );
+    if !c.y.label.is_empty() {
+        svg.el("text")
+            .attr("class", "atitle")
+            .attr("text-anchor", "middle")
+            .attr("transform", &rot)
+            .text(&c.y.unit.axis_title(&c.y.label));
+    }
+    if !c.x.label.is_empty() {
+        svg.el("text")
+            .attr("class", "atitle")
+            .attr("text-anchor", "middle")
+            .num("x", (plot.left + plot.right) / 2.0)
+            .num("y", c.height - 8.0)
+            .text(&c.x.unit.axis_title(&c.x.label));
+    }
+}
+
+/// An empty frame saying "no data" where the plot would be.
+fn draw_no_data(svg: &mut Svg, c: &Chart, top: f64, bottom: f64) {
+    let (left, right) = (PAD + 40.0, c.width - PAD - 8.0);
+    svg.el("rect")
+        .attr("class", "frame")
+        .num("x", left)
+        .num("y", top)
+        .num("width", right - left)
+        .num("height", bottom - top)
+        .leaf();
+    svg.el("text")
+        .attr("class", "nodata")
+        .attr("text-anchor", "middle")
+        .num("x", (left + right) / 2.0)
+        .num("y", (top + bottom) / 2.0 + 5.0)
+        .text("no data");
+}
+
+/// The `<svg>` root around `body`, with its title, description and scoped style.
+fn wrap(c: &Chart, body: &str, desc: &str, drawn: usize, skipped: usize) -> String {
     let id = &c.id;
     let mut out = String::with_capacity(body.len() + 4096);
     let _ = write!(
@@ -261,18 +295,18 @@ pub(super) fn render(c: &Chart) -> String {
          viewBox=\"0 0 {} {}\" width=\"100%\" role=\"img\" \
          aria-labelledby=\"{id}-title {id}-desc\" data-chart=\"{id}\" \
          data-points=\"{drawn}\" data-skipped=\"{}\">",
-        fmt_coord(w).unwrap_or_default(),
-        fmt_coord(h).unwrap_or_default(),
-        st.nonfinite + st.off_scale
+        fmt_coord(c.width).unwrap_or_default(),
+        fmt_coord(c.height).unwrap_or_default(),
+        skipped
     );
     let _ = write!(
         out,
         "<title id=\"{id}-title\">{}</title><desc id=\"{id}-desc\">{}</desc><style>{}</style>",
         escape(&c.title),
-        escape(&desc),
+        escape(desc),
         style(id)
     );
-    out.push_str(&body);
+    out.push_str(body);
     out.push_str("</svg>");
     out
 }

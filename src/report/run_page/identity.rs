@@ -251,6 +251,14 @@ pub fn system(r: &RunReport) -> Section {
 
 /// C.2 item 2: the workload, the load and every execution parameter.
 pub fn configuration(r: &RunReport) -> Section {
+    let mut facts = workload_facts(r);
+    facts.extend(execution_facts(r));
+    facts.extend(measurement_facts(r));
+    Section::new("configuration", "2. Test configuration").facts(facts)
+}
+
+/// The workload, its classes and data set, the seed, the load and the warm-up.
+fn workload_facts(r: &RunReport) -> Vec<(&'static str, String)> {
     let c = &r.config;
     let w = &c.workload;
     let mut facts = vec![
@@ -282,97 +290,110 @@ pub fn configuration(r: &RunReport) -> Section {
     facts.push(("Seed", c.seed.to_string()));
     facts.push(("Load", describe_load(c)));
     facts.push(("Warm-up (draft 4.5)", warmup_line(&r.warmup)));
-    facts.push((
-        "Request options",
-        format!(
-            "ignore EOS {}, prefix cache {}, temperature {}{}",
-            yes(c.request.ignore_eos),
-            if c.request.prefix_cache {
-                "allowed"
-            } else {
-                "disabled per request"
-            },
-            c.request
-                .temperature
-                .map(|t| t.to_string())
-                .unwrap_or_else(|| "server default".into()),
-            if c.request.extra_body.is_empty() {
-                String::new()
+    facts
+}
+
+/// The request options, the SLO, the limits and the retries.
+fn execution_facts(r: &RunReport) -> Vec<(&'static str, String)> {
+    let c = &r.config;
+    vec![
+        (
+            "Request options",
+            format!(
+                "ignore EOS {}, prefix cache {}, temperature {}{}",
+                yes(c.request.ignore_eos),
+                if c.request.prefix_cache {
+                    "allowed"
+                } else {
+                    "disabled per request"
+                },
+                c.request
+                    .temperature
+                    .map(|t| t.to_string())
+                    .unwrap_or_else(|| "server default".into()),
+                if c.request.extra_body.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        ", extra body fields: {}",
+                        c.request
+                            .extra_body
+                            .iter()
+                            .map(|(k, _)| k.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                }
+            ),
+        ),
+        (
+            "SLO",
+            c.slo
+                .as_ref()
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| "none given (--slo)".into()),
+        ),
+        (
+            "Limits",
+            format!(
+                "timeout {:.0} s per request, at most {:.1} % failed requests, grace {:.0} s",
+                c.request_timeout.as_secs_f64(),
+                c.max_failure_share * 100.0,
+                c.grace.as_secs_f64()
+            ),
+        ),
+        (
+            "Retries",
+            if c.retry.max_retries == 0 {
+                "none (failures are measured, never retried)".to_string()
             } else {
                 format!(
-                    ", extra body fields: {}",
-                    c.request
-                        .extra_body
-                        .iter()
-                        .map(|(k, _)| k.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    "up to {} per request on HTTP {:?}{}, waiting at most {:.0} s",
+                    c.retry.max_retries,
+                    c.retry.statuses,
+                    if c.retry.connect_errors {
+                        " and connection errors"
+                    } else {
+                        ""
+                    },
+                    c.retry.max_wait_s
                 )
-            }
+            },
         ),
-    ));
-    facts.push((
-        "SLO",
-        c.slo
-            .as_ref()
-            .map(|s| s.to_string())
-            .unwrap_or_else(|| "none given (--slo)".into()),
-    ));
-    facts.push((
-        "Limits",
-        format!(
-            "timeout {:.0} s per request, at most {:.1} % failed requests, grace {:.0} s",
-            c.request_timeout.as_secs_f64(),
-            c.max_failure_share * 100.0,
-            c.grace.as_secs_f64()
+    ]
+}
+
+/// How the figures were measured: deadlines, timing, TTFT, ITL, percentiles, telemetry.
+fn measurement_facts(r: &RunReport) -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "User-experience deadlines",
+            r.summary.experience.deadlines.clone(),
         ),
-    ));
-    facts.push((
-        "Retries",
-        if c.retry.max_retries == 0 {
-            "none (failures are measured, never retried)".to_string()
-        } else {
+        (
+            "Timing (draft 4.2.1, 4.7)",
             format!(
-                "up to {} per request on HTTP {:?}{}, waiting at most {:.0} s",
-                c.retry.max_retries,
-                c.retry.statuses,
-                if c.retry.connect_errors {
-                    " and connection errors"
-                } else {
-                    ""
-                },
-                c.retry.max_wait_s
-            )
-        },
-    ));
-    facts.push((
-        "User-experience deadlines",
-        r.summary.experience.deadlines.clone(),
-    ));
-    facts.push((
-        "Timing (draft 4.2.1, 4.7)",
-        format!(
-            "{}; resolution {} µs; arrivals: {}",
-            r.timing.clock, r.timing.resolution_us, r.timing.arrival
+                "{}; resolution {} µs; arrivals: {}",
+                r.timing.clock, r.timing.resolution_us, r.timing.arrival
+            ),
         ),
-    ));
-    facts.push(("TTFT", r.timing.ttft.clone()));
-    facts.push((
-        "ITL (draft 4.6.3)",
-        format!(
-            "{} ({})",
-            r.summary.itl_method.description, r.summary.itl_method.reason
+        ("TTFT", r.timing.ttft.clone()),
+        (
+            "ITL (draft 4.6.3)",
+            format!(
+                "{} ({})",
+                r.summary.itl_method.description, r.summary.itl_method.reason
+            ),
         ),
-    ));
-    facts.push(("Percentiles", r.timing.percentiles.clone()));
-    facts.push((
-        "Telemetry",
-        format!(
-            "server metrics: {}; GPUs: {}",
-            r.telemetry.sources.server_metrics, r.telemetry.sources.gpu
+        ("Percentiles", r.timing.percentiles.clone()),
+        (
+            "Telemetry",
+            format!(
+                "server metrics: {}; GPUs: {}",
+                r.telemetry.sources.server_metrics, r.telemetry.sources.gpu
+            ),
         ),
-    ));
-    Section::new("configuration", "2. Test configuration").facts(facts)
+    ]
 }
 
 fn yes(b: bool) -> &'static str {

@@ -13,6 +13,22 @@ pub fn experience(e: &Experience) -> Vec<Table> {
     let mut t = table(&["User experience", "Value", "Parameters"])
         .text()
         .titled("User experience (Etalon's fluidity; smooth goodput of \"Revisiting SLOs and System Level Metrics in LLM Serving\")");
+    deadline_rows(&mut t, e);
+    fluidity_rows(&mut t, e);
+    token_rate_rows(&mut t, e);
+    let mut out = vec![t];
+    if let Some(f) = &e.fluidity {
+        let mut t = table(&["Target TBT (D_d)", "Requests fluid"]);
+        for (dd, share) in &f.curve_vs_tbt {
+            t.push([fmt_ms(*dd), format!("{:.1} %", share * 100.0)]);
+        }
+        out.push(t);
+    }
+    out
+}
+
+/// User idle latency, deadline attainment and smooth goodput.
+fn deadline_rows(t: &mut Table, e: &Experience) {
     t.push([
         "User idle latency P50/P95/P99".to_string(),
         format!(
@@ -50,6 +66,10 @@ pub fn experience(e: &Experience) -> Vec<Table> {
             ),
         ]);
     }
+}
+
+/// The fluidity index and the share of fluid requests, or why there is none.
+fn fluidity_rows(t: &mut Table, e: &Experience) {
     match &e.fluidity {
         Some(f) => {
             t.push([
@@ -74,6 +94,10 @@ pub fn experience(e: &Experience) -> Vec<Table> {
             ]);
         }
     }
+}
+
+/// The fluid token generation rate, beside what TPOT and tail TBT suggest.
+fn token_rate_rows(t: &mut Table, e: &Experience) {
     let (rate, why) = match &e.fluid_token_rate {
         Some(FluidRate::Bounded {
             tokens_per_s,
@@ -101,15 +125,6 @@ pub fn experience(e: &Experience) -> Vec<Table> {
         r(e.token_rates.inverse_p99_tbt_per_s),
         "what tail TBT suggests".to_string(),
     ]);
-    let mut out = vec![t];
-    if let Some(f) = &e.fluidity {
-        let mut t = table(&["Target TBT (D_d)", "Requests fluid"]);
-        for (dd, share) in &f.curve_vs_tbt {
-            t.push([fmt_ms(*dd), format!("{:.1} %", share * 100.0)]);
-        }
-        out.push(t);
-    }
-    out
 }
 
 /// Per-class latencies, starvation and inflation (draft Tables 8 and 9), when the workload

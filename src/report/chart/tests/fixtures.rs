@@ -51,11 +51,64 @@ pub(super) fn token_rows(n: usize, seed: u64) -> Vec<Vec<f64>> {
         .collect()
 }
 
+/// Offered loads of the sample load curves, requests per second.
+const LOADS: [f64; 9] = [1.0, 2.0, 4.0, 6.0, 8.0, 10.0, 12.0, 14.0, 16.0];
+
 /// The charts a report shows, plus hostile cases.
 pub(super) fn samples() -> Vec<(&'static str, Chart)> {
+    let mut out = distribution_samples();
+    out.extend(timeline_samples());
+    out.extend(trend_samples());
+    out.extend(bar_samples());
+    out.extend(procedure_samples());
+    out.extend(hostile_samples());
+    out
+}
+
+/// CDFs and histograms, linear and log.
+fn distribution_samples() -> Vec<(&'static str, Chart)> {
     let lat = latencies(5000, 7);
-    let loads = [1.0, 2.0, 4.0, 6.0, 8.0, 10.0, 12.0, 14.0, 16.0];
-    let curve: Vec<CurvePoint> = loads
+    vec![
+        (
+            "cdf",
+            Chart::cdf("TTFT", &lat)
+                .series(Series::cdf(
+                    "TPOT ×4",
+                    &latencies(3000, 9)
+                        .iter()
+                        .map(|v| v * 0.4)
+                        .collect::<Vec<_>>(),
+                ))
+                .marker(Marker::vertical(500.0, "SLO 500 ms").kind(MarkerKind::Slo)),
+        ),
+        (
+            "cdf-log",
+            Chart::cdf("E2E latency", &latencies(200_000, 11))
+                .id("e2e-cdf")
+                .x_scale(Scale::Log),
+        ),
+        ("hist", Chart::histogram("TTFT", &lat, Bins::Auto)),
+        (
+            "hist-log",
+            Chart::histogram("ITL", &lat, Bins::Log).id("itl-hist"),
+        ),
+    ]
+}
+
+/// Token timelines, many rows and few.
+fn timeline_samples() -> Vec<(&'static str, Chart)> {
+    vec![
+        ("timeline", Chart::timeline(&token_rows(400, 5), 250.0)),
+        (
+            "timeline-few",
+            Chart::timeline(&token_rows(6, 8), 250.0).id("timeline-few"),
+        ),
+    ]
+}
+
+/// A time series, a curve with markers and a scatter with its fit.
+fn trend_samples() -> Vec<(&'static str, Chart)> {
+    let curve: Vec<CurvePoint> = LOADS
         .iter()
         .map(|&x| {
             let y = 120.0 + 8.0 * x + 900.0 / (18.0 - x) + 40.0 * (x - 11.0_f64).max(0.0).powi(2);
@@ -91,34 +144,6 @@ pub(super) fn samples() -> Vec<(&'static str, Chart)> {
         .collect();
     vec![
         (
-            "cdf",
-            Chart::cdf("TTFT", &lat)
-                .series(Series::cdf(
-                    "TPOT ×4",
-                    &latencies(3000, 9)
-                        .iter()
-                        .map(|v| v * 0.4)
-                        .collect::<Vec<_>>(),
-                ))
-                .marker(Marker::vertical(500.0, "SLO 500 ms").kind(MarkerKind::Slo)),
-        ),
-        (
-            "cdf-log",
-            Chart::cdf("E2E latency", &latencies(200_000, 11))
-                .id("e2e-cdf")
-                .x_scale(Scale::Log),
-        ),
-        ("hist", Chart::histogram("TTFT", &lat, Bins::Auto)),
-        (
-            "hist-log",
-            Chart::histogram("ITL", &lat, Bins::Log).id("itl-hist"),
-        ),
-        ("timeline", Chart::timeline(&token_rows(400, 5), 250.0)),
-        (
-            "timeline-few",
-            Chart::timeline(&token_rows(6, 8), 250.0).id("timeline-few"),
-        ),
-        (
             "time-series",
             Chart::time_series(&ts).y_axis("throughput", Unit::TokPerS),
         ),
@@ -143,6 +168,12 @@ pub(super) fn samples() -> Vec<(&'static str, Chart)> {
                 .x_axis("prompt length (tokens)", Unit::Plain)
                 .y_axis("TTFT", Unit::Ms),
         ),
+    ]
+}
+
+/// Bars, crowded markers and grouped bars with a missing group.
+fn bar_samples() -> Vec<(&'static str, Chart)> {
+    vec![
         (
             "bars",
             Chart::bars(
@@ -183,8 +214,14 @@ pub(super) fn samples() -> Vec<(&'static str, Chart)> {
             )
             .y_axis("TTFT", Unit::Ms),
         ),
+    ]
+}
+
+/// The procedures' charts: the load curve's latency and throughput, the long-context fit.
+fn procedure_samples() -> Vec<(&'static str, Chart)> {
+    vec![
         {
-            let levels: Vec<crate::stats::curve::Level> = loads
+            let levels: Vec<crate::stats::curve::Level> = LOADS
                 .iter()
                 .map(|&x| {
                     let p99 = 120.0 + 8.0 * x + 900.0 / (18.0 - x);
@@ -205,7 +242,7 @@ pub(super) fn samples() -> Vec<(&'static str, Chart)> {
             )
         },
         {
-            let levels: Vec<crate::stats::curve::Level> = loads
+            let levels: Vec<crate::stats::curve::Level> = LOADS
                 .iter()
                 .map(|&x| {
                     let thr = 400.0 * x.min(12.0) - 300.0 * (x - 12.0).max(0.0);
@@ -237,6 +274,12 @@ pub(super) fn samples() -> Vec<(&'static str, Chart)> {
                 super::super::procedures::long_context_fit(&pts, fit.as_ref(), "TTFT"),
             )
         },
+    ]
+}
+
+/// Hostile cases: no data, non-finite values, one point.
+fn hostile_samples() -> Vec<(&'static str, Chart)> {
+    vec![
         ("empty", Chart::cdf("nothing", &[])),
         (
             "nan",

@@ -6,7 +6,7 @@ use std::fs;
 
 use serde_json::{json, Value as Json};
 
-use super::super::{workload_key, Filter, HistoryError, Kind, RunRef};
+use super::super::{workload_key, Filter, HistoryError, Kind, RunRef, RunRow};
 use super::{run_with, sample, set, write_run, Scratch};
 
 #[test]
@@ -73,6 +73,16 @@ fn values_read_back_exactly() {
         (row.requests_total, row.completed, row.failed),
         (Some(200), Some(200), Some(0))
     );
+    summary_figures_read_back(&row);
+    assert_eq!(row.success_rate, Some(1.0));
+    assert_eq!(row.exit_status, Some(0));
+    assert_eq!(row.verdict, None);
+    assert!(row.indexed_at.starts_with("20") && row.indexed_at.ends_with('Z'));
+    assert!(row.labels.is_empty() && row.notes.is_empty());
+}
+
+/// The summary's figures of the sample run, as the index read them.
+fn summary_figures_read_back(row: &RunRow) {
     // Exactly what serde_json reads from run.json, checked against the
     // literals so that the test also shows the values are the sample's.
     let doc = sample();
@@ -113,11 +123,6 @@ fn values_read_back_exactly() {
         row.requests_per_s,
         float("/summary/requests_per_s", 233.5723429679445)
     );
-    assert_eq!(row.success_rate, Some(1.0));
-    assert_eq!(row.exit_status, Some(0));
-    assert_eq!(row.verdict, None);
-    assert!(row.indexed_at.starts_with("20") && row.indexed_at.ends_with('Z'));
-    assert!(row.labels.is_empty() && row.notes.is_empty());
 }
 
 #[test]
