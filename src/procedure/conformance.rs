@@ -40,8 +40,8 @@ pub mod readings;
 
 pub use bench::VirtualBench;
 pub use readings::{
-    capacity_truth, check_reading, knee_point, run_reading, saturation_point, Accept, Reading,
-    ReadingCheck, ReadingRun, READINGS,
+    capacity_truth, check_reading, knee_point, run_reading, Accept, Reading, ReadingCheck,
+    ReadingRun, READINGS,
 };
 
 use super::level::Bench;
@@ -199,7 +199,18 @@ pub fn options_for(
 /// Runs `servebench test TEST --quick` on a case with a seed: the finding and the bench
 /// (its virtual time, and what each level offered).
 pub fn run_test(case: &Case, test: TestName, seed: u64) -> anyhow::Result<(Finding, VirtualBench)> {
-    let mut o = options_for(true, case.level_duration, case.workload.clone(), seed);
+    run_test_with(case, test, seed, true)
+}
+
+/// Runs `servebench test TEST` on a case with a seed, `--quick` when `quick`, else with the
+/// full durations.
+pub fn run_test_with(
+    case: &Case,
+    test: TestName,
+    seed: u64,
+    quick: bool,
+) -> anyhow::Result<(Finding, VirtualBench)> {
+    let mut o = options_for(quick, case.level_duration, case.workload.clone(), seed);
     if let LengthDist::Fixed { value } = case.workload.output {
         // Capacity fixes the output length (64 with --quick): keep the case's.
         o.output_tokens = Some(value);
@@ -247,9 +258,9 @@ impl CaseRun {
     }
 }
 
-/// `servebench test throughput --quick` on a case with a seed.
-pub fn run_case(case: &Case, seed: u64) -> anyhow::Result<CaseRun> {
-    let (finding, bench) = run_test(case, TestName::Throughput, seed)?;
+/// `servebench test throughput` on a case with a seed (`--quick` when `quick`).
+pub fn run_case(case: &Case, seed: u64, quick: bool) -> anyhow::Result<CaseRun> {
+    let (finding, bench) = run_test_with(case, TestName::Throughput, seed, quick)?;
     let result: ThroughputResult =
         serde_json::from_value(finding.result).context("the throughput result")?;
     Ok(CaseRun {
@@ -312,11 +323,17 @@ impl CaseCheck {
     }
 }
 
-/// Runs a case with every seed of `seeds`.
+/// Runs a case's `test throughput --quick` with every seed of `seeds`.
 pub fn check(case: &Case, seeds: &[u64]) -> anyhow::Result<CaseCheck> {
+    check_with(case, seeds, true)
+}
+
+/// Runs a case's `test throughput` with every seed of `seeds`, `--quick` when `quick`, else
+/// with the full durations.
+pub fn check_with(case: &Case, seeds: &[u64], quick: bool) -> anyhow::Result<CaseCheck> {
     let runs = seeds
         .iter()
-        .map(|&s| run_case(case, s))
+        .map(|&s| run_case(case, s, quick))
         .collect::<anyhow::Result<Vec<_>>>()?;
     Ok(CaseCheck { runs })
 }

@@ -81,6 +81,12 @@ pub struct CurveResult {
     pub knee_rate_per_s: Option<f64>,
     /// First level whose throughput fell beyond its interval; null when none did.
     pub saturation_rate_per_s: Option<f64>,
+    /// Where the server stopped keeping up, req/s ([`saturation_onset`]): the request rate
+    /// the levels saturated for good completed, at least what a lower level sustained and at
+    /// most the first saturated level's offered rate. Null when the sweep never saturated
+    /// for good.
+    #[serde(default)]
+    pub saturation_onset_rate_per_s: Option<f64>,
     pub optimal_rate_per_s: Option<f64>,
     /// "slo" (highest throughput meeting it) or "below_knee" (no SLO given).
     pub optimal_basis: Option<String>,
@@ -235,6 +241,7 @@ pub fn read_curve(r: &mut CurveResult) {
     let levels = stats_levels(&r.points);
     r.knee_rate_per_s = curve::sustained_knee(&levels).map(|l| l.offered_rate_per_s);
     r.saturation_rate_per_s = curve::saturation(&levels).map(|l| l.offered_rate_per_s);
+    r.saturation_onset_rate_per_s = saturation_onset(r);
     let op = curve::optimal_operating_point(&levels);
     r.optimal_rate_per_s = op.map(|o| o.level.offered_rate_per_s);
     r.optimal_basis = op.map(|o| {
@@ -247,6 +254,76 @@ pub fn read_curve(r: &mut CurveResult) {
     let peak = curve::peak(&levels);
     r.peak_rate_per_s = peak.map(|l| l.offered_rate_per_s);
     r.peak_output_tokens_per_s = peak.map(|l| l.achieved_tokens_per_s);
+}
+
+/// The first level saturated for good: the lower of the level whose throughput fell
+/// (`saturation_rate_per_s`) and the first level from which every level showed one of the
+/// draft's saturation signals (5.2.3.1). A single level that fired below levels that did not
+/// is not saturation, as a single spike is not the knee. `None` when neither: the sweep did
+/// not reach saturation.
+pub fn first_saturated(r: &CurveResult) -> Option<&CurvePoint> {
+    let points = ascending(r);
+    let tail = points
+        .iter()
+        .rev()
+        .take_while(|p| !p.saturation_signals.is_empty())
+        .count();
+    let signalled = (tail > 0).then(|| points[points.len() - tail]);
+    let fell = r
+        .saturation_rate_per_s
+        .and_then(|x| points.iter().copied().find(|p| p.offered_rate_per_s == x));
+    match (fell, signalled) {
+        (Some(a), Some(b)) if b.offered_rate_per_s < a.offered_rate_per_s => Some(b),
+        (Some(a), _) => Some(a),
+        (None, b) => b,
+    }
+}
+
+/// The offered rate at which the server stopped keeping up, req/s, read between levels.
+///
+/// The levels are 10 % of the estimated capacity apart, and a level only a few per cent
+/// past the capacity seldom shows a signal within its span (its queue grows by a few
+/// requests), so the first level saturated for good ([`first_saturated`]) can lie one or two
+/// steps past the point. A saturated server completes requests at its own rate, whatever is
+/// offered: the median request rate achieved at the saturated levels (that one and every
+/// level above it) is where offered load stopped turning into completions. The reading is
+/// that rate, bounded above by the first saturated level's offered rate and below by the
+/// highest rate a lower level sustained (the lesser of what it offered and what it
+/// completed), so a server whose throughput collapses past saturation reads at the rate it
+/// was seen to sustain, not at its collapse.
+pub fn saturation_onset(r: &CurveResult) -> Option<f64> {
+    let first = first_saturated(r)?;
+    let points = ascending(r);
+    let sustained = points
+        .iter()
+        .filter(|p| p.offered_rate_per_s < first.offered_rate_per_s)
+        .map(|p| p.offered_rate_per_s.min(p.achieved_requests_per_s))
+        .filter(|x| x.is_finite())
+        .fold(0.0, f64::max);
+    let mut achieved: Vec<f64> = points
+        .iter()
+        .filter(|p| p.offered_rate_per_s >= first.offered_rate_per_s)
+        .map(|p| p.achieved_requests_per_s)
+        .filter(|x| x.is_finite())
+        .collect();
+    if achieved.is_empty() {
+        return Some(first.offered_rate_per_s);
+    }
+    achieved.sort_by(f64::total_cmp);
+    let m = achieved.len();
+    let median = if m % 2 == 1 {
+        achieved[m / 2]
+    } else {
+        (achieved[m / 2 - 1] + achieved[m / 2]) / 2.0
+    };
+    Some(median.clamp(sustained, first.offered_rate_per_s))
+}
+
+/// The sweep's levels by offered rate, lowest first.
+fn ascending(r: &CurveResult) -> Vec<&CurvePoint> {
+    let mut points: Vec<&CurvePoint> = r.points.iter().collect();
+    points.sort_by(|a, b| a.offered_rate_per_s.total_cmp(&b.offered_rate_per_s));
+    points
 }
 
 /// The highest offered level of the sweep.
@@ -318,8 +395,12 @@ fn answer(r: &CurveResult) -> String {
         Some(slo) => (format!("under the SLO {slo}"), "no level met it"),
         None => ("below the knee".to_string(), "none"),
     };
+    let onset = r
+        .saturation_onset_rate_per_s
+        .map(|x| format!("stopped keeping up at {} req/s, ", rate(x)))
+        .unwrap_or_default();
     format!(
-        "knee at {}, saturation at {}, best {best}: {}",
+        "knee at {}, {onset}saturation at {}, best {best}: {}",
         at(r.knee_rate_per_s).unwrap_or_else(|| "none (P99 never doubled)".into()),
         at(r.saturation_rate_per_s).unwrap_or_else(|| "none (throughput never fell)".into()),
         optimal.unwrap_or_else(|| none.into())

@@ -80,15 +80,14 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
         .map(|d| d.max(isolated_d))
         .unwrap_or_else(|| o.duration(300.0, 8.0));
     let mut result = FairnessResult::default();
-    let mut stop: Option<Stop> = None;
     // The throughput search runs the mixed workload: that is the load the share is of.
     let mut est_opts = o.clone();
     est_opts.workload = workload.clone();
     s.workload = Some(workload.clone());
     let cap = capacity(&mut s, &est_opts);
     s.workload = None;
-    match cap {
-        Err(e) => stop = Some(e),
+    let stop = match cap {
+        Err(e) => Some(e),
         Ok(found) => {
             let cap = found.rate_per_s;
             result.capacity_rate_per_s = Some(cap);
@@ -96,12 +95,10 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
             result.capacity_saturated = found.saturated;
             let total = cap * share;
             result.rate_per_s = Some(total);
-            stop = measure_isolated(&mut s, &workload, total, isolated_d, &mut result);
-            if stop.is_none() {
-                stop = measure_mixed(&mut s, &workload, total, mixed_d, &mut result);
-            }
+            measure_isolated(&mut s, &workload, total, isolated_d, &mut result)
+                .or_else(|| measure_mixed(&mut s, &workload, total, mixed_d, &mut result))
         }
-    }
+    };
     let answer = answer(&result);
     let compliance = compliance(&s, o, &workload, &result, share, mixed_d);
     Finding {

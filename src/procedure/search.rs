@@ -211,10 +211,13 @@ pub fn search_load<K: Knob>(
 }
 
 /// A load that passed and one above it that failed, or how the search ended without them.
+type Bracketed<L> = Result<(L, L), Ended<L>>;
+
+/// A load that passed and one above it that failed, or how the search ended without them.
 fn bracket<K: Knob>(
     knob: &K,
     probe: &mut impl FnMut(K::Load, Role) -> Result<Probe, Stop>,
-) -> Result<(K::Load, K::Load), Ended<K::Load>> {
+) -> Bracketed<K::Load> {
     let first = knob.first();
     match probe(first, Role::Bracket) {
         Err(s) => Err(stopped(None, None, s)),
@@ -228,7 +231,7 @@ fn bracket_up<K: Knob>(
     knob: &K,
     probe: &mut impl FnMut(K::Load, Role) -> Result<Probe, Stop>,
     passed: K::Load,
-) -> Result<(K::Load, K::Load), Ended<K::Load>> {
+) -> Bracketed<K::Load> {
     let mut lo = passed;
     let mut steps = 0;
     loop {
@@ -260,7 +263,7 @@ fn bracket_down<K: Knob>(
     knob: &K,
     probe: &mut impl FnMut(K::Load, Role) -> Result<Probe, Stop>,
     failed: K::Load,
-) -> Result<(K::Load, K::Load), Ended<K::Load>> {
+) -> Bracketed<K::Load> {
     let mut hi = failed;
     loop {
         let next = match knob.down(hi) {

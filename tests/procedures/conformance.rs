@@ -1,4 +1,4 @@
-//! The conformance suite (issue 19): `servebench test throughput --quick` against engine
+//! The conformance suite (issue 19): `servebench test throughput`, `--quick` and full, against engine
 //! models whose capacity is known exactly, and every `--quick` test that sizes its levels
 //! from a capacity against the time `servebench test --help` states on a slow server.
 //!
@@ -17,7 +17,7 @@
 //!
 //! The other procedures are read against truths of their own
 //! (`servebench::procedure::conformance::readings`), with `--quick` and with their full
-//! durations (cheap in virtual time): the curve's saturation point and knee against the
+//! durations (cheap in virtual time): the curve's saturation onset and knee against the
 //! analytic capacity, the capacity test's concurrency against the count derived from the
 //! step model, the long-context exponent on engines of linear and quadratic prefill, the
 //! prefix-cache hit rate against the shared prefix's share, and a latency-only guardrail's
@@ -26,8 +26,8 @@
 //! run with one.
 
 use servebench::procedure::conformance::{
-    capacity_truth, case, check, check_reading, run_test, Reading, SEEDS, SLOW_SERVER_MINUTES,
-    TOLERANCE,
+    capacity_truth, case, check, check_reading, check_with, run_test, Reading, SEEDS,
+    SLOW_SERVER_MINUTES, TOLERANCE,
 };
 use servebench::procedure::TestName;
 
@@ -39,17 +39,24 @@ fn turn() -> std::sync::MutexGuard<'static, ()> {
         .unwrap_or_else(|p| p.into_inner())
 }
 
-/// The median answer of a case lies within 10 % of the engine's analytic capacity.
+/// The median `--quick` answer of a case lies within 10 % of the engine's analytic capacity.
 fn conforms(name: &str) {
+    conforms_with(name, true)
+}
+
+/// The median answer of a case, `--quick` when `quick`, else with the full durations, lies
+/// within 10 % of the engine's analytic capacity.
+fn conforms_with(name: &str, quick: bool) {
     let _turn = turn();
     let c = case(name).expect("a conformance case");
-    let checked = check(&c, &SEEDS).expect("the virtual bench runs");
+    let checked = check_with(&c, &SEEDS, quick).expect("the virtual bench runs");
     let median = checked.median_ratio();
     assert!(
         checked.conforms(),
-        "{} ({}): median answer {:?} of the truth, outside {:.0} %\n{}",
+        "{} ({}, {}): median answer {:?} of the truth, outside {:.0} %\n{}",
         c.name,
         c.what,
+        if quick { "--quick" } else { "full durations" },
         median,
         TOLERANCE * 100.0,
         checked.describe()
@@ -59,6 +66,14 @@ fn conforms(name: &str) {
 #[test]
 fn throughput_on_fixed_lengths_is_the_analytic_capacity() {
     conforms("fixed");
+}
+
+/// The same four cases with the full durations (60 s levels, the full search).
+#[test]
+fn throughput_in_full_is_the_analytic_capacity_on_every_case() {
+    for name in ["fixed", "skewed", "long", "slow"] {
+        conforms_with(name, false);
+    }
 }
 
 #[test]

@@ -477,19 +477,23 @@ pub fn selfbench(args: SelfbenchArgs) -> Result<u8> {
 fn procedures() -> Result<u8> {
     use crate::procedure::conformance::{self as c, SEEDS, TOLERANCE};
     println!(
-        "procedure conformance: test throughput --quick on engine models of known capacity, in virtual time; the median of {} seeds within {:.0} % of the analytic capacity",
+        "procedure conformance: test throughput, --quick and full durations, on engine models of known capacity, in virtual time; the median of {} seeds within {:.0} % of the analytic capacity",
         SEEDS.len(),
         TOLERANCE * 100.0
     );
     let mut ok = true;
-    for case in c::cases() {
-        let check = c::check(&case, &SEEDS)?;
+    for (quick, case) in [true, false]
+        .into_iter()
+        .flat_map(|q| c::cases().into_iter().map(move |c| (q, c)))
+    {
+        let check = c::check_with(&case, &SEEDS, quick)?;
         let median = check.median_ratio();
         let met = check.conforms();
         ok &= met;
         println!(
-            "  {:<7} {}: median {} of the truth, longest test {:.1} min  {}",
+            "  {:<7} {:<5} {}: median {} of the truth, longest test {:.1} min  {}",
             case.name,
+            if quick { "quick" } else { "full" },
             case.what,
             median
                 .map(|m| format!("{:.1} %", m * 100.0))

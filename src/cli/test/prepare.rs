@@ -95,12 +95,12 @@ pub(super) fn setup(
     }))
 }
 
+/// (label, value) pairs given on the command line.
+type Labelled = Vec<(String, String)>;
+
 /// Checks the test flags before anything starts; the labelled targets (`--target`) and
 /// earlier runs (`--from`), parsed.
-fn check_flags(
-    args: &RunArgs,
-    p: &ProcedureArgs,
-) -> Result<(Vec<(String, String)>, Vec<(String, String)>)> {
+fn check_flags(args: &RunArgs, p: &ProcedureArgs) -> Result<(Labelled, Labelled)> {
     for label in &args.output.labels {
         crate::store::history::check_label(label).context("--label")?;
     }

@@ -107,6 +107,10 @@ fn curve_points(x: &CurveResult, slo: Option<&str>, out: &mut Parts) {
         at(x.saturation_rate_per_s, "none")
     ));
     out.text(format!(
+        "Saturation onset: {} (the request rate the levels saturated for good completed, at least what a lower level sustained and at most the first saturated level's offer)",
+        at(x.saturation_onset_rate_per_s, "none (no level saturated for good)")
+    ));
+    out.text(format!(
         "Optimal operating point: {} ({})",
         at(x.optimal_rate_per_s, "none"),
         match (slo, x.optimal_rate_per_s) {

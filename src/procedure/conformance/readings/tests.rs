@@ -57,15 +57,46 @@ fn the_saturation_point_is_the_first_level_saturated_for_good() {
         knee_rate_per_s: Some(3.0),
         ..Default::default()
     };
-    assert_eq!(saturation_point(&r).map(|p| p.level), Some(3));
+    assert_eq!(first_saturated(&r).map(|p| p.level), Some(3));
     assert_eq!(knee_point(&r).map(|p| p.level), Some(2));
     r.saturation_rate_per_s = Some(3.0);
-    assert_eq!(saturation_point(&r).map(|p| p.level), Some(2));
+    assert_eq!(first_saturated(&r).map(|p| p.level), Some(2));
     r.saturation_rate_per_s = Some(5.0);
-    assert_eq!(saturation_point(&r).map(|p| p.level), Some(3));
+    assert_eq!(first_saturated(&r).map(|p| p.level), Some(3));
     r.saturation_rate_per_s = None;
     r.points[4].saturation_signals.clear();
-    assert_eq!(saturation_point(&r).map(|p| p.level), None);
+    assert_eq!(first_saturated(&r).map(|p| p.level), None);
+}
+
+/// The onset between levels, by hand: levels at 1-5 req/s completing 1, 2, 2.9, 2.7 and
+/// 2.5 req/s. Signals from 4 req/s on: the saturated levels completed 2.7 and 2.5 (median
+/// 2.6), below the 2.9 the 3 req/s level sustained (the lesser of 3 offered and 2.9
+/// completed), so the onset is 2.9. Signals from 3 on: the median of 2.9, 2.7 and 2.5 is 2.7,
+/// above the 2 sustained below and under the 3 offered: 2.7. Every level saturated: nothing
+/// sustained below, and the median of all five (2.5) is capped at the first level's 1 req/s.
+/// No level saturated: no onset.
+#[test]
+fn the_saturation_onset_is_the_saturated_levels_completion_rate_within_the_bracket() {
+    let q = "queue growth";
+    let achieved = [1.0, 2.0, 2.9, 2.7, 2.5];
+    let curve = |from: usize| {
+        let mut r = CurveResult {
+            points: (0..5)
+                .map(|i| {
+                    let mut p = point(i, (i + 1) as f64, if i >= from { &[q] } else { &[] });
+                    p.achieved_requests_per_s = achieved[i];
+                    p
+                })
+                .collect(),
+            ..Default::default()
+        };
+        r.saturation_onset_rate_per_s = crate::procedure::curve::saturation_onset(&r);
+        r
+    };
+    assert_eq!(curve(3).saturation_onset_rate_per_s, Some(2.9));
+    assert_eq!(curve(2).saturation_onset_rate_per_s, Some(2.7));
+    assert_eq!(curve(0).saturation_onset_rate_per_s, Some(1.0));
+    assert_eq!(curve(5).saturation_onset_rate_per_s, None);
 }
 
 /// The median counts a run without an answer past every other: two of five missing
