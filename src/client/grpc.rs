@@ -11,12 +11,13 @@
 
 use super::apis::kserve::{self, ModelInferRequest, ModelStreamInferResponse};
 use super::exchange::{Exchange, ExchangeLimits, PreparedRequest};
-use crate::clock::RunClock;
+use crate::clock::{Nanos, RunClock};
 use crate::config::BaseUrl;
 use crate::record::{FailureKind, Outcome};
 use prost::Message;
 use tonic::codegen::http::uri::PathAndQuery;
 use tonic::transport::Channel;
+use tonic::Streaming;
 
 /// A channel to the target, connecting on first use (plain HTTP/2; `https` is refused when
 /// the run is configured).
@@ -85,54 +86,8 @@ pub async fn execute(
     if ex.draft.record.queued_at == 0 {
         ex.draft.record.queued_at = clock.now();
     }
-    let msg = match ModelInferRequest::decode(req.http_bytes.as_slice()) {
-        Ok(m) => m,
-        Err(e) => {
-            ex.draft.record.finished_at = clock.now();
-            ex.draft.record.outcome =
-                Outcome::failed(FailureKind::Protocol, format!("bad prepared request: {e}"));
-            return;
-        }
-    };
-    let mut grpc = tonic::client::Grpc::new(channel.clone());
-    if let Err(e) = grpc.ready().await {
-        let now = clock.now();
-        ex.draft.record.connect_ns = now - ex.draft.record.queued_at;
-        ex.draft.record.finished_at = now;
-        ex.draft.record.outcome = Outcome::failed(
-            FailureKind::Connect,
-            format!("could not open the gRPC channel: {e}"),
-        );
+    let Some((mut stream, sent)) = open_stream(ex, channel, clock, req, limits).await else {
         return;
-    }
-    let sent = clock.now();
-    ex.draft.record.sent_at = Some(sent);
-    ex.draft.record.connect_ns = sent - ex.draft.record.queued_at;
-    let codec = tonic_prost::ProstCodec::<ModelInferRequest, ModelStreamInferResponse>::default();
-    let path = PathAndQuery::from_static(kserve::MODEL_STREAM_INFER);
-    let call = grpc.streaming(tonic::Request::new(tokio_stream::once(msg)), path, codec);
-    let first_byte = limits.first_byte.map(|d| clock.instant_at(sent) + d);
-    let response = match first_byte {
-        Some(deadline) => match tokio::time::timeout_at(deadline.into(), call).await {
-            Ok(r) => r,
-            Err(_) => {
-                ex.fail_if_unfinished(
-                    FailureKind::Timeout,
-                    "no response within the first-byte timeout (--first-byte-timeout)",
-                    clock.now(),
-                );
-                return;
-            }
-        },
-        None => call.await,
-    };
-    let mut stream = match response {
-        Ok(r) => r.into_inner(),
-        Err(s) => {
-            ex.draft.record.finished_at = clock.now();
-            ex.draft.record.outcome = status_outcome(&s, "call refused");
-            return;
-        }
     };
     ex.draft.record.first_byte_at = Some(clock.now());
     ex.draft.record.http_status = Some(200);
@@ -174,6 +129,67 @@ pub async fn execute(
                 ex.draft.record.outcome = status_outcome(&s, "stream failed");
                 return;
             }
+        }
+    }
+}
+
+/// Makes the call (the channel ready, the request sent) and waits for the response stream,
+/// within `--first-byte-timeout` when set: the stream, and when the request was sent.
+/// `None` when that failed (the record then says why).
+async fn open_stream(
+    ex: &mut Exchange,
+    channel: &Channel,
+    clock: &RunClock,
+    req: &PreparedRequest,
+    limits: &ExchangeLimits,
+) -> Option<(Streaming<ModelStreamInferResponse>, Nanos)> {
+    let msg = match ModelInferRequest::decode(req.http_bytes.as_slice()) {
+        Ok(m) => m,
+        Err(e) => {
+            ex.draft.record.finished_at = clock.now();
+            ex.draft.record.outcome =
+                Outcome::failed(FailureKind::Protocol, format!("bad prepared request: {e}"));
+            return None;
+        }
+    };
+    let mut grpc = tonic::client::Grpc::new(channel.clone());
+    if let Err(e) = grpc.ready().await {
+        let now = clock.now();
+        ex.draft.record.connect_ns = now - ex.draft.record.queued_at;
+        ex.draft.record.finished_at = now;
+        ex.draft.record.outcome = Outcome::failed(
+            FailureKind::Connect,
+            format!("could not open the gRPC channel: {e}"),
+        );
+        return None;
+    }
+    let sent = clock.now();
+    ex.draft.record.sent_at = Some(sent);
+    ex.draft.record.connect_ns = sent - ex.draft.record.queued_at;
+    let codec = tonic_prost::ProstCodec::<ModelInferRequest, ModelStreamInferResponse>::default();
+    let path = PathAndQuery::from_static(kserve::MODEL_STREAM_INFER);
+    let call = grpc.streaming(tonic::Request::new(tokio_stream::once(msg)), path, codec);
+    let first_byte = limits.first_byte.map(|d| clock.instant_at(sent) + d);
+    let response = match first_byte {
+        Some(deadline) => match tokio::time::timeout_at(deadline.into(), call).await {
+            Ok(r) => r,
+            Err(_) => {
+                ex.fail_if_unfinished(
+                    FailureKind::Timeout,
+                    "no response within the first-byte timeout (--first-byte-timeout)",
+                    clock.now(),
+                );
+                return None;
+            }
+        },
+        None => call.await,
+    };
+    match response {
+        Ok(r) => Some((r.into_inner(), sent)),
+        Err(s) => {
+            ex.draft.record.finished_at = clock.now();
+            ex.draft.record.outcome = status_outcome(&s, "call refused");
+            None
         }
     }
 }

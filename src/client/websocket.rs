@@ -9,11 +9,12 @@
 //! The connection is not reused: each request opens its own socket, as WebSocket clients do.
 
 use super::exchange::{connect_advice, Exchange, ExchangeLimits, PreparedRequest};
-use super::http::HttpError;
+use super::http::{Conn, HttpError};
 use super::pool::Pool;
-use crate::clock::RunClock;
+use crate::clock::{Nanos, RunClock};
 use crate::config::Target;
-use crate::record::{FailureKind, Outcome};
+use crate::record::{FailureKind, Outcome, RequestRecord};
+use std::time::Instant;
 
 /// The GUID of RFC 6455 section 1.3, hashed with the client's key into the server's accept.
 const GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
@@ -227,17 +228,81 @@ pub async fn execute(
     if ex.draft.record.queued_at == 0 {
         ex.draft.record.queued_at = clock.now();
     }
-    let fail = |ex: &mut Exchange, kind: FailureKind, detail: String| {
-        ex.draft.record.finished_at = clock.now();
-        ex.draft.record.outcome = Outcome::failed(kind, detail);
+    let Some(mut conn) = open_upgraded(ex, pool, clock, req, url_for_errors).await else {
+        return;
     };
-    // The handshake is connection set-up: it counts in connect_ns, never in TTFT.
+    let sent = clock.now();
+    ex.draft.record.sent_at = Some(sent);
+    ex.draft.record.connect_ns = sent - ex.draft.record.queued_at;
+    if let Err(e) = conn.write_more(&req.ws_frame).await {
+        return fail(
+            ex,
+            clock,
+            FailureKind::StreamCut,
+            format!("sending the message failed: {e}"),
+        );
+    }
+    let mut decoder = FrameDecoder::new(limits.max_line_bytes);
+    let first_token_deadline = limits.first_token.map(|d| clock.instant_at(sent) + d);
+    let first_byte_deadline = limits.first_byte.map(|d| clock.instant_at(sent) + d);
+    let mut at = clock.offset_of(conn.last_read());
+    let mut total: u64 = 0;
+    loop {
+        // Every complete frame in the buffer, stamped with the read that completed it.
+        if take_frames(ex, &mut conn, &mut decoder, at, &mut total, clock, limits).await {
+            return;
+        }
+        let deadline = read_deadline(&ex.draft.record, first_byte_deadline, first_token_deadline);
+        let read = match deadline {
+            Some((d, why)) => match tokio::time::timeout_at(d.into(), conn.fill()).await {
+                Ok(r) => r,
+                Err(_) => return fail(ex, clock, FailureKind::Timeout, why.into()),
+            },
+            None => conn.fill().await,
+        };
+        match read {
+            Ok(0) => return end_without_marker(ex, clock, "the connection closed"),
+            Ok(_) => at = clock.offset_of(conn.last_read()),
+            Err(e) => {
+                return fail(
+                    ex,
+                    clock,
+                    FailureKind::StreamCut,
+                    format!("read failed mid-stream: {e}"),
+                )
+            }
+        }
+    }
+}
+
+/// Ends the exchange as failed now.
+fn fail(ex: &mut Exchange, clock: &RunClock, kind: FailureKind, detail: String) {
+    ex.draft.record.finished_at = clock.now();
+    ex.draft.record.outcome = Outcome::failed(kind, detail);
+}
+
+/// Opens a connection and upgrades it to a WebSocket. The handshake is connection set-up:
+/// it counts in connect_ns, never in TTFT. `None` when that failed (the record then says
+/// why).
+async fn open_upgraded(
+    ex: &mut Exchange,
+    pool: &Pool,
+    clock: &RunClock,
+    req: &PreparedRequest,
+    url_for_errors: &str,
+) -> Option<Conn> {
     let mut conn = match pool.open().await {
         Ok(c) => c,
         Err(e) => {
             let now = clock.now();
             ex.draft.record.connect_ns = now - ex.draft.record.queued_at;
-            return fail(ex, FailureKind::Connect, connect_advice(&e, url_for_errors));
+            fail(
+                ex,
+                clock,
+                FailureKind::Connect,
+                connect_advice(&e, url_for_errors),
+            );
+            return None;
         }
     };
     let key = new_key();
@@ -256,18 +321,21 @@ pub async fn execute(
         Err(e) => {
             let now = clock.now();
             ex.draft.record.connect_ns = now - ex.draft.record.queued_at;
-            return fail(
+            fail(
                 ex,
+                clock,
                 FailureKind::Connect,
                 format!("WebSocket handshake with {url_for_errors} failed: {e}"),
             );
+            return None;
         }
     };
     ex.draft.record.http_status = Some(head.status);
     if head.status != 101 {
         let body = String::from_utf8_lossy(conn.buffered()).trim().to_owned();
-        return fail(
+        fail(
             ex,
+            clock,
             FailureKind::HttpStatus,
             format!(
                 "HTTP {} instead of a WebSocket upgrade (101){}",
@@ -279,112 +347,108 @@ pub async fn execute(
                 }
             ),
         );
+        return None;
     }
-    let sent = clock.now();
-    ex.draft.record.sent_at = Some(sent);
-    ex.draft.record.connect_ns = sent - ex.draft.record.queued_at;
-    if let Err(e) = conn.write_more(&req.ws_frame).await {
-        return fail(
-            ex,
-            FailureKind::StreamCut,
-            format!("sending the message failed: {e}"),
-        );
-    }
-    let mut decoder = FrameDecoder::new(limits.max_line_bytes);
-    let first_token_deadline = limits.first_token.map(|d| clock.instant_at(sent) + d);
-    let first_byte_deadline = limits.first_byte.map(|d| clock.instant_at(sent) + d);
-    let mut at = clock.offset_of(conn.last_read());
-    let mut total: u64 = 0;
+    Some(conn)
+}
+
+/// Handles every complete frame in the connection's buffer, each stamped `at` (the read that
+/// completed it): messages go to the exchange, pings are answered. `true` once the exchange
+/// ended (the record then says how).
+async fn take_frames(
+    ex: &mut Exchange,
+    conn: &mut Conn,
+    decoder: &mut FrameDecoder,
+    at: Nanos,
+    total: &mut u64,
+    clock: &RunClock,
+    limits: &ExchangeLimits,
+) -> bool {
     loop {
-        // Every complete frame in the buffer, stamped with the read that completed it.
-        loop {
-            let step = match decoder.next(conn.buffered()) {
-                Ok(s) => s,
-                Err(e) => return fail(ex, FailureKind::Protocol, e.to_string()),
-            };
-            let Some((fr, used)) = step else { break };
-            let mut pong = None;
-            let verdict = match fr {
-                Frame::Message(m) => {
-                    if ex.draft.record.first_byte_at.is_none() {
-                        ex.draft.record.first_byte_at = Some(at);
-                    }
-                    Some(ex.on_event(None, m, at))
-                }
-                Frame::Ping(p) => {
-                    pong = Some(frame_pong(p));
-                    None
-                }
-                Frame::Close => {
-                    conn.consume(used);
-                    return end_without_marker(ex, clock, "the server closed the WebSocket");
-                }
-                Frame::Other => None,
-            };
-            conn.consume(used);
-            total += used as u64;
-            match verdict {
-                Some(Ok(true)) => {
-                    ex.finish_stream(clock.now());
-                    // Best effort: say goodbye; the connection is not reused.
-                    let _ = conn
-                        .write_more(&frame(CLOSE, &[], Some([1, 2, 3, 4])))
-                        .await;
-                    return;
-                }
-                Some(Err(o)) => {
-                    ex.draft.record.finished_at = clock.now();
-                    ex.draft.record.outcome = o;
-                    return;
-                }
-                _ => {}
-            }
-            if let Some(p) = pong {
-                let _ = conn.write_more(&p).await;
-            }
-            if total > limits.max_response_bytes {
-                return fail(
-                    ex,
-                    FailureKind::Protocol,
-                    format!(
-                        "the response exceeded {} MiB (--max-response-bytes)",
-                        limits.max_response_bytes >> 20
-                    ),
-                );
-            }
-        }
-        let r = &ex.draft.record;
-        let got_token = !r.chunks.is_empty() || !r.reasoning_chunks.is_empty();
-        let deadline = match (first_byte_deadline, first_token_deadline) {
-            _ if got_token => None,
-            (Some(b), _) if r.first_byte_at.is_none() => Some((
-                b,
-                "no message within the first-byte timeout (--first-byte-timeout)",
-            )),
-            (_, Some(t)) => Some((
-                t,
-                "no token within the first-token timeout (--first-token-timeout)",
-            )),
-            _ => None,
-        };
-        let read = match deadline {
-            Some((d, why)) => match tokio::time::timeout_at(d.into(), conn.fill()).await {
-                Ok(r) => r,
-                Err(_) => return fail(ex, FailureKind::Timeout, why.into()),
-            },
-            None => conn.fill().await,
-        };
-        match read {
-            Ok(0) => return end_without_marker(ex, clock, "the connection closed"),
-            Ok(_) => at = clock.offset_of(conn.last_read()),
+        let step = match decoder.next(conn.buffered()) {
+            Ok(s) => s,
             Err(e) => {
-                return fail(
-                    ex,
-                    FailureKind::StreamCut,
-                    format!("read failed mid-stream: {e}"),
-                )
+                fail(ex, clock, FailureKind::Protocol, e.to_string());
+                return true;
             }
+        };
+        let Some((fr, used)) = step else {
+            return false;
+        };
+        let mut pong = None;
+        let verdict = match fr {
+            Frame::Message(m) => {
+                if ex.draft.record.first_byte_at.is_none() {
+                    ex.draft.record.first_byte_at = Some(at);
+                }
+                Some(ex.on_event(None, m, at))
+            }
+            Frame::Ping(p) => {
+                pong = Some(frame_pong(p));
+                None
+            }
+            Frame::Close => {
+                conn.consume(used);
+                end_without_marker(ex, clock, "the server closed the WebSocket");
+                return true;
+            }
+            Frame::Other => None,
+        };
+        conn.consume(used);
+        *total += used as u64;
+        match verdict {
+            Some(Ok(true)) => {
+                ex.finish_stream(clock.now());
+                // Best effort: say goodbye; the connection is not reused.
+                let _ = conn
+                    .write_more(&frame(CLOSE, &[], Some([1, 2, 3, 4])))
+                    .await;
+                return true;
+            }
+            Some(Err(o)) => {
+                ex.draft.record.finished_at = clock.now();
+                ex.draft.record.outcome = o;
+                return true;
+            }
+            _ => {}
         }
+        if let Some(p) = pong {
+            let _ = conn.write_more(&p).await;
+        }
+        if *total > limits.max_response_bytes {
+            fail(
+                ex,
+                clock,
+                FailureKind::Protocol,
+                format!(
+                    "the response exceeded {} MiB (--max-response-bytes)",
+                    limits.max_response_bytes >> 20
+                ),
+            );
+            return true;
+        }
+    }
+}
+
+/// What the next read must wait within, and what passing it means: until the first message
+/// the first-byte timeout, then until the first token the first-token timeout, then nothing.
+fn read_deadline(
+    r: &RequestRecord,
+    first_byte_deadline: Option<Instant>,
+    first_token_deadline: Option<Instant>,
+) -> Option<(Instant, &'static str)> {
+    let got_token = !r.chunks.is_empty() || !r.reasoning_chunks.is_empty();
+    match (first_byte_deadline, first_token_deadline) {
+        _ if got_token => None,
+        (Some(b), _) if r.first_byte_at.is_none() => Some((
+            b,
+            "no message within the first-byte timeout (--first-byte-timeout)",
+        )),
+        (_, Some(t)) => Some((
+            t,
+            "no token within the first-token timeout (--first-token-timeout)",
+        )),
+        _ => None,
     }
 }
 

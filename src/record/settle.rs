@@ -23,29 +23,8 @@ pub fn settle(mut draft: Draft, tokenizer: &dyn Tokenizer) -> RequestRecord {
 /// Fills `tokens` of every chunk and the record's `output_tokens` and `reasoning_tokens`.
 pub fn settle_tokens(ex: &mut Draft, tokenizer: &dyn Tokenizer) {
     ex.take_usage();
+    let reasoning_total = settle_reasoning(ex, tokenizer);
     let rec = &mut ex.record;
-    // Reasoning chunks: counted by the tokenizer, shape only.
-    let reasoning_counts = split_by_tokens(
-        tokenizer,
-        &ex.reasoning_text,
-        &rec.reasoning_chunks
-            .iter()
-            .map(|c| c.bytes)
-            .collect::<Vec<_>>(),
-    );
-    for (c, n) in rec.reasoning_chunks.iter_mut().zip(&reasoning_counts) {
-        c.tokens = *n;
-    }
-    let reasoning_total: u64 = rec
-        .usage
-        .as_ref()
-        .and_then(|u| {
-            u.get("completion_tokens_details")?
-                .get("reasoning_tokens")?
-                .as_u64()
-        })
-        .unwrap_or_else(|| reasoning_counts.iter().map(|&n| n as u64).sum());
-
     let usage_total = rec.usage_completion_tokens();
     let content_total: u64 = match usage_total {
         Some(total) => {
@@ -74,20 +53,8 @@ pub fn settle_tokens(ex: &mut Draft, tokenizer: &dyn Tokenizer) {
     }
 
     // 1. Cumulative usage streamed with every content chunk (and no reasoning to untangle).
-    if rec.reasoning_chunks.is_empty() && ex.cumulative_usage.iter().all(Option::is_some) {
-        let mut prev = 0u32;
-        let mut ok = true;
-        let mut counts = Vec::with_capacity(n_chunks);
-        for c in &ex.cumulative_usage {
-            let c = c.unwrap_or(0);
-            if c < prev {
-                ok = false;
-                break;
-            }
-            counts.push(c - prev);
-            prev = c;
-        }
-        if ok && counts.iter().map(|&n| n as u64).sum::<u64>() <= content_total.max(prev as u64) {
+    if rec.reasoning_chunks.is_empty() {
+        if let Some(counts) = streamed_counts(&ex.cumulative_usage, content_total) {
             for (chunk, n) in rec.chunks.iter_mut().zip(counts) {
                 chunk.tokens = n;
             }
@@ -118,6 +85,52 @@ pub fn settle_tokens(ex: &mut Draft, tokenizer: &dyn Tokenizer) {
         chunk.tokens = n;
     }
     rec.chunk_tokens_source = ChunkTokenSource::Tokenizer;
+}
+
+/// Reasoning chunks: counted by the tokenizer, shape only. Returns the reasoning total: the
+/// server's (`reasoning_tokens` in its usage) when it said, else the tokenizer's.
+fn settle_reasoning(ex: &mut Draft, tokenizer: &dyn Tokenizer) -> u64 {
+    let rec = &mut ex.record;
+    let reasoning_counts = split_by_tokens(
+        tokenizer,
+        &ex.reasoning_text,
+        &rec.reasoning_chunks
+            .iter()
+            .map(|c| c.bytes)
+            .collect::<Vec<_>>(),
+    );
+    for (c, n) in rec.reasoning_chunks.iter_mut().zip(&reasoning_counts) {
+        c.tokens = *n;
+    }
+    rec.usage
+        .as_ref()
+        .and_then(|u| {
+            u.get("completion_tokens_details")?
+                .get("reasoning_tokens")?
+                .as_u64()
+        })
+        .unwrap_or_else(|| reasoning_counts.iter().map(|&n| n as u64).sum())
+}
+
+/// Tokens per content chunk from the cumulative usage streamed with every one of them:
+/// `None` unless every chunk had one, they never decrease, and they add up to no more than
+/// the total.
+fn streamed_counts(cumulative: &[Option<u32>], content_total: u64) -> Option<Vec<u32>> {
+    if !cumulative.iter().all(Option::is_some) {
+        return None;
+    }
+    let mut prev = 0u32;
+    let mut counts = Vec::with_capacity(cumulative.len());
+    for c in cumulative {
+        let c = c.unwrap_or(0);
+        if c < prev {
+            return None;
+        }
+        counts.push(c - prev);
+        prev = c;
+    }
+    let fits = counts.iter().map(|&n| n as u64).sum::<u64>() <= content_total.max(prev as u64);
+    fits.then_some(counts)
 }
 
 /// Tokens per chunk: each token of `text` goes to the chunk that holds its last byte.

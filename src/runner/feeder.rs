@@ -9,7 +9,7 @@ use crate::config::{RequestOptions, Target};
 use crate::scaleout::shard::Shard;
 use crate::tokenizer::SharedTokenizer;
 use crate::workload::datasets::Dataset;
-use crate::workload::{Generator, WorkloadSpec};
+use crate::workload::{Generator, RequestSpec, WorkloadSpec};
 use std::sync::Arc;
 use tokio::sync::{mpsc, Mutex};
 
@@ -110,31 +110,7 @@ pub fn start(
                 }
                 let prepared: Vec<PreparedRequest> = session
                     .into_iter()
-                    .map(|spec| {
-                        let overrides = workload.body_for(spec.class.as_deref());
-                        let body = request_body(
-                            &target,
-                            &Prompt {
-                                messages: &spec.messages,
-                                max_tokens: spec.max_tokens,
-                                overrides: &overrides,
-                            },
-                            &opts,
-                        );
-                        PreparedRequest {
-                            endpoint: target.endpoint,
-                            parser: crate::client::apis::parser_for_target(&target),
-                            id: spec.index,
-                            class: spec.class,
-                            input_tokens: spec.input_tokens,
-                            max_tokens: spec.max_tokens,
-                            arrival_ms: spec.arrival_ms,
-                            session: spec.session.map(|s| (s, spec.turn)),
-                            think_ms: spec.think_ms,
-                            http_bytes: http_request(&target, &body),
-                            ws_frame: crate::client::exchange::ws_frame(&target, &body),
-                        }
-                    })
+                    .map(|spec| prepare(&workload, &target, &opts, spec))
                     .collect();
                 if tx.blocking_send(prepared).is_err() {
                     return;
@@ -145,4 +121,37 @@ pub fn start(
         rx: Arc::new(Mutex::new(rx)),
         error,
     })
+}
+
+/// One request of the workload, ready to send: its body (with its class's overrides) and
+/// the bytes of the target's API.
+fn prepare(
+    workload: &WorkloadSpec,
+    target: &Target,
+    opts: &RequestOptions,
+    spec: RequestSpec,
+) -> PreparedRequest {
+    let overrides = workload.body_for(spec.class.as_deref());
+    let body = request_body(
+        target,
+        &Prompt {
+            messages: &spec.messages,
+            max_tokens: spec.max_tokens,
+            overrides: &overrides,
+        },
+        opts,
+    );
+    PreparedRequest {
+        endpoint: target.endpoint,
+        parser: crate::client::apis::parser_for_target(target),
+        id: spec.index,
+        class: spec.class,
+        input_tokens: spec.input_tokens,
+        max_tokens: spec.max_tokens,
+        arrival_ms: spec.arrival_ms,
+        session: spec.session.map(|s| (s, spec.turn)),
+        think_ms: spec.think_ms,
+        http_bytes: http_request(target, &body),
+        ws_frame: crate::client::exchange::ws_frame(target, &body),
+    }
 }

@@ -11,13 +11,13 @@
 use super::phase::Shared;
 use crate::client::apis::{request_body, Prompt};
 use crate::client::{execute, Exchange, PreparedRequest};
-use crate::config::{ProfilePlan, RunConfig};
+use crate::config::{ProfilePlan, RequestOptions, RunConfig};
 use crate::metrics::experience::prompt_tokens;
 use crate::metrics::fluidity::PrefillCurve;
 use crate::record::run::ProfileReport;
 use crate::record::{FailureKind, Phase};
 use crate::tokenizer::SharedTokenizer;
-use crate::workload::{Content, Generator, WorkloadSpec};
+use crate::workload::{Content, Generator, RequestSpec, WorkloadSpec};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::time::Instant;
@@ -129,58 +129,8 @@ pub async fn profile(
             let Ok(Ok(spec)) = built else {
                 break;
             };
-            let body = request_body(
-                &config.target,
-                &Prompt {
-                    messages: &spec.messages,
-                    max_tokens: 1,
-                    overrides: &[],
-                },
-                &opts,
-            );
-            let req = PreparedRequest {
-                endpoint: config.target.endpoint,
-                parser: crate::client::apis::parser_for_target(&config.target),
-                id: u64::MAX - 1_000 - (li as u64 * 100 + rep as u64),
-                class: None,
-                input_tokens: spec.input_tokens,
-                max_tokens: 1,
-                arrival_ms: None,
-                session: None,
-                think_ms: 0.0,
-                http_bytes: crate::client::exchange::http_request(&config.target, &body),
-                ws_frame: crate::client::exchange::ws_frame(&config.target, &body),
-            };
-            let mut ex = Exchange::new(&req, Phase::Profile, None);
-            if tokio::time::timeout(
-                shared.timeout,
-                execute(
-                    &mut ex,
-                    &shared.pool,
-                    &shared.clock,
-                    &req,
-                    &shared.url,
-                    &shared.limits,
-                ),
-            )
-            .await
-            .is_err()
-            {
-                ex.fail_if_unfinished(
-                    FailureKind::Timeout,
-                    "profile request timed out",
-                    shared.clock.now(),
-                );
-            }
-            let r = ex.record();
-            // The same first-token rule as the run: the first non-blank answer chunk.
-            let ttft = r
-                .first_token_at()
-                .zip(r.sent_at)
-                .filter(|_| r.outcome.is_ok())
-                .map(|(t, s)| (t - s) as f64 / 1e6);
-            let prompt = prompt_tokens(r);
-            let _ = shared.sink.send(ex.into_draft());
+            let req = profile_request(config, &opts, &spec, li, rep);
+            let (ttft, prompt) = send_alone(shared, &req).await;
             // The first request at each length pays cold caches: discarded.
             if let (Some(t), true) = (ttft, rep > 0) {
                 points.push((prompt, t));
@@ -210,4 +160,73 @@ pub async fn profile(
         },
         points,
     )
+}
+
+/// The profile's request `rep` at length index `li`: one output token, asked with `opts`
+/// (no prefix reuse), an id outside the run's.
+fn profile_request(
+    config: &RunConfig,
+    opts: &RequestOptions,
+    spec: &RequestSpec,
+    li: usize,
+    rep: u32,
+) -> PreparedRequest {
+    let body = request_body(
+        &config.target,
+        &Prompt {
+            messages: &spec.messages,
+            max_tokens: 1,
+            overrides: &[],
+        },
+        opts,
+    );
+    PreparedRequest {
+        endpoint: config.target.endpoint,
+        parser: crate::client::apis::parser_for_target(&config.target),
+        id: u64::MAX - 1_000 - (li as u64 * 100 + rep as u64),
+        class: None,
+        input_tokens: spec.input_tokens,
+        max_tokens: 1,
+        arrival_ms: None,
+        session: None,
+        think_ms: 0.0,
+        http_bytes: crate::client::exchange::http_request(&config.target, &body),
+        ws_frame: crate::client::exchange::ws_frame(&config.target, &body),
+    }
+}
+
+/// Sends `req` with nothing else in flight (bounded by the run's timeout) and passes its
+/// record on: its TTFT in ms when it succeeded, and its prompt's length.
+async fn send_alone(shared: &Shared, req: &PreparedRequest) -> (Option<f64>, f64) {
+    let mut ex = Exchange::new(req, Phase::Profile, None);
+    if tokio::time::timeout(
+        shared.timeout,
+        execute(
+            &mut ex,
+            &shared.pool,
+            &shared.clock,
+            req,
+            &shared.url,
+            &shared.limits,
+        ),
+    )
+    .await
+    .is_err()
+    {
+        ex.fail_if_unfinished(
+            FailureKind::Timeout,
+            "profile request timed out",
+            shared.clock.now(),
+        );
+    }
+    let r = ex.record();
+    // The same first-token rule as the run: the first non-blank answer chunk.
+    let ttft = r
+        .first_token_at()
+        .zip(r.sent_at)
+        .filter(|_| r.outcome.is_ok())
+        .map(|(t, s)| (t - s) as f64 / 1e6);
+    let prompt = prompt_tokens(r);
+    let _ = shared.sink.send(ex.into_draft());
+    (ttft, prompt)
 }

@@ -94,13 +94,6 @@ impl Progress {
             .then(Dashboard::open)
             .flatten()
             .map(|d| Arc::new(Mutex::new(d)));
-        let Sources {
-            counters,
-            sent,
-            in_flight,
-            queue_waiting,
-            clock,
-        } = src;
         let bar = (terminal && dashboard.is_none()).then(|| {
             let b = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(4));
             b.set_style(spinner_style());
@@ -110,95 +103,7 @@ impl Progress {
         let dash = dashboard.clone();
         let thread = std::thread::Builder::new()
             .name("progress".into())
-            .spawn(move || {
-                let mut rate = Rate::default();
-                let (mut sent_rate, mut done_rate) = (Rate::default(), Rate::default());
-                let mut last_plain = Instant::now();
-                let mut last_phase_label = String::new();
-                while !s.load(Ordering::Relaxed) {
-                    std::thread::sleep(Duration::from_millis(250));
-                    let view = v
-                        .lock()
-                        .map(|v| v.clone())
-                        .unwrap_or_else(|e| e.into_inner().clone());
-                    let c = counters.of(view.phase);
-                    let tokens = c.output_tokens.load(Ordering::Relaxed);
-                    let new_phase = view.label != last_phase_label;
-                    if new_phase {
-                        rate = Rate::default();
-                        (sent_rate, done_rate) = (Rate::default(), Rate::default());
-                        last_phase_label = view.label.clone();
-                        if let Ok(mut w) = counters.live.lock() {
-                            w.new_phase();
-                        }
-                    }
-                    rate.update(tokens);
-                    let sent_now = sent.load(Ordering::Relaxed).saturating_sub(view.sent_base);
-                    sent_rate.update(sent_now);
-                    done_rate.update(c.completed.load(Ordering::Relaxed));
-                    let line = format!(
-                        "{}: sent {sent_now} · in flight {} · done {} · failed {} · {:.0} tok/s",
-                        view.label,
-                        in_flight.load(Ordering::Relaxed),
-                        c.completed.load(Ordering::Relaxed),
-                        c.failed.load(Ordering::Relaxed),
-                        rate.smoothed
-                    );
-                    let elapsed = view.started.elapsed();
-                    let fraction = fraction_done(&view, sent_now, elapsed);
-                    let left = eta_s(
-                        elapsed.as_secs_f64(),
-                        fraction,
-                        view.planned.map(|p| p.as_secs_f64()),
-                    );
-                    let eta = match (fraction, left) {
-                        (Some(f), Some(left)) => {
-                            format!(" · {:.0} % · ~{left:.0} s left", f * 100.0)
-                        }
-                        (None, Some(left)) => format!(" · ~{left:.0} s left"),
-                        _ => String::new(),
-                    };
-                    if let Some(d) = &dash {
-                        let snapshot = snapshot(
-                            &view,
-                            &counters,
-                            [sent_now, in_flight.load(Ordering::Relaxed)],
-                            [sent_rate.smoothed, done_rate.smoothed, rate.smoothed],
-                            (fraction, left),
-                            queue_waiting.as_deref(),
-                            clock.now() as f64 / 1e9,
-                        );
-                        if let Ok(mut d) = d.lock() {
-                            d.draw(&snapshot);
-                        }
-                        continue;
-                    }
-                    match &b {
-                        Some(bar) => {
-                            match fraction {
-                                Some(f) => {
-                                    bar.set_style(bar_style());
-                                    bar.set_length(1000);
-                                    bar.set_position((f * 1000.0) as u64);
-                                }
-                                None => bar.set_style(spinner_style()),
-                            }
-                            bar.set_message(format!("{line}{eta}"));
-                            bar.tick();
-                        }
-                        None => {
-                            // A line at each phase change, then every few seconds.
-                            if new_phase || last_plain.elapsed() >= PLAIN_EVERY {
-                                last_plain = Instant::now();
-                                eprintln!(
-                                    "[servebench {:>5.0} s] {line}{eta}",
-                                    elapsed.as_secs_f64()
-                                );
-                            }
-                        }
-                    }
-                }
-            })
+            .spawn(move || Drawer::new(src, b, dash).run(&s, &v))
             .ok();
         Self {
             bar,
@@ -227,6 +132,146 @@ impl Progress {
         match &self.bar {
             Some(b) => b.println(line),
             None => eprintln!("{line}"),
+        }
+    }
+}
+
+/// The progress thread: where its figures come from, where they are drawn, and the current
+/// phase's smoothed rates.
+struct Drawer {
+    src: Sources,
+    bar: Option<ProgressBar>,
+    dash: Option<Arc<Mutex<Dashboard>>>,
+    /// Output tokens per second.
+    rate: Rate,
+    /// Requests sent and completed per second.
+    sent_rate: Rate,
+    done_rate: Rate,
+    last_plain: Instant,
+    last_phase_label: String,
+}
+
+impl Drawer {
+    fn new(src: Sources, bar: Option<ProgressBar>, dash: Option<Arc<Mutex<Dashboard>>>) -> Self {
+        Self {
+            src,
+            bar,
+            dash,
+            rate: Rate::default(),
+            sent_rate: Rate::default(),
+            done_rate: Rate::default(),
+            last_plain: Instant::now(),
+            last_phase_label: String::new(),
+        }
+    }
+
+    /// Redraws the phase in `view` four times a second until `stop`.
+    fn run(mut self, stop: &AtomicBool, view: &Mutex<PhaseView>) {
+        while !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(250));
+            let view = view
+                .lock()
+                .map(|v| v.clone())
+                .unwrap_or_else(|e| e.into_inner().clone());
+            self.draw(&view);
+        }
+    }
+
+    /// One redraw: the counters read, the rates updated (restarted at a new phase), then
+    /// the live view, the bar or a plain line.
+    fn draw(&mut self, view: &PhaseView) {
+        let c = self.src.counters.of(view.phase);
+        let tokens = c.output_tokens.load(Ordering::Relaxed);
+        let new_phase = view.label != self.last_phase_label;
+        if new_phase {
+            self.rate = Rate::default();
+            (self.sent_rate, self.done_rate) = (Rate::default(), Rate::default());
+            self.last_phase_label = view.label.clone();
+            if let Ok(mut w) = self.src.counters.live.lock() {
+                w.new_phase();
+            }
+        }
+        self.rate.update(tokens);
+        let sent_now = self
+            .src
+            .sent
+            .load(Ordering::Relaxed)
+            .saturating_sub(view.sent_base);
+        self.sent_rate.update(sent_now);
+        self.done_rate.update(c.completed.load(Ordering::Relaxed));
+        let line = format!(
+            "{}: sent {sent_now} · in flight {} · done {} · failed {} · {:.0} tok/s",
+            view.label,
+            self.src.in_flight.load(Ordering::Relaxed),
+            c.completed.load(Ordering::Relaxed),
+            c.failed.load(Ordering::Relaxed),
+            self.rate.smoothed
+        );
+        let elapsed = view.started.elapsed();
+        let fraction = fraction_done(view, sent_now, elapsed);
+        let left = eta_s(
+            elapsed.as_secs_f64(),
+            fraction,
+            view.planned.map(|p| p.as_secs_f64()),
+        );
+        let eta = match (fraction, left) {
+            (Some(f), Some(left)) => {
+                format!(" · {:.0} % · ~{left:.0} s left", f * 100.0)
+            }
+            (None, Some(left)) => format!(" · ~{left:.0} s left"),
+            _ => String::new(),
+        };
+        if let Some(d) = &self.dash {
+            let snapshot = snapshot(
+                view,
+                &self.src.counters,
+                [sent_now, self.src.in_flight.load(Ordering::Relaxed)],
+                [
+                    self.sent_rate.smoothed,
+                    self.done_rate.smoothed,
+                    self.rate.smoothed,
+                ],
+                (fraction, left),
+                self.src.queue_waiting.as_deref(),
+                self.src.clock.now() as f64 / 1e9,
+            );
+            if let Ok(mut d) = d.lock() {
+                d.draw(&snapshot);
+            }
+            return;
+        }
+        self.draw_line(&line, &eta, fraction, new_phase, elapsed);
+    }
+
+    /// Without the live view: the bar (with the share done when known), or elsewhere a plain
+    /// line at each phase change, then every few seconds.
+    fn draw_line(
+        &mut self,
+        line: &str,
+        eta: &str,
+        fraction: Option<f64>,
+        new_phase: bool,
+        elapsed: Duration,
+    ) {
+        match &self.bar {
+            Some(bar) => {
+                match fraction {
+                    Some(f) => {
+                        bar.set_style(bar_style());
+                        bar.set_length(1000);
+                        bar.set_position((f * 1000.0) as u64);
+                    }
+                    None => bar.set_style(spinner_style()),
+                }
+                bar.set_message(format!("{line}{eta}"));
+                bar.tick();
+            }
+            None => {
+                if new_phase || self.last_plain.elapsed() >= PLAIN_EVERY {
+                    self.last_plain = Instant::now();
+                    eprintln!("[servebench {:>5.0} s] {line}{eta}", elapsed.as_secs_f64());
+                }
+            }
         }
     }
 }

@@ -179,33 +179,7 @@ async fn discover(target: &Target, models: SimpleResponse) -> ServerInfo {
         server_header: models.server.clone(),
         ..Default::default()
     };
-    let listed: Option<Value> = serde_json::from_slice(&models.body).ok();
-    if let Some(data) = listed
-        .as_ref()
-        .and_then(|v| v.get("data")?.as_array().cloned())
-    {
-        for m in &data {
-            if let Some(id) = m.get("id").and_then(Value::as_str) {
-                info.models.push(id.to_owned());
-            }
-            if let Some(n) = m.get("max_model_len").and_then(Value::as_u64) {
-                info.context_tokens.get_or_insert(n as u32);
-            }
-            match m.get("owned_by").and_then(Value::as_str) {
-                Some("servebench-sim") => {
-                    info.engine = Some("servebench-sim".into());
-                    info.version = Some(env!("CARGO_PKG_VERSION").into());
-                }
-                Some("vllm") => {
-                    info.engine.get_or_insert("vllm".into());
-                }
-                Some("llamacpp") => {
-                    info.engine.get_or_insert("llama.cpp".into());
-                }
-                _ => {}
-            }
-        }
-    }
+    read_model_list(&models.body, &mut info);
     if info.server_header.as_deref() == Some("llama.cpp") {
         info.engine = Some("llama.cpp".into());
     }
@@ -272,4 +246,36 @@ async fn discover(target: &Target, models: SimpleResponse) -> ServerInfo {
         }
     }
     info
+}
+
+/// What the OpenAI model list (`/v1/models`) says: the models, a context length, and the
+/// engine when an entry's `owned_by` names it.
+fn read_model_list(body: &[u8], info: &mut ServerInfo) {
+    let listed: Option<Value> = serde_json::from_slice(body).ok();
+    if let Some(data) = listed
+        .as_ref()
+        .and_then(|v| v.get("data")?.as_array().cloned())
+    {
+        for m in &data {
+            if let Some(id) = m.get("id").and_then(Value::as_str) {
+                info.models.push(id.to_owned());
+            }
+            if let Some(n) = m.get("max_model_len").and_then(Value::as_u64) {
+                info.context_tokens.get_or_insert(n as u32);
+            }
+            match m.get("owned_by").and_then(Value::as_str) {
+                Some("servebench-sim") => {
+                    info.engine = Some("servebench-sim".into());
+                    info.version = Some(env!("CARGO_PKG_VERSION").into());
+                }
+                Some("vllm") => {
+                    info.engine.get_or_insert("vllm".into());
+                }
+                Some("llamacpp") => {
+                    info.engine.get_or_insert("llama.cpp".into());
+                }
+                _ => {}
+            }
+        }
+    }
 }

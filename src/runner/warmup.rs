@@ -71,13 +71,7 @@ pub async fn warm_up(
     tokenizer: &SharedTokenizer,
 ) -> Warmed {
     let mut report = WarmupReport {
-        policy: match config.warmup {
-            Warmup::None => "none (cold start: measured without warm-up)".into(),
-            Warmup::Requests(n) => format!("{n} requests at the run's load, then drain"),
-            Warmup::Auto => format!(
-                "auto (draft 4.5): >= {REQUIRED_REQUESTS} requests and >= {REQUIRED_OUTPUT_TOKENS} output tokens at the run's load, drain, probe until two consecutive probes differ < 10 %"
-            ),
-        },
+        policy: policy(config.warmup),
         cap_s: config.warmup_max.as_secs_f64(),
         ..Default::default()
     };
@@ -87,37 +81,9 @@ pub async fn warm_up(
             ..Default::default()
         };
     }
-    let c = counters.clone();
-    let (max_requests, done_when): (Option<u64>, Option<DoneWhen>) = match config.warmup {
-        Warmup::Requests(n) => (Some(n), None),
-        _ => {
-            report.required_requests = Some(REQUIRED_REQUESTS);
-            report.required_output_tokens = Some(REQUIRED_OUTPUT_TOKENS);
-            (
-                None,
-                Some(Arc::new(move || {
-                    let w = &c.warmup;
-                    w.completed.load(Ordering::Relaxed) + w.failed.load(Ordering::Relaxed)
-                        >= REQUIRED_REQUESTS
-                        && w.output_tokens.load(Ordering::Relaxed) >= REQUIRED_OUTPUT_TOKENS
-                })),
-            )
-        }
-    };
+    let (max_requests, done_when) = limits(config.warmup, counters, &mut report);
     let end = run_phase(
-        PhasePlan {
-            phase: Phase::Warmup,
-            load: config.load,
-            max_requests,
-            max_duration: Some(config.warmup_max),
-            done_when,
-            seed: config.seed,
-            grace: config.grace,
-            max_concurrency: config.max_concurrency,
-            start_at: None,
-            shard: None,
-            lead_in: None,
-        },
+        warmup_plan(config, max_requests, done_when),
         feed.clone(),
         shared.clone(),
         controls.clone(),
@@ -161,6 +127,64 @@ pub async fn warm_up(
         report,
         rate_per_s,
         cycle: cycle.map(std::time::Duration::from_secs_f64),
+    }
+}
+
+/// How the warm-up is run, in words.
+fn policy(warmup: Warmup) -> String {
+    match warmup {
+        Warmup::None => "none (cold start: measured without warm-up)".into(),
+        Warmup::Requests(n) => format!("{n} requests at the run's load, then drain"),
+        Warmup::Auto => format!(
+            "auto (draft 4.5): >= {REQUIRED_REQUESTS} requests and >= {REQUIRED_OUTPUT_TOKENS} output tokens at the run's load, drain, probe until two consecutive probes differ < 10 %"
+        ),
+    }
+}
+
+/// When the warm-up's load phase stops sending: after the requests asked for, or once the
+/// draft's targets are met (which `report` then notes as required).
+fn limits(
+    warmup: Warmup,
+    counters: &Arc<Counters>,
+    report: &mut WarmupReport,
+) -> (Option<u64>, Option<DoneWhen>) {
+    let c = counters.clone();
+    match warmup {
+        Warmup::Requests(n) => (Some(n), None),
+        _ => {
+            report.required_requests = Some(REQUIRED_REQUESTS);
+            report.required_output_tokens = Some(REQUIRED_OUTPUT_TOKENS);
+            (
+                None,
+                Some(Arc::new(move || {
+                    let w = &c.warmup;
+                    w.completed.load(Ordering::Relaxed) + w.failed.load(Ordering::Relaxed)
+                        >= REQUIRED_REQUESTS
+                        && w.output_tokens.load(Ordering::Relaxed) >= REQUIRED_OUTPUT_TOKENS
+                })),
+            )
+        }
+    }
+}
+
+/// The warm-up's load phase: the run's own load, at most `--warmup-max`.
+fn warmup_plan(
+    config: &RunConfig,
+    max_requests: Option<u64>,
+    done_when: Option<DoneWhen>,
+) -> PhasePlan {
+    PhasePlan {
+        phase: Phase::Warmup,
+        load: config.load,
+        max_requests,
+        max_duration: Some(config.warmup_max),
+        done_when,
+        seed: config.seed,
+        grace: config.grace,
+        max_concurrency: config.max_concurrency,
+        start_at: None,
+        shard: None,
+        lead_in: None,
     }
 }
 

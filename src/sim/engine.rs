@@ -396,7 +396,15 @@ impl Engine {
 
     fn apply(&mut self, plan: StepPlan, at: Instant) {
         let mut done: Vec<usize> = Vec::new();
-        for &(i, chunk) in &plan.prefill {
+        self.apply_prefill(&plan.prefill, at, &mut done);
+        let preempt = self.apply_decode(&plan.decode, at, &mut done);
+        self.retire(&done, &preempt, at);
+    }
+
+    /// The step's prefill chunks. A sequence whose prompt is now all in its KV cache caches
+    /// its blocks and samples its first token; `done` gets those that one token finished.
+    fn apply_prefill(&mut self, prefill: &[(usize, u32)], at: Instant, done: &mut Vec<usize>) {
+        for &(i, chunk) in prefill {
             let s = &mut self.running[i];
             s.prefilled += chunk;
             if s.prefilled >= s.target_prefill {
@@ -415,49 +423,20 @@ impl Engine {
                 }
             }
         }
+    }
+
+    /// The step's decodes: each sequence's accepted tokens, its KV cache grown for them
+    /// (preempting the latest admitted when blocks run out). `done` gets the sequences that
+    /// finished; returns those preempted.
+    fn apply_decode(&mut self, decode: &[usize], at: Instant, done: &mut Vec<usize>) -> Vec<usize> {
         let mut preempt: Vec<usize> = Vec::new();
-        for &i in &plan.decode {
+        for &i in decode {
             if preempt.contains(&i) {
                 continue;
             }
-            let spec = self.cfg.spec_tokens;
-            let accept = self.cfg.spec_acceptance;
-            let s = &mut self.running[i];
-            let mut n = 1;
-            for _ in 0..spec {
-                if s.rng.random::<f64>() < accept {
-                    n += 1;
-                } else {
-                    break;
-                }
-            }
-            let n = n.min(s.a.output_tokens.saturating_sub(s.generated)).max(1);
-            let (tokens_after, held) = (s.a.prompt_tokens + s.generated + n + 1, s.blocks);
-            // KV growth: a new block when the sequence crosses a block boundary.
-            let need = self.blocks_for(tokens_after);
-            if need > held {
-                let extra = need - held;
-                while self.free_blocks < extra {
-                    let Some(victim) = self.pick_victim(&preempt) else {
-                        break;
-                    };
-                    self.free_blocks += self.running[victim].blocks;
-                    self.running[victim].blocks = 0;
-                    preempt.push(victim);
-                    if victim == i {
-                        break;
-                    }
-                }
-                if preempt.contains(&i) || self.free_blocks < extra {
-                    if !preempt.contains(&i) {
-                        self.free_blocks += self.running[i].blocks;
-                        self.running[i].blocks = 0;
-                        preempt.push(i);
-                    }
-                    continue;
-                }
-                self.free_blocks -= extra;
-                self.running[i].blocks = need;
+            let n = self.accepted_tokens(i);
+            if !self.grow_kv(i, n, &mut preempt) {
+                continue;
             }
             let s = &mut self.running[i];
             s.generated += n;
@@ -469,7 +448,63 @@ impl Engine {
                 done.push(i);
             }
         }
-        // Remove finished and preempted sequences (highest index first keeps indices valid).
+        preempt
+    }
+
+    /// The tokens sequence `i` gets this step: one, plus each speculative token accepted
+    /// until the first rejected, no more than it has left to generate.
+    fn accepted_tokens(&mut self, i: usize) -> u32 {
+        let spec = self.cfg.spec_tokens;
+        let accept = self.cfg.spec_acceptance;
+        let s = &mut self.running[i];
+        let mut n = 1;
+        for _ in 0..spec {
+            if s.rng.random::<f64>() < accept {
+                n += 1;
+            } else {
+                break;
+            }
+        }
+        n.min(s.a.output_tokens.saturating_sub(s.generated)).max(1)
+    }
+
+    /// KV growth for `n` more tokens of sequence `i`: a new block when the sequence crosses a
+    /// block boundary, preempting (into `preempt`) the latest admitted sequences while blocks
+    /// are short. `false` when `i` itself was preempted.
+    fn grow_kv(&mut self, i: usize, n: u32, preempt: &mut Vec<usize>) -> bool {
+        let s = &self.running[i];
+        let (tokens_after, held) = (s.a.prompt_tokens + s.generated + n + 1, s.blocks);
+        let need = self.blocks_for(tokens_after);
+        if need > held {
+            let extra = need - held;
+            while self.free_blocks < extra {
+                let Some(victim) = self.pick_victim(preempt) else {
+                    break;
+                };
+                self.free_blocks += self.running[victim].blocks;
+                self.running[victim].blocks = 0;
+                preempt.push(victim);
+                if victim == i {
+                    break;
+                }
+            }
+            if preempt.contains(&i) || self.free_blocks < extra {
+                if !preempt.contains(&i) {
+                    self.free_blocks += self.running[i].blocks;
+                    self.running[i].blocks = 0;
+                    preempt.push(i);
+                }
+                return false;
+            }
+            self.free_blocks -= extra;
+            self.running[i].blocks = need;
+        }
+        true
+    }
+
+    /// Removes finished and preempted sequences (highest index first keeps indices valid):
+    /// a finished one ends, a preempted one waits at the queue's front to be recomputed.
+    fn retire(&mut self, done: &[usize], preempt: &[usize], at: Instant) {
         let mut remove: Vec<(usize, bool)> = done.iter().map(|&i| (i, true)).collect();
         remove.extend(
             preempt

@@ -15,7 +15,9 @@ use crate::client::simple::call;
 use crate::clock::{Nanos, RunClock};
 use crate::config::{BaseUrl, Target};
 use serde::Serialize;
-use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -169,75 +171,9 @@ impl Collector {
                     data.server_source = "not measured: no runtime for scraping".into();
                     return data;
                 };
-                let metrics = config.metrics_url.as_deref().and_then(split_url);
-                data.server_source = match &config.metrics_url {
-                    None => "off (--no-server-metrics)".into(),
-                    Some(u) => format!("scraped from {u} every {} s", config.interval_s),
-                };
-                let (nvml, dcgm) = match &config.gpu {
-                    GpuSource::Off => {
-                        data.gpu_source = "off (--no-gpu-metrics)".into();
-                        (None, None)
-                    }
-                    GpuSource::Dcgm { url } => {
-                        data.gpu_source = format!("DCGM exporter at {url}");
-                        (None, split_url(url))
-                    }
-                    GpuSource::Nvml => match NvmlSource::open() {
-                        Ok(n) => {
-                            data.gpu_source = n.describe();
-                            (Some(n), None)
-                        }
-                        Err(why) => {
-                            data.gpu_source = why;
-                            (None, None)
-                        }
-                    },
-                };
-                live.store(
-                    nvml.is_some() || dcgm.is_some(),
-                    std::sync::atomic::Ordering::Release,
-                );
-                let rapl = match Rapl::open() {
-                    Ok(r) => {
-                        data.rapl_source = "RAPL package 0 (powercap)".into();
-                        data.rapl_max_uj = Some(r.max_energy_range_uj);
-                        Some(r)
-                    }
-                    Err(why) => {
-                        data.rapl_source = why;
-                        None
-                    }
-                };
-                let (metrics, metrics_path) = match metrics {
-                    Some((u, p)) => (Some(u), p),
-                    None => (None, String::new()),
-                };
-                let sources = Sources {
-                    waiting: waiting_now,
-                    target,
-                    metrics,
-                    metrics_path,
-                    dcgm,
-                    nvml,
-                    rapl,
-                    rt,
-                };
+                let sources = open_sources(&config, target, waiting_now, rt, &live, &mut data);
                 let interval = Duration::from_secs_f64(config.interval_s.max(0.05));
-                loop {
-                    sample_all(&sources, &clock, &mut data);
-                    match rx.recv_timeout(interval) {
-                        Ok(Command::Sample(reply)) => {
-                            sample_all(&sources, &clock, &mut data);
-                            let _ = reply.send(());
-                        }
-                        Ok(Command::Stop) | Err(RecvTimeoutError::Disconnected) => {
-                            sample_all(&sources, &clock, &mut data);
-                            break;
-                        }
-                        Err(RecvTimeoutError::Timeout) => {}
-                    }
-                }
+                collect(&sources, &clock, &rx, interval, &mut data);
                 data
             })
             .ok();
@@ -285,45 +221,7 @@ impl Collector {
 /// One sample of every source.
 fn sample_all(s: &Sources, clock: &RunClock, data: &mut TelemetryData) {
     if let Some(url) = &s.metrics {
-        let at = clock.now();
-        let point = match s.rt.block_on(call(
-            url,
-            Some(&s.target),
-            "GET",
-            &s.metrics_path,
-            None,
-            Duration::from_secs(2),
-        )) {
-            Ok(r) if r.status == 200 => match parse(&String::from_utf8_lossy(&r.body)) {
-                Ok(scrape) => {
-                    let (engine, sample) = read(&scrape);
-                    ServerPoint {
-                        at,
-                        engine: Some(engine),
-                        sample: Some(sample),
-                        error: None,
-                    }
-                }
-                Err(e) => ServerPoint {
-                    at,
-                    engine: None,
-                    sample: None,
-                    error: Some(format!("unparseable metrics: {e}")),
-                },
-            },
-            Ok(r) => ServerPoint {
-                at,
-                engine: None,
-                sample: None,
-                error: Some(format!("HTTP {}", r.status)),
-            },
-            Err(e) => ServerPoint {
-                at,
-                engine: None,
-                sample: None,
-                error: Some(e.to_string()),
-            },
-        };
+        let point = scrape_server(s, url, clock);
         let waiting = point
             .sample
             .as_ref()
@@ -342,34 +240,7 @@ fn sample_all(s: &Sources, clock: &RunClock, data: &mut TelemetryData) {
             error: None,
         });
     } else if let Some((url, path)) = &s.dcgm {
-        let at = clock.now();
-        let point = match s
-            .rt
-            .block_on(call(url, None, "GET", path, None, Duration::from_secs(2)))
-        {
-            Ok(r) if r.status == 200 => match from_dcgm_text(&String::from_utf8_lossy(&r.body)) {
-                Ok(gpus) => GpuPoint {
-                    at,
-                    gpus,
-                    error: None,
-                },
-                Err(e) => GpuPoint {
-                    at,
-                    gpus: Vec::new(),
-                    error: Some(format!("unparseable DCGM metrics: {e}")),
-                },
-            },
-            Ok(r) => GpuPoint {
-                at,
-                gpus: Vec::new(),
-                error: Some(format!("HTTP {}", r.status)),
-            },
-            Err(e) => GpuPoint {
-                at,
-                gpus: Vec::new(),
-                error: Some(e.to_string()),
-            },
-        };
+        let point = scrape_dcgm(s, url, path, clock);
         data.gpu.push(point);
     }
     data.host.push(HostPoint {
@@ -378,4 +249,178 @@ fn sample_all(s: &Sources, clock: &RunClock, data: &mut TelemetryData) {
         rss_bytes: rss_bytes(),
         rapl_uj: s.rapl.as_ref().and_then(Rapl::read_uj),
     });
+}
+
+/// One scrape of the server's metrics, stamped when it started.
+fn scrape_server(s: &Sources, url: &BaseUrl, clock: &RunClock) -> ServerPoint {
+    let at = clock.now();
+    match s.rt.block_on(call(
+        url,
+        Some(&s.target),
+        "GET",
+        &s.metrics_path,
+        None,
+        Duration::from_secs(2),
+    )) {
+        Ok(r) if r.status == 200 => match parse(&String::from_utf8_lossy(&r.body)) {
+            Ok(scrape) => {
+                let (engine, sample) = read(&scrape);
+                ServerPoint {
+                    at,
+                    engine: Some(engine),
+                    sample: Some(sample),
+                    error: None,
+                }
+            }
+            Err(e) => ServerPoint {
+                at,
+                engine: None,
+                sample: None,
+                error: Some(format!("unparseable metrics: {e}")),
+            },
+        },
+        Ok(r) => ServerPoint {
+            at,
+            engine: None,
+            sample: None,
+            error: Some(format!("HTTP {}", r.status)),
+        },
+        Err(e) => ServerPoint {
+            at,
+            engine: None,
+            sample: None,
+            error: Some(e.to_string()),
+        },
+    }
+}
+
+/// One reading of the DCGM exporter, stamped when it started.
+fn scrape_dcgm(s: &Sources, url: &BaseUrl, path: &str, clock: &RunClock) -> GpuPoint {
+    let at = clock.now();
+    match s
+        .rt
+        .block_on(call(url, None, "GET", path, None, Duration::from_secs(2)))
+    {
+        Ok(r) if r.status == 200 => match from_dcgm_text(&String::from_utf8_lossy(&r.body)) {
+            Ok(gpus) => GpuPoint {
+                at,
+                gpus,
+                error: None,
+            },
+            Err(e) => GpuPoint {
+                at,
+                gpus: Vec::new(),
+                error: Some(format!("unparseable DCGM metrics: {e}")),
+            },
+        },
+        Ok(r) => GpuPoint {
+            at,
+            gpus: Vec::new(),
+            error: Some(format!("HTTP {}", r.status)),
+        },
+        Err(e) => GpuPoint {
+            at,
+            gpus: Vec::new(),
+            error: Some(e.to_string()),
+        },
+    }
+}
+
+/// Opens every source `config` asks for, noting in `data` what each is (or why it is not
+/// measured), and in `gpu_live` whether a GPU source opened.
+fn open_sources(
+    config: &TelemetryConfig,
+    target: Target,
+    waiting: Arc<AtomicU64>,
+    rt: tokio::runtime::Runtime,
+    gpu_live: &AtomicBool,
+    data: &mut TelemetryData,
+) -> Sources {
+    let metrics = config.metrics_url.as_deref().and_then(split_url);
+    data.server_source = match &config.metrics_url {
+        None => "off (--no-server-metrics)".into(),
+        Some(u) => format!("scraped from {u} every {} s", config.interval_s),
+    };
+    let (nvml, dcgm) = open_gpu(&config.gpu, data);
+    gpu_live.store(
+        nvml.is_some() || dcgm.is_some(),
+        std::sync::atomic::Ordering::Release,
+    );
+    let rapl = match Rapl::open() {
+        Ok(r) => {
+            data.rapl_source = "RAPL package 0 (powercap)".into();
+            data.rapl_max_uj = Some(r.max_energy_range_uj);
+            Some(r)
+        }
+        Err(why) => {
+            data.rapl_source = why;
+            None
+        }
+    };
+    let (metrics, metrics_path) = match metrics {
+        Some((u, p)) => (Some(u), p),
+        None => (None, String::new()),
+    };
+    Sources {
+        waiting,
+        target,
+        metrics,
+        metrics_path,
+        dcgm,
+        nvml,
+        rapl,
+        rt,
+    }
+}
+
+/// The GPU source: NVML, or a DCGM exporter's URL, or none (`data` says which, or why).
+fn open_gpu(
+    gpu: &GpuSource,
+    data: &mut TelemetryData,
+) -> (Option<NvmlSource>, Option<(BaseUrl, String)>) {
+    match gpu {
+        GpuSource::Off => {
+            data.gpu_source = "off (--no-gpu-metrics)".into();
+            (None, None)
+        }
+        GpuSource::Dcgm { url } => {
+            data.gpu_source = format!("DCGM exporter at {url}");
+            (None, split_url(url))
+        }
+        GpuSource::Nvml => match NvmlSource::open() {
+            Ok(n) => {
+                data.gpu_source = n.describe();
+                (Some(n), None)
+            }
+            Err(why) => {
+                data.gpu_source = why;
+                (None, None)
+            }
+        },
+    }
+}
+
+/// Samples every `interval`, and at once when asked, until told to stop (after one last
+/// sample).
+fn collect(
+    sources: &Sources,
+    clock: &RunClock,
+    rx: &Receiver<Command>,
+    interval: Duration,
+    data: &mut TelemetryData,
+) {
+    loop {
+        sample_all(sources, clock, data);
+        match rx.recv_timeout(interval) {
+            Ok(Command::Sample(reply)) => {
+                sample_all(sources, clock, data);
+                let _ = reply.send(());
+            }
+            Ok(Command::Stop) | Err(RecvTimeoutError::Disconnected) => {
+                sample_all(sources, clock, data);
+                break;
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+    }
 }

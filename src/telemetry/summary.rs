@@ -175,65 +175,104 @@ pub fn summarize(
     idle_until: Nanos,
     client: &ClientTotals,
 ) -> TelemetrySummary {
+    let server =
+        (!data.server.is_empty()).then(|| server_window(data, start, end, steady_from, client));
+    let gpu = gpu_window(data, start, end, idle_until, client);
+    let cpu_energy = cpu_energy_window(data, start, end, client);
+    TelemetrySummary {
+        sources: Sources {
+            server_metrics: data.server_source.clone(),
+            gpu: data.gpu_source.clone(),
+            cpu_energy: data.rapl_source.clone(),
+        },
+        server,
+        gpu,
+        cpu_energy,
+        host: host_window(data, start, end),
+    }
+}
+
+/// The server's counters over the window (between the scrapes that bracket it), its queue
+/// over the steady part, set against what the client measured.
+fn server_window(
+    data: &TelemetryData,
+    start: Nanos,
+    end: Nanos,
+    steady_from: Nanos,
+    client: &ClientTotals,
+) -> ServerWindow {
     let server_points: Vec<(Nanos, &ServerSample)> = data
         .server
         .iter()
         .filter_map(|p| Some((p.at, p.sample.as_ref()?)))
         .collect();
-    let server = (!data.server.is_empty()).then(|| {
-        let failed: Vec<&super::collector::ServerPoint> =
-            data.server.iter().filter(|p| p.error.is_some()).collect();
-        let engine = data
-            .server
-            .iter()
-            .find_map(|p| p.engine)
-            .map(engine_name)
-            .unwrap_or_else(|| "unknown".into());
-        let delta = bracketing(&server_points, start, end)
-            .map(|(a, b)| window_delta(a, b))
-            .unwrap_or_default();
-        let steady: Vec<(f64, f64)> = server_points
-            .iter()
-            .filter(|(t, _)| *t >= steady_from && *t <= end)
-            .filter_map(|(t, s)| Some((*t as f64 / 1e9, s.waiting?)))
-            .collect();
-        let queue = {
-            let (xs, ys): (Vec<f64>, Vec<f64>) = steady.iter().copied().unzip();
-            ols_slope(&xs, &ys).map(|fit| QueueTrend {
-                samples: ys.len(),
-                waiting_mean: ys.iter().sum::<f64>() / ys.len() as f64,
-                waiting_max: ys.iter().copied().fold(f64::MIN, f64::max),
-                slope_per_s: fit.slope,
-                p_value: fit.p_value,
-                growing: fit.slope > 0.0 && fit.p_value < 0.01,
-            })
-        };
-        let kv = server_points
-            .iter()
-            .filter(|(t, _)| *t >= start && *t <= end)
-            .filter_map(|(_, s)| s.kv_cache_usage)
-            .reduce(f64::max);
-        let comparison = Comparison {
-            output_tokens: Pair::of(client.output_tokens as f64, delta.generation_tokens),
-            requests_finished: Pair::of(client.ended as f64, delta.requests_finished),
-            mean_ttft_ms: client
-                .mean_ttft_ms
-                .zip(delta.mean_ttft_s)
-                .map(|(c, s)| Pair::of(c, Some(s * 1000.0))),
-        };
-        ServerWindow {
-            engine,
-            scrapes_ok: data.server.len() - failed.len(),
-            scrapes_failed: failed.len(),
-            last_error: failed.last().and_then(|p| p.error.clone()),
-            delta,
-            queue,
-            kv_cache_usage_max: kv,
-            comparison,
-        }
-    });
-    let gpu = gpu_window(data, start, end, idle_until, client);
-    let cpu_energy = data.rapl_max_uj.and_then(|max| {
+    let failed: Vec<&super::collector::ServerPoint> =
+        data.server.iter().filter(|p| p.error.is_some()).collect();
+    let engine = data
+        .server
+        .iter()
+        .find_map(|p| p.engine)
+        .map(engine_name)
+        .unwrap_or_else(|| "unknown".into());
+    let delta = bracketing(&server_points, start, end)
+        .map(|(a, b)| window_delta(a, b))
+        .unwrap_or_default();
+    let queue = queue_trend(&server_points, steady_from, end);
+    let kv = server_points
+        .iter()
+        .filter(|(t, _)| *t >= start && *t <= end)
+        .filter_map(|(_, s)| s.kv_cache_usage)
+        .reduce(f64::max);
+    let comparison = Comparison {
+        output_tokens: Pair::of(client.output_tokens as f64, delta.generation_tokens),
+        requests_finished: Pair::of(client.ended as f64, delta.requests_finished),
+        mean_ttft_ms: client
+            .mean_ttft_ms
+            .zip(delta.mean_ttft_s)
+            .map(|(c, s)| Pair::of(c, Some(s * 1000.0))),
+    };
+    ServerWindow {
+        engine,
+        scrapes_ok: data.server.len() - failed.len(),
+        scrapes_failed: failed.len(),
+        last_error: failed.last().and_then(|p| p.error.clone()),
+        delta,
+        queue,
+        kv_cache_usage_max: kv,
+        comparison,
+    }
+}
+
+/// The server's waiting queue over `[steady_from, end]`, and whether it kept growing.
+fn queue_trend(
+    server_points: &[(Nanos, &ServerSample)],
+    steady_from: Nanos,
+    end: Nanos,
+) -> Option<QueueTrend> {
+    let steady: Vec<(f64, f64)> = server_points
+        .iter()
+        .filter(|(t, _)| *t >= steady_from && *t <= end)
+        .filter_map(|(t, s)| Some((*t as f64 / 1e9, s.waiting?)))
+        .collect();
+    let (xs, ys): (Vec<f64>, Vec<f64>) = steady.iter().copied().unzip();
+    ols_slope(&xs, &ys).map(|fit| QueueTrend {
+        samples: ys.len(),
+        waiting_mean: ys.iter().sum::<f64>() / ys.len() as f64,
+        waiting_max: ys.iter().copied().fold(f64::MIN, f64::max),
+        slope_per_s: fit.slope,
+        p_value: fit.p_value,
+        growing: fit.slope > 0.0 && fit.p_value < 0.01,
+    })
+}
+
+/// The CPU package's energy over the window, from the RAPL readings that bracket it.
+fn cpu_energy_window(
+    data: &TelemetryData,
+    start: Nanos,
+    end: Nanos,
+    client: &ClientTotals,
+) -> Option<CpuEnergy> {
+    data.rapl_max_uj.and_then(|max| {
         let pts: Vec<(Nanos, u64)> = data
             .host
             .iter()
@@ -246,7 +285,11 @@ pub fn summarize(
             joules,
             joules_per_output_token: joules_per_token(joules, client.output_tokens),
         })
-    });
+    })
+}
+
+/// The generator's host over the window: CPU cores busy on average, largest memory.
+fn host_window(data: &TelemetryData, start: Nanos, end: Nanos) -> HostWindow {
     let host_in: Vec<&super::collector::HostPoint> = data
         .host
         .iter()
@@ -259,23 +302,13 @@ pub fn summarize(
             .map(|(cb, ca)| (cb - ca) / ((b.at - a.at) as f64 / 1e9)),
         _ => None,
     };
-    TelemetrySummary {
-        sources: Sources {
-            server_metrics: data.server_source.clone(),
-            gpu: data.gpu_source.clone(),
-            cpu_energy: data.rapl_source.clone(),
-        },
-        server,
-        gpu,
-        cpu_energy,
-        host: HostWindow {
-            cpu_cores_mean,
-            rss_max_mib: host_in
-                .iter()
-                .filter_map(|h| h.rss_bytes)
-                .max()
-                .map(|b| b as f64 / (1024.0 * 1024.0)),
-        },
+    HostWindow {
+        cpu_cores_mean,
+        rss_max_mib: host_in
+            .iter()
+            .filter_map(|h| h.rss_bytes)
+            .max()
+            .map(|b| b as f64 / (1024.0 * 1024.0)),
     }
 }
 

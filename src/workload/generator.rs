@@ -269,100 +269,139 @@ impl Generator {
             .unwrap_or_else(|| self.scenario.output.clone());
         let class_name = class.map(|c| c.0);
         let system = self.system_prompt(tokenizer).map_err(text_err)?;
-        let with_system = |user: Vec<(String, String)>| -> Vec<(String, String)> {
-            let mut m = Vec::with_capacity(user.len() + 1);
-            if let Some(s) = &system {
-                m.push(("system".to_owned(), s.clone()));
-            }
-            m.extend(user);
-            m
-        };
 
         match self.dataset.clone().as_deref() {
             Some(Dataset::Prompts(records)) if self.scenario.content == Content::Dataset => {
                 let r: &PromptRecord = &records[self.order[(index as usize) % self.order.len()]];
-                let messages = with_system(r.messages.clone());
-                let output = r
-                    .output_tokens
-                    .or_else(|| r.answer.as_deref().map(|a| tokenizer.count(a) as u32))
-                    .unwrap_or_else(|| output_dist.sample(&mut self.rng))
-                    .max(1);
-                Ok(RequestSpec {
-                    index,
-                    input_tokens: tokenizer.count_messages(&messages) as u32,
-                    messages,
-                    max_tokens: output,
-                    class: r.class.clone().or(class_name),
-                    arrival_ms: None,
-                    session: None,
-                    turn: 0,
-                    think_ms: 0.0,
-                })
+                Ok(self.prompt_request(r, index, &system, &output_dist, class_name, tokenizer))
             }
             Some(Dataset::Trace(records)) => {
-                let r: &TraceRecord = &records[(index as usize) % records.len()];
-                // Replays wrap around: later passes shift by the trace's span.
-                let span = records
-                    .last()
-                    .map(|l| l.timestamp - records[0].timestamp)
-                    .unwrap_or(0.0)
-                    + 1.0;
-                let pass = (index as usize / records.len()) as f64;
-                let prefix = self
-                    .trace_prefix(&r.hash_ids.clone(), r.input_length, tokenizer)
-                    .map_err(text_err)?;
-                let messages = self
-                    .build(
-                        &prefix,
-                        r.input_length as usize,
-                        Content::Random,
-                        &system,
-                        tokenizer,
-                    )
-                    .map_err(text_err)?;
-                Ok(RequestSpec {
-                    index,
-                    input_tokens: r.input_length,
-                    messages,
-                    max_tokens: r.output_length,
-                    class: class_name,
-                    arrival_ms: Some(r.timestamp - records[0].timestamp + pass * span),
-                    session: None,
-                    turn: 0,
-                    think_ms: 0.0,
-                })
+                self.trace_request(records, index, &system, class_name, tokenizer)
             }
-            _ => {
-                let own = input_dist.sample(&mut self.rng) as usize;
-                let max_tokens = output_dist.sample(&mut self.rng);
-                let context = self
-                    .group_context(tokenizer)
-                    .map_err(text_err)?
-                    .unwrap_or_default();
-                let fixed = tokenizer
-                    .count_messages(&with_system(vec![("user".into(), context.clone())]))
-                    * usize::from(!context.is_empty() || system.is_some());
-                let target = fixed + own;
-                let messages = if self.scenario.content == Content::Document {
-                    self.document(target, &system, tokenizer)
-                        .map_err(text_err)?
-                } else {
-                    self.build(&context, target, self.scenario.content, &system, tokenizer)
-                        .map_err(text_err)?
-                };
-                Ok(RequestSpec {
-                    index,
-                    input_tokens: tokenizer.count_messages(&messages) as u32,
-                    messages,
-                    max_tokens,
-                    class: class_name,
-                    arrival_ms: None,
-                    session: None,
-                    turn: 0,
-                    think_ms: 0.0,
-                })
-            }
+            _ => self.synthetic_request(
+                index,
+                &system,
+                &input_dist,
+                &output_dist,
+                class_name,
+                tokenizer,
+            ),
         }
+    }
+
+    /// Request `index` from a dataset's prompt `r`: its messages (after the system prompt),
+    /// its output length (else its answer's, else drawn from `output_dist`), its class.
+    fn prompt_request(
+        &mut self,
+        r: &PromptRecord,
+        index: u64,
+        system: &Option<String>,
+        output_dist: &LengthDist,
+        class_name: Option<String>,
+        tokenizer: &dyn Tokenizer,
+    ) -> RequestSpec {
+        let messages = with_system(system, r.messages.clone());
+        let output = r
+            .output_tokens
+            .or_else(|| r.answer.as_deref().map(|a| tokenizer.count(a) as u32))
+            .unwrap_or_else(|| output_dist.sample(&mut self.rng))
+            .max(1);
+        RequestSpec {
+            index,
+            input_tokens: tokenizer.count_messages(&messages) as u32,
+            messages,
+            max_tokens: output,
+            class: r.class.clone().or(class_name),
+            arrival_ms: None,
+            session: None,
+            turn: 0,
+            think_ms: 0.0,
+        }
+    }
+
+    /// Request `index` replayed from a trace: its lengths and arrival time, its prompt
+    /// sharing the trace's hashed blocks.
+    fn trace_request(
+        &mut self,
+        records: &[TraceRecord],
+        index: u64,
+        system: &Option<String>,
+        class_name: Option<String>,
+        tokenizer: &dyn Tokenizer,
+    ) -> Result<RequestSpec, WorkloadError> {
+        let text_err = |source| WorkloadError::Text { index, source };
+        let r: &TraceRecord = &records[(index as usize) % records.len()];
+        // Replays wrap around: later passes shift by the trace's span.
+        let span = records
+            .last()
+            .map(|l| l.timestamp - records[0].timestamp)
+            .unwrap_or(0.0)
+            + 1.0;
+        let pass = (index as usize / records.len()) as f64;
+        let prefix = self
+            .trace_prefix(&r.hash_ids.clone(), r.input_length, tokenizer)
+            .map_err(text_err)?;
+        let messages = self
+            .build(
+                &prefix,
+                r.input_length as usize,
+                Content::Random,
+                system,
+                tokenizer,
+            )
+            .map_err(text_err)?;
+        Ok(RequestSpec {
+            index,
+            input_tokens: r.input_length,
+            messages,
+            max_tokens: r.output_length,
+            class: class_name,
+            arrival_ms: Some(r.timestamp - records[0].timestamp + pass * span),
+            session: None,
+            turn: 0,
+            think_ms: 0.0,
+        })
+    }
+
+    /// Request `index` of the workload's own content: lengths drawn from `input_dist` and
+    /// `output_dist`, after its prefix group's shared context, if any.
+    fn synthetic_request(
+        &mut self,
+        index: u64,
+        system: &Option<String>,
+        input_dist: &LengthDist,
+        output_dist: &LengthDist,
+        class_name: Option<String>,
+        tokenizer: &dyn Tokenizer,
+    ) -> Result<RequestSpec, WorkloadError> {
+        let text_err = |source| WorkloadError::Text { index, source };
+        let own = input_dist.sample(&mut self.rng) as usize;
+        let max_tokens = output_dist.sample(&mut self.rng);
+        let context = self
+            .group_context(tokenizer)
+            .map_err(text_err)?
+            .unwrap_or_default();
+        let fixed = tokenizer
+            .count_messages(&with_system(system, vec![("user".into(), context.clone())]))
+            * usize::from(!context.is_empty() || system.is_some());
+        let target = fixed + own;
+        let messages = if self.scenario.content == Content::Document {
+            self.document(target, system, tokenizer).map_err(text_err)?
+        } else {
+            self.build(&context, target, self.scenario.content, system, tokenizer)
+                .map_err(text_err)?
+        };
+        Ok(RequestSpec {
+            index,
+            input_tokens: tokenizer.count_messages(&messages) as u32,
+            messages,
+            max_tokens,
+            class: class_name,
+            arrival_ms: None,
+            session: None,
+            turn: 0,
+            think_ms: 0.0,
+        })
     }
 
     /// Messages whose count is exactly `target`: the system prompt, then `prefix` + body.
@@ -423,4 +462,14 @@ impl Generator {
             })?;
         Ok(wrap(&doc))
     }
+}
+
+/// The system prompt (if any), then `user`'s messages.
+fn with_system(system: &Option<String>, user: Vec<(String, String)>) -> Vec<(String, String)> {
+    let mut m = Vec::with_capacity(user.len() + 1);
+    if let Some(s) = system {
+        m.push(("system".to_owned(), s.clone()));
+    }
+    m.extend(user);
+    m
 }

@@ -216,45 +216,55 @@ impl Scenario {
                     LengthDist::fixed(256),
                 )
             },
-            "fairness-mix" => Scenario {
-                classes: vec![
-                    Class {
-                        name: "short".into(),
-                        weight: 0.8,
-                        input: Some(LengthDist::Uniform { min: 64, max: 256 }),
-                        output: Some(LengthDist::Uniform { min: 32, max: 128 }),
-                        body: Default::default(),
-                    },
-                    Class {
-                        name: "long".into(),
-                        weight: 0.2,
-                        input: Some(LengthDist::Uniform { min: 1024, max: 4096 }),
-                        output: Some(LengthDist::Uniform { min: 256, max: 1024 }),
-                        body: Default::default(),
-                    },
-                ],
-                ..Self::plain(
-                    name,
-                    "draft 5.6: 80 % short (input 64-256, output 32-128) and 20 % long (input 1024-4096, output 256-1024) requests",
-                    LengthDist::Uniform { min: 64, max: 256 },
-                    LengthDist::Uniform { min: 32, max: 128 },
-                )
-            },
-            "multi-turn-chat" => Scenario {
-                system_prompt: Some(SharedPrefix { tokens: 200, share: 1.0 }),
-                sessions: Some(Sessions {
-                    turns: LengthDist::Uniform { min: 2, max: 6 },
-                    think_time_ms: LengthDist::LogNormal { mu: 7.6, sigma: 0.5, min: 500, max: 10_000 },
-                }),
-                ..Self::plain(
-                    name,
-                    "chat sessions of 2-6 turns sharing a 200-token system prompt; each turn adds a LogNormal(4.5, 0.8) in [8, 512]-token message to the history and waits a LogNormal think time (median 2 s) after the previous answer",
-                    LengthDist::LogNormal { mu: 4.5, sigma: 0.8, min: 8, max: 512 },
-                    LengthDist::LogNormal { mu: 5.0, sigma: 0.7, min: 16, max: 1024 },
-                )
-            },
+            "fairness-mix" => Self::fairness_mix(name),
+            "multi-turn-chat" => Self::multi_turn_chat(name),
             other => return Err(ScenarioError::Unknown(other.into())),
         })
+    }
+
+    /// `fairness-mix`: draft 5.6's two classes, short and long requests.
+    fn fairness_mix(name: &str) -> Self {
+        Scenario {
+            classes: vec![
+                Class {
+                    name: "short".into(),
+                    weight: 0.8,
+                    input: Some(LengthDist::Uniform { min: 64, max: 256 }),
+                    output: Some(LengthDist::Uniform { min: 32, max: 128 }),
+                    body: Default::default(),
+                },
+                Class {
+                    name: "long".into(),
+                    weight: 0.2,
+                    input: Some(LengthDist::Uniform { min: 1024, max: 4096 }),
+                    output: Some(LengthDist::Uniform { min: 256, max: 1024 }),
+                    body: Default::default(),
+                },
+            ],
+            ..Self::plain(
+                name,
+                "draft 5.6: 80 % short (input 64-256, output 32-128) and 20 % long (input 1024-4096, output 256-1024) requests",
+                LengthDist::Uniform { min: 64, max: 256 },
+                LengthDist::Uniform { min: 32, max: 128 },
+            )
+        }
+    }
+
+    /// `multi-turn-chat`: chat sessions sharing a system prompt, with think time between turns.
+    fn multi_turn_chat(name: &str) -> Self {
+        Scenario {
+            system_prompt: Some(SharedPrefix { tokens: 200, share: 1.0 }),
+            sessions: Some(Sessions {
+                turns: LengthDist::Uniform { min: 2, max: 6 },
+                think_time_ms: LengthDist::LogNormal { mu: 7.6, sigma: 0.5, min: 500, max: 10_000 },
+            }),
+            ..Self::plain(
+                name,
+                "chat sessions of 2-6 turns sharing a 200-token system prompt; each turn adds a LogNormal(4.5, 0.8) in [8, 512]-token message to the history and waits a LogNormal think time (median 2 s) after the previous answer",
+                LengthDist::LogNormal { mu: 4.5, sigma: 0.8, min: 8, max: 512 },
+                LengthDist::LogNormal { mu: 5.0, sigma: 0.7, min: 16, max: 1024 },
+            )
+        }
     }
 
     /// A scenario from TOML text.

@@ -31,6 +31,14 @@ impl BodyLimits {
             first_token_deadline: None,
         }
     }
+
+    /// An answer's stream, sent at `sent`: a first token is due within `--first-token-timeout`.
+    pub(super) fn stream(limits: &ExchangeLimits, clock: &RunClock, sent: Nanos) -> BodyLimits {
+        BodyLimits {
+            max_bytes: limits.max_response_bytes,
+            first_token_deadline: limits.first_token.map(|d| clock.instant_at(sent) + d),
+        }
+    }
 }
 
 /// What the consumer of body bytes says after each piece.

@@ -178,63 +178,81 @@ impl BodyDecoder {
                         State::Data(left)
                     };
                 }
-                State::DataEnd => {
-                    let rest = &input[pos..];
-                    if rest.len() < 2 {
-                        if rest == b"\r" {
-                            break; // wait for the \n
-                        }
-                        if rest == b"\n" {
-                            pos += 1;
-                            self.state = State::Size;
-                            continue;
-                        }
-                        break;
-                    }
-                    if &rest[..2] == b"\r\n" {
-                        pos += 2;
-                    } else if rest[0] == b'\n' {
-                        pos += 1;
-                    } else {
-                        return Err(HttpError::Invalid("missing CRLF after chunk data".into()));
-                    }
-                    self.state = State::Size;
-                }
-                State::Size => {
-                    let rest = &input[pos..];
-                    let (used, size) = match httparse::parse_chunk_size(rest) {
-                        Ok(httparse::Status::Complete(done)) => done,
-                        Ok(httparse::Status::Partial) => {
-                            if rest.len() > 1024 {
-                                return Err(HttpError::Invalid("chunk-size line too long".into()));
-                            }
-                            break;
-                        }
-                        Err(_) => {
-                            let shown = String::from_utf8_lossy(&rest[..rest.len().min(20)]);
-                            return Err(HttpError::Invalid(format!("bad chunk size `{shown}`")));
-                        }
-                    };
-                    pos += used;
-                    self.state = if size == 0 {
-                        State::Trailer
-                    } else {
-                        State::Data(size)
-                    };
-                }
-                State::Trailer => {
-                    let rest = &input[pos..];
-                    let Some(nl) = memchr::memchr(b'\n', rest) else {
-                        break;
-                    };
-                    let line = &rest[..nl];
-                    pos += nl + 1;
-                    if line.is_empty() || line == b"\r" {
-                        self.state = State::Done;
-                    }
-                }
+                State::DataEnd => match self.data_end(&input[pos..])? {
+                    Some(used) => pos += used,
+                    None => break,
+                },
+                State::Size => match self.chunk_size(&input[pos..])? {
+                    Some(used) => pos += used,
+                    None => break,
+                },
+                State::Trailer => match self.trailer_line(&input[pos..]) {
+                    Some(used) => pos += used,
+                    None => break,
+                },
             }
         }
         Ok(pos)
+    }
+
+    /// The CRLF after a chunk's data (a bare LF accepted), at the start of `rest` (never
+    /// empty): the bytes it used, or `None` until it has come whole.
+    #[inline]
+    fn data_end(&mut self, rest: &[u8]) -> Result<Option<usize>, HttpError> {
+        if rest.len() < 2 {
+            if rest == b"\n" {
+                self.state = State::Size;
+                return Ok(Some(1));
+            }
+            // One byte (normally the \r): wait for the next.
+            return Ok(None);
+        }
+        let used = if &rest[..2] == b"\r\n" {
+            2
+        } else if rest[0] == b'\n' {
+            1
+        } else {
+            return Err(HttpError::Invalid("missing CRLF after chunk data".into()));
+        };
+        self.state = State::Size;
+        Ok(Some(used))
+    }
+
+    /// A chunk-size line at the start of `rest`, which leads to the chunk's data (or to the
+    /// trailer after the last, empty chunk): the bytes it used, or `None` until it has come
+    /// whole.
+    #[inline]
+    fn chunk_size(&mut self, rest: &[u8]) -> Result<Option<usize>, HttpError> {
+        let (used, size) = match httparse::parse_chunk_size(rest) {
+            Ok(httparse::Status::Complete(done)) => done,
+            Ok(httparse::Status::Partial) => {
+                if rest.len() > 1024 {
+                    return Err(HttpError::Invalid("chunk-size line too long".into()));
+                }
+                return Ok(None);
+            }
+            Err(_) => {
+                let shown = String::from_utf8_lossy(&rest[..rest.len().min(20)]);
+                return Err(HttpError::Invalid(format!("bad chunk size `{shown}`")));
+            }
+        };
+        self.state = if size == 0 {
+            State::Trailer
+        } else {
+            State::Data(size)
+        };
+        Ok(Some(used))
+    }
+
+    /// One trailer line at the start of `rest` (an empty one ends the body): the bytes it
+    /// used, or `None` until a whole line has come.
+    #[inline]
+    fn trailer_line(&mut self, rest: &[u8]) -> Option<usize> {
+        let nl = memchr::memchr(b'\n', rest)?;
+        let line = &rest[..nl];
+        if line.is_empty() || line == b"\r" {
+            self.state = State::Done;
+        }
+        Some(nl + 1)
     }
 }

@@ -3,6 +3,7 @@
 
 use super::request::{follow_up_turns, PhaseCtx};
 use super::Controls;
+use crate::client::PreparedRequest;
 use crate::clock::Nanos;
 use crate::runner::feeder::Feed;
 use crate::schedule::ArrivalPlan;
@@ -41,24 +42,7 @@ pub(super) fn dispatch(
         };
         let rest = session.split_off(1);
         let Some(req) = session.pop() else { continue };
-        let offset = match &mut timing {
-            Timing::Plan(plan) if sharded => {
-                // This shard's request `id` goes at the global schedule's `id`-th time:
-                // skip the times of the other shards' ordinals.
-                let mut at = None;
-                while consumed <= req.id {
-                    at = plan.next();
-                    consumed += 1;
-                }
-                at.unwrap_or(u64::MAX)
-            }
-            Timing::Plan(plan) => plan.next().unwrap_or(u64::MAX),
-            Timing::Trace { speed, base_ms } => {
-                let at = req.arrival_ms.unwrap_or(0.0);
-                let base = *base_ms.get_or_insert(at);
-                ((at - base).max(0.0) / speed.max(1e-9) * 1e6) as u64
-            }
-        };
+        let offset = timing.offset_of(&req, sharded, &mut consumed);
         if let Some(d) = max_duration.filter(|d| offset >= d.as_nanos() as u64) {
             // The next arrival falls after the limit: sending is over when the limit is, not
             // now (so the phase ends as a timed stop, and in-flight requests get the grace).
@@ -101,6 +85,32 @@ pub(super) enum Timing {
     Plan(Box<ArrivalPlan>),
     /// Each request's own trace timestamp, sped up by `speed`, relative to the first one.
     Trace { speed: f64, base_ms: Option<f64> },
+}
+
+impl Timing {
+    /// When `req` is due, from the phase's start (`u64::MAX` past the plan's end). Scale-out
+    /// (`sharded`): `consumed` counts the global schedule's arrivals taken so far.
+    #[inline]
+    fn offset_of(&mut self, req: &PreparedRequest, sharded: bool, consumed: &mut u64) -> Nanos {
+        match self {
+            Timing::Plan(plan) if sharded => {
+                // This shard's request `id` goes at the global schedule's `id`-th time:
+                // skip the times of the other shards' ordinals.
+                let mut at = None;
+                while *consumed <= req.id {
+                    at = plan.next();
+                    *consumed += 1;
+                }
+                at.unwrap_or(u64::MAX)
+            }
+            Timing::Plan(plan) => plan.next().unwrap_or(u64::MAX),
+            Timing::Trace { speed, base_ms } => {
+                let at = req.arrival_ms.unwrap_or(0.0);
+                let base = *base_ms.get_or_insert(at);
+                ((at - base).max(0.0) / speed.max(1e-9) * 1e6) as u64
+            }
+        }
+    }
 }
 
 /// Sleeps until `deadline`: coarse sleep to within 200 µs, then yield-spin. A late deadline

@@ -10,7 +10,7 @@ use crate::sim::wire::{ServerTimes, SimApi, StreamWriter};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::io;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 /// Fixed facts of one response beside its writer.
@@ -52,35 +52,12 @@ pub(super) async fn answer(
                 wr.cached = cached_tokens;
             }
             Event::Preempted { .. } => truth.preemptions += 1,
-            Event::Rejected => {
-                let msg = format!(
-                    "the prompt ({} tokens) does not fit in the KV cache",
-                    wr.prompt_tokens
-                );
-                truth.status = 400;
-                if !started {
-                    w.full(
-                        400,
-                        "application/json",
-                        &error_body(&msg, "invalid_request_error", 400),
-                        "",
-                    )
-                    .await?;
-                    return Ok(true);
-                }
-                w.cut().await?;
-                truth.cut = true;
-                return Ok(false);
-            }
+            Event::Rejected => return reject(&wr, truth, started, w).await,
             Event::Finished { .. } => break,
             Event::Tokens { n: k, at } => {
                 truth.token_times.push((at, k));
                 // Output guardrail and smoothing decide when the tokens leave.
-                let mut release = at + og;
-                if let Some(prev) = last_release {
-                    release = release.max(prev + smooth);
-                }
-                last_release = Some(release);
+                let release = release_at(at, og, smooth, &mut last_release);
                 if release > Instant::now() {
                     tokio::time::sleep_until(release.into()).await;
                 }
@@ -90,49 +67,16 @@ pub(super) async fn answer(
                     started = true;
                     wr.start(&mut out);
                 }
-                let mut piece = String::new();
-                for _ in 0..k {
-                    piece.push_str(SIM_WORDS[rng_text.random_range(0..SIM_WORDS.len())]);
-                }
+                let piece = draw_words(&mut rng_text, k);
                 let before = sent;
                 sent += k;
                 if !s.streaming {
                     text.push_str(&piece);
                     continue;
                 }
-                let hits = |at: Option<u32>| at.is_some_and(|a| before < a && sent >= a);
-                if hits(faults.stall_at) {
-                    tokio::time::sleep(r.scaled(r.config.faults.stall_ms)).await;
-                }
-                if hits(faults.malformed_at) {
-                    out.push_str("data: {\"id\": malformed\n\n");
-                }
-                if hits(faults.cut_at) {
-                    if !out.is_empty() {
-                        w.chunk(out.as_bytes()).await?;
-                    }
-                    w.cut().await?;
-                    truth.cut = true;
-                    return Ok(false);
-                }
-                if hits(faults.error_event_at) {
-                    // The tokens before this write were delivered; the stream then ends
-                    // with an error event in the API's form and a well-framed body.
-                    wr.error_event(&mut out, "injected error event");
-                    w.chunk(out.as_bytes()).await?;
-                    w.end_stream().await?;
-                    truth.error_event = true;
-                    truth.completion_tokens = before;
-                    return Ok(true);
-                }
-                if hits(faults.refusal_at) && wr.refusal(&mut out, before) {
-                    // The tokens before this write were delivered; the filter then refuses
-                    // in the API's own form and the stream ends normally.
-                    w.chunk(out.as_bytes()).await?;
-                    w.end_stream().await?;
-                    truth.refused = true;
-                    truth.completion_tokens = before;
-                    return Ok(true);
+                let ended = inject_faults(r, &mut wr, faults, &mut out, truth, w, before, sent);
+                if let Some(keep) = ended.await? {
+                    return Ok(keep);
                 }
                 wr.tokens(&mut out, &piece, k, before, n);
                 truth.chunk_writes.push((Instant::now(), k));
@@ -157,6 +101,111 @@ pub(super) async fn answer(
     }
     truth.completion_tokens = sent;
     Ok(true)
+}
+
+/// The engine refused the request (its prompt does not fit in the KV cache): a 400 answer
+/// when the stream has not started, else a cut stream.
+async fn reject(
+    wr: &StreamWriter,
+    truth: &mut TruthRecord,
+    started: bool,
+    w: &mut ResponseWriter<'_>,
+) -> io::Result<bool> {
+    let msg = format!(
+        "the prompt ({} tokens) does not fit in the KV cache",
+        wr.prompt_tokens
+    );
+    truth.status = 400;
+    if !started {
+        w.full(
+            400,
+            "application/json",
+            &error_body(&msg, "invalid_request_error", 400),
+            "",
+        )
+        .await?;
+        return Ok(true);
+    }
+    w.cut().await?;
+    truth.cut = true;
+    Ok(false)
+}
+
+/// When tokens that came at `at` leave: after the output guardrail `og`, and no sooner than
+/// `smooth` after the previous write left (`last_release`, which this updates).
+fn release_at(
+    at: Instant,
+    og: Duration,
+    smooth: Duration,
+    last_release: &mut Option<Instant>,
+) -> Instant {
+    let mut release = at + og;
+    if let Some(prev) = *last_release {
+        release = release.max(prev + smooth);
+    }
+    *last_release = Some(release);
+    release
+}
+
+/// `k` words from the request's own seeded text stream.
+fn draw_words(rng_text: &mut ChaCha8Rng, k: u32) -> String {
+    let mut piece = String::new();
+    for _ in 0..k {
+        piece.push_str(SIM_WORDS[rng_text.random_range(0..SIM_WORDS.len())]);
+    }
+    piece
+}
+
+/// Applies the faults drawn for the write that takes the answer from `before` to `sent`
+/// tokens (`out` holds what is to go before its tokens): a stall, a malformed event, a cut,
+/// an error event, a refusal. `Some` (what [`answer`] returns) when one ended the response,
+/// `None` when its tokens are to be written.
+#[allow(clippy::too_many_arguments)]
+async fn inject_faults(
+    r: &Responder,
+    wr: &mut StreamWriter,
+    faults: &RequestFaults,
+    out: &mut String,
+    truth: &mut TruthRecord,
+    w: &mut ResponseWriter<'_>,
+    before: u32,
+    sent: u32,
+) -> io::Result<Option<bool>> {
+    let hits = |at: Option<u32>| at.is_some_and(|a| before < a && sent >= a);
+    if hits(faults.stall_at) {
+        tokio::time::sleep(r.scaled(r.config.faults.stall_ms)).await;
+    }
+    if hits(faults.malformed_at) {
+        out.push_str("data: {\"id\": malformed\n\n");
+    }
+    if hits(faults.cut_at) {
+        if !out.is_empty() {
+            w.chunk(out.as_bytes()).await?;
+        }
+        w.cut().await?;
+        truth.cut = true;
+        return Ok(Some(false));
+    }
+    if hits(faults.error_event_at) {
+        // The tokens before this write were delivered; the stream then ends
+        // with an error event in the API's form and a well-framed body.
+        wr.error_event(out, "injected error event");
+        w.chunk(out.as_bytes()).await?;
+        w.end_stream().await?;
+        truth.error_event = true;
+        truth.completion_tokens = before;
+        return Ok(Some(true));
+    }
+    if hits(faults.refusal_at) && wr.refusal(out, before) {
+        // The tokens before this write were delivered; the filter then refuses
+        // in the API's own form and the stream ends normally.
+        w.chunk(out.as_bytes()).await?;
+        w.end_stream().await?;
+        truth.refused = true;
+        truth.completion_tokens = before;
+        return Ok(Some(true));
+    }
+    Ok(None)
 }
 
 /// The server-side times of a finished response, from its ground truth.

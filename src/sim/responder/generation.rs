@@ -115,26 +115,9 @@ pub async fn completion(
     api: SimApi,
 ) -> io::Result<bool> {
     let received = req.received;
-    let parsed: SimRequest = match serde_json::from_slice(&req.body) {
-        Ok(p) => p,
-        Err(e) => {
-            let body = error_body(
-                &format!("invalid JSON body: {e}"),
-                "invalid_request_error",
-                400,
-            );
-            w.full(400, "application/json", &body, "").await?;
-            return Ok(true);
-        }
-    };
-    // Anthropic refuses a Messages request without its version header; so does the
-    // simulator, so a client that forgets it fails here as it would there.
-    if api == SimApi::Messages && req.header("anthropic-version").is_none() {
-        let body = serde_json::json!({"type": "error", "error": {"type": "invalid_request_error", "message": "anthropic-version: header is required"}});
-        w.full(400, "application/json", body.to_string().as_bytes(), "")
-            .await?;
+    let Some(parsed) = parse_request(req, w, api).await? else {
         return Ok(true);
-    }
+    };
     let prompt = parsed.prompt_text(api);
     let prompt_ids = r.tokenizer.encode(&prompt);
     let prompt_tokens = prompt_ids.len() as u32;
@@ -142,22 +125,7 @@ pub async fn completion(
     let seed = r.config.seed ^ seq.wrapping_mul(0x9E37_79B9_7F4A_7C15);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let cap = parsed.max_tokens(api);
-    // Output length: exact with ignore_eos or min_tokens; otherwise the model's "EOS" comes
-    // from a seeded log-normal draw, capped by max_tokens.
-    let natural = {
-        let d = LogNormal::new(
-            r.config.output_median_tokens.max(1.0).ln(),
-            r.config.output_sigma.max(0.0),
-        )
-        .expect("valid log-normal");
-        (d.sample(&mut rng).round() as u32).max(1)
-    };
-    let min_tokens = parsed.min_tokens.unwrap_or(0);
-    let n = match cap {
-        Some(c) if parsed.ignores_eos(api) || min_tokens >= c => c.max(1),
-        Some(c) => natural.min(c).max(min_tokens).max(1),
-        None => natural,
-    };
+    let n = output_length(&r.config, &parsed, api, cap, &mut rng);
     let faults = draw_faults(&r.config, &mut rng, n);
     let id = format!("{}-sim{:08x}-{seq}", api.id_prefix(), r.instance);
     let mut truth = TruthRecord {
@@ -168,18 +136,7 @@ pub async fn completion(
         ..Default::default()
     };
     if let Some(status) = faults.status {
-        r.errors.fetch_add(1, Ordering::Relaxed);
-        truth.status = status;
-        truth.completion_tokens = 0;
-        r.truth.push(truth);
-        let extra = if status == 429 {
-            "Retry-After: 1\r\n"
-        } else {
-            ""
-        };
-        let body = error_body("injected fault", "server_error", status);
-        w.full(status, "application/json", &body, extra).await?;
-        return Ok(true);
+        return injected_error(r, w, truth, status).await;
     }
     if r.config.input_guardrail_ms > 0.0 {
         tokio::time::sleep(r.scaled(r.config.input_guardrail_ms)).await;
@@ -217,20 +174,7 @@ pub async fn completion(
         .model
         .clone()
         .unwrap_or_else(|| r.config.model.clone());
-    let stream_options = parsed.stream_options.as_ref();
-    let writer = StreamWriter::new(
-        api,
-        id,
-        serde_json::to_string(&model).unwrap_or_else(|_| "\"\"".into()),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0),
-        stream_options.is_some_and(|s| s.include_usage),
-        stream_options.is_some_and(|s| s.continuous_usage_stats),
-        prompt_tokens,
-        r.config.reasoning_tokens,
-    );
+    let writer = stream_writer(r, &parsed, api, id, &model, prompt_tokens);
     let stream = Stream {
         model,
         streaming: parsed.streams(api),
@@ -243,4 +187,106 @@ pub async fn completion(
     }
     r.truth.push(truth);
     result.map(|keep| keep && !aborted.load(Ordering::Relaxed))
+}
+
+/// The request's body, or `None` when it was refused (the 400 answer written): not JSON, or
+/// a Messages request without Anthropic's version header.
+async fn parse_request(
+    req: &Request,
+    w: &mut ResponseWriter<'_>,
+    api: SimApi,
+) -> io::Result<Option<SimRequest>> {
+    let parsed: SimRequest = match serde_json::from_slice(&req.body) {
+        Ok(p) => p,
+        Err(e) => {
+            let body = error_body(
+                &format!("invalid JSON body: {e}"),
+                "invalid_request_error",
+                400,
+            );
+            w.full(400, "application/json", &body, "").await?;
+            return Ok(None);
+        }
+    };
+    // Anthropic refuses a Messages request without its version header; so does the
+    // simulator, so a client that forgets it fails here as it would there.
+    if api == SimApi::Messages && req.header("anthropic-version").is_none() {
+        let body = serde_json::json!({"type": "error", "error": {"type": "invalid_request_error", "message": "anthropic-version: header is required"}});
+        w.full(400, "application/json", body.to_string().as_bytes(), "")
+            .await?;
+        return Ok(None);
+    }
+    Ok(Some(parsed))
+}
+
+/// Output length: exact with ignore_eos or min_tokens; otherwise the model's "EOS" comes
+/// from a seeded log-normal draw, capped by max_tokens (`cap`).
+fn output_length(
+    cfg: &SimConfig,
+    parsed: &SimRequest,
+    api: SimApi,
+    cap: Option<u32>,
+    rng: &mut ChaCha8Rng,
+) -> u32 {
+    let natural = {
+        let d = LogNormal::new(
+            cfg.output_median_tokens.max(1.0).ln(),
+            cfg.output_sigma.max(0.0),
+        )
+        .expect("valid log-normal");
+        (d.sample(rng).round() as u32).max(1)
+    };
+    let min_tokens = parsed.min_tokens.unwrap_or(0);
+    match cap {
+        Some(c) if parsed.ignores_eos(api) || min_tokens >= c => c.max(1),
+        Some(c) => natural.min(c).max(min_tokens).max(1),
+        None => natural,
+    }
+}
+
+/// Answers with the injected error `status` (429 with a `Retry-After`), recorded as such.
+async fn injected_error(
+    r: &Responder,
+    w: &mut ResponseWriter<'_>,
+    mut truth: TruthRecord,
+    status: u16,
+) -> io::Result<bool> {
+    r.errors.fetch_add(1, Ordering::Relaxed);
+    truth.status = status;
+    truth.completion_tokens = 0;
+    r.truth.push(truth);
+    let extra = if status == 429 {
+        "Retry-After: 1\r\n"
+    } else {
+        ""
+    };
+    let body = error_body("injected fault", "server_error", status);
+    w.full(status, "application/json", &body, extra).await?;
+    Ok(true)
+}
+
+/// The writer of the answer's events, in `api`'s dialect, with the usage the request asked
+/// for.
+fn stream_writer(
+    r: &Responder,
+    parsed: &SimRequest,
+    api: SimApi,
+    id: String,
+    model: &str,
+    prompt_tokens: u32,
+) -> StreamWriter {
+    let stream_options = parsed.stream_options.as_ref();
+    StreamWriter::new(
+        api,
+        id,
+        serde_json::to_string(model).unwrap_or_else(|_| "\"\"".into()),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+        stream_options.is_some_and(|s| s.include_usage),
+        stream_options.is_some_and(|s| s.continuous_usage_stats),
+        prompt_tokens,
+        r.config.reasoning_tokens,
+    )
 }

@@ -134,22 +134,7 @@ pub async fn handle(r: &Responder, req: Request, w: &mut ResponseWriter<'_>) -> 
             .await?
         }
         ("POST", "/tokenize") => {
-            let v: serde_json::Value = serde_json::from_slice(&req.body).unwrap_or_default();
-            // `messages` (vLLM style) are joined as the chat endpoint joins them to count.
-            let text = match v.get("messages").and_then(|m| m.as_array()) {
-                Some(msgs) => msgs
-                    .iter()
-                    .map(|m| m.get("content").map(text_of).unwrap_or_default())
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-                None => v
-                    .get("content")
-                    .or_else(|| v.get("prompt"))
-                    .map(text_of)
-                    .unwrap_or_default(),
-            };
-            let tokens = r.tokenizer.encode(&text);
-            let body = serde_json::json!({"tokens": tokens, "count": tokens.len()});
+            let body = tokenize(r, &req.body);
             w.full(200, "application/json", body.to_string().as_bytes(), "")
                 .await?
         }
@@ -161,20 +146,8 @@ pub async fn handle(r: &Responder, req: Request, w: &mut ResponseWriter<'_>) -> 
                 .store(true, std::sync::atomic::Ordering::Release);
             w.full(200, "application/json", b"{}", "").await?
         }
-        // The engines' descriptions of themselves (what `runner::ready` reads for the
-        // native routes), naming the simulator so discovery never mistakes it for them.
-        ("GET", "/props") => {
-            let body = serde_json::json!({"model_path": r.config.model, "build_info": format!("servebench-sim {}", env!("CARGO_PKG_VERSION")), "default_generation_settings": {"n_ctx": r.config.kv_capacity_tokens}});
-            w.full(200, "application/json", body.to_string().as_bytes(), "")
-                .await?
-        }
-        ("GET", "/info") => {
-            let body = serde_json::json!({"model_id": r.config.model, "version": env!("CARGO_PKG_VERSION"), "max_input_tokens": r.config.kv_capacity_tokens, "router": "servebench-sim"});
-            w.full(200, "application/json", body.to_string().as_bytes(), "")
-                .await?
-        }
-        ("GET", "/get_model_info") => {
-            let body = serde_json::json!({"model_path": r.config.model, "is_generation": true});
+        ("GET", p @ ("/props" | "/info" | "/get_model_info")) => {
+            let body = self_description(r, p);
             w.full(200, "application/json", body.to_string().as_bytes(), "")
                 .await?
         }
@@ -182,16 +155,14 @@ pub async fn handle(r: &Responder, req: Request, w: &mut ResponseWriter<'_>) -> 
             let api = SimApi::for_path(p).expect("checked");
             return completion(r, &req, w, api).await;
         }
-        (_, p) if SimApi::for_path(p).is_some() => {
-            w.full(
-                405,
-                "application/json",
-                &error_body("method not allowed", "invalid_request_error", 405),
-                "",
-            )
-            .await?
-        }
-        (_, "/health" | "/v1/models" | "/metrics" | "/tokenize" | "/reset_prefix_cache") => {
+        // A known route, the wrong method.
+        (_, p)
+            if SimApi::for_path(p).is_some()
+                || matches!(
+                    p,
+                    "/health" | "/v1/models" | "/metrics" | "/tokenize" | "/reset_prefix_cache"
+                ) =>
+        {
             w.full(
                 405,
                 "application/json",
@@ -211,6 +182,41 @@ pub async fn handle(r: &Responder, req: Request, w: &mut ResponseWriter<'_>) -> 
         }
     }
     Ok(true)
+}
+
+/// The tokens of a `/tokenize` body's text.
+fn tokenize(r: &Responder, body: &[u8]) -> serde_json::Value {
+    let v: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
+    // `messages` (vLLM style) are joined as the chat endpoint joins them to count.
+    let text = match v.get("messages").and_then(|m| m.as_array()) {
+        Some(msgs) => msgs
+            .iter()
+            .map(|m| m.get("content").map(text_of).unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        None => v
+            .get("content")
+            .or_else(|| v.get("prompt"))
+            .map(text_of)
+            .unwrap_or_default(),
+    };
+    let tokens = r.tokenizer.encode(&text);
+    serde_json::json!({"tokens": tokens, "count": tokens.len()})
+}
+
+/// The engines' descriptions of themselves at `path` (what `runner::ready` reads for the
+/// native routes: llama.cpp's `/props`, TGI's `/info`, SGLang's `/get_model_info`), naming
+/// the simulator so discovery never mistakes it for them.
+fn self_description(r: &Responder, path: &str) -> serde_json::Value {
+    match path {
+        "/props" => {
+            serde_json::json!({"model_path": r.config.model, "build_info": format!("servebench-sim {}", env!("CARGO_PKG_VERSION")), "default_generation_settings": {"n_ctx": r.config.kv_capacity_tokens}})
+        }
+        "/info" => {
+            serde_json::json!({"model_id": r.config.model, "version": env!("CARGO_PKG_VERSION"), "max_input_tokens": r.config.kv_capacity_tokens, "router": "servebench-sim"})
+        }
+        _ => serde_json::json!({"model_path": r.config.model, "is_generation": true}),
+    }
 }
 
 /// Prometheus text with vLLM's metric names, so scrapers and dashboards built for vLLM work.

@@ -15,33 +15,7 @@ impl StreamWriter {
         times: Option<&ServerTimes>,
     ) {
         match self.api {
-            SimApi::Chat | SimApi::Completions => {
-                if self.include_usage {
-                    let timings = times
-                        .and_then(|t| t.token_times_ms.as_ref())
-                        .map(|tt| {
-                            format!(
-                                ",\"timings\":{{\"predicted_n\":{sent},\"token_times_ms\":{}}}",
-                                serde_json::to_string(tt).unwrap_or_default()
-                            )
-                        })
-                        .unwrap_or_default();
-                    let object = if self.api == SimApi::Chat {
-                        "chat.completion.chunk"
-                    } else {
-                        "text_completion"
-                    };
-                    let _ = write!(
-                        out,
-                        "data: {{\"id\":\"{}\",\"object\":\"{object}\",\"created\":{},\"model\":{},\"choices\":[],\"usage\":{}{timings}}}\n\n",
-                        self.id,
-                        self.created,
-                        self.model_json,
-                        self.chat_usage(sent)
-                    );
-                }
-                out.push_str("data: [DONE]\n\n");
-            }
+            SimApi::Chat | SimApi::Completions => self.chat_end(out, sent, times),
             SimApi::Responses => {
                 let usage = self.responses_usage(sent);
                 if hit_limit {
@@ -69,37 +43,7 @@ impl StreamWriter {
                     "event: message_delta\ndata: {{\"type\":\"message_delta\",\"delta\":{{\"stop_reason\":\"{reason}\",\"stop_sequence\":null}},\"usage\":{{\"output_tokens\":{sent}}}}}\n\nevent: message_stop\ndata: {{\"type\":\"message_stop\"}}\n\n"
                 );
             }
-            SimApi::Llamacpp => {
-                let t = times.cloned().unwrap_or_default();
-                let per_s = if t.predicted_ms > 0.0 {
-                    sent.saturating_sub(1) as f64 / (t.predicted_ms / 1e3)
-                } else {
-                    0.0
-                };
-                let token_times = t
-                    .token_times_ms
-                    .as_ref()
-                    .map(|tt| {
-                        format!(
-                            ",\"token_times_ms\":{}",
-                            serde_json::to_string(tt).unwrap_or_default()
-                        )
-                    })
-                    .unwrap_or_default();
-                let stop_type = if hit_limit { "limit" } else { "eos" };
-                let _ = write!(
-                    out,
-                    "data: {{\"index\":0,\"content\":\"\",\"tokens\":[],\"id_slot\":0,\"stop\":true,\"model\":{},\"tokens_predicted\":{sent},\"tokens_evaluated\":{},\"stop_type\":\"{stop_type}\",\"stopping_word\":\"\",\"tokens_cached\":{},\"id\":\"{}\",\"timings\":{{\"cache_n\":{},\"prompt_n\":{},\"prompt_ms\":{:.3},\"predicted_n\":{sent},\"predicted_ms\":{:.3},\"predicted_per_second\":{per_s:.3}{token_times}}}}}\n\n",
-                    self.model_json,
-                    self.prompt_tokens,
-                    self.prompt_tokens + sent,
-                    self.id,
-                    self.cached,
-                    self.prompt_tokens - self.cached.min(self.prompt_tokens),
-                    t.prompt_ms,
-                    t.predicted_ms,
-                );
-            }
+            SimApi::Llamacpp => self.llamacpp_end(out, sent, hit_limit, times),
             SimApi::Tgi => {} // the last token's event carried the details
             SimApi::Sglang => out.push_str("data: [DONE]\n\n"),
             SimApi::Grpc => {
@@ -115,6 +59,75 @@ impl StreamWriter {
                 );
             }
         }
+    }
+
+    /// Chat and Completions: the usage chunk (when asked for, with llama.cpp's per-token
+    /// times when it has them), then `[DONE]`.
+    fn chat_end(&self, out: &mut String, sent: u32, times: Option<&ServerTimes>) {
+        if self.include_usage {
+            let timings = times
+                .and_then(|t| t.token_times_ms.as_ref())
+                .map(|tt| {
+                    format!(
+                        ",\"timings\":{{\"predicted_n\":{sent},\"token_times_ms\":{}}}",
+                        serde_json::to_string(tt).unwrap_or_default()
+                    )
+                })
+                .unwrap_or_default();
+            let object = if self.api == SimApi::Chat {
+                "chat.completion.chunk"
+            } else {
+                "text_completion"
+            };
+            let _ = write!(
+                out,
+                "data: {{\"id\":\"{}\",\"object\":\"{object}\",\"created\":{},\"model\":{},\"choices\":[],\"usage\":{}{timings}}}\n\n",
+                self.id,
+                self.created,
+                self.model_json,
+                self.chat_usage(sent)
+            );
+        }
+        out.push_str("data: [DONE]\n\n");
+    }
+
+    /// llama.cpp: the final event, with its `timings` object.
+    fn llamacpp_end(
+        &self,
+        out: &mut String,
+        sent: u32,
+        hit_limit: bool,
+        times: Option<&ServerTimes>,
+    ) {
+        let t = times.cloned().unwrap_or_default();
+        let per_s = if t.predicted_ms > 0.0 {
+            sent.saturating_sub(1) as f64 / (t.predicted_ms / 1e3)
+        } else {
+            0.0
+        };
+        let token_times = t
+            .token_times_ms
+            .as_ref()
+            .map(|tt| {
+                format!(
+                    ",\"token_times_ms\":{}",
+                    serde_json::to_string(tt).unwrap_or_default()
+                )
+            })
+            .unwrap_or_default();
+        let stop_type = if hit_limit { "limit" } else { "eos" };
+        let _ = write!(
+            out,
+            "data: {{\"index\":0,\"content\":\"\",\"tokens\":[],\"id_slot\":0,\"stop\":true,\"model\":{},\"tokens_predicted\":{sent},\"tokens_evaluated\":{},\"stop_type\":\"{stop_type}\",\"stopping_word\":\"\",\"tokens_cached\":{},\"id\":\"{}\",\"timings\":{{\"cache_n\":{},\"prompt_n\":{},\"prompt_ms\":{:.3},\"predicted_n\":{sent},\"predicted_ms\":{:.3},\"predicted_per_second\":{per_s:.3}{token_times}}}}}\n\n",
+            self.model_json,
+            self.prompt_tokens,
+            self.prompt_tokens + sent,
+            self.id,
+            self.cached,
+            self.prompt_tokens - self.cached.min(self.prompt_tokens),
+            t.prompt_ms,
+            t.predicted_ms,
+        );
     }
 
     /// A content filter's refusal after `sent` tokens, in the API's own form, ending the

@@ -23,86 +23,8 @@ impl StreamWriter {
                 let usage = self.continuous.then(|| self.chat_usage(sent));
                 self.chat_chunk(out, &body, last.then_some("length"), usage.as_deref());
             }
-            SimApi::Responses => {
-                if reasoning {
-                    if before == 0 {
-                        let item = format!(
-                            "{{\"id\":\"rs_{}\",\"type\":\"reasoning\",\"summary\":[]}}",
-                            self.id
-                        );
-                        self.typed(
-                            out,
-                            "response.output_item.added",
-                            format_args!("\"output_index\":0,\"item\":{item}"),
-                        );
-                    }
-                    let id = format!("rs_{}", self.id);
-                    self.typed(
-                        out,
-                        "response.reasoning_text.delta",
-                        format_args!("\"item_id\":\"{id}\",\"output_index\":0,\"content_index\":0,\"delta\":\"{piece}\""),
-                    );
-                } else {
-                    let index = u32::from(self.reasoning_tokens > 0);
-                    let id = format!("msg_{}", self.id);
-                    if !self.message_open {
-                        self.message_open = true;
-                        self.typed(
-                            out,
-                            "response.output_item.added",
-                            format_args!("\"output_index\":{index},\"item\":{{\"id\":\"{id}\",\"type\":\"message\",\"status\":\"in_progress\",\"role\":\"assistant\",\"content\":[]}}"),
-                        );
-                        self.typed(
-                            out,
-                            "response.content_part.added",
-                            format_args!("\"item_id\":\"{id}\",\"output_index\":{index},\"content_index\":0,\"part\":{{\"type\":\"output_text\",\"text\":\"\",\"annotations\":[]}}"),
-                        );
-                    }
-                    self.typed(
-                        out,
-                        "response.output_text.delta",
-                        format_args!("\"item_id\":\"{id}\",\"output_index\":{index},\"content_index\":0,\"delta\":\"{piece}\",\"logprobs\":[]"),
-                    );
-                }
-            }
-            SimApi::Messages => {
-                let want = if reasoning {
-                    Block::Thinking
-                } else {
-                    Block::Text
-                };
-                if self.block != Some(want) {
-                    if self.block.is_some() {
-                        let _ = write!(
-                            out,
-                            "event: content_block_stop\ndata: {{\"type\":\"content_block_stop\",\"index\":{}}}\n\n",
-                            self.next_index - 1
-                        );
-                    }
-                    let start = match want {
-                        Block::Thinking => "{\"type\":\"thinking\",\"thinking\":\"\"}",
-                        Block::Text => "{\"type\":\"text\",\"text\":\"\"}",
-                    };
-                    let _ = write!(
-                        out,
-                        "event: content_block_start\ndata: {{\"type\":\"content_block_start\",\"index\":{},\"content_block\":{start}}}\n\n",
-                        self.next_index
-                    );
-                    self.block = Some(want);
-                    self.next_index += 1;
-                }
-                let delta = match want {
-                    Block::Thinking => {
-                        format!("{{\"type\":\"thinking_delta\",\"thinking\":\"{piece}\"}}")
-                    }
-                    Block::Text => format!("{{\"type\":\"text_delta\",\"text\":\"{piece}\"}}"),
-                };
-                let _ = write!(
-                    out,
-                    "event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":{},\"delta\":{delta}}}\n\n",
-                    self.next_index - 1
-                );
-            }
+            SimApi::Responses => self.responses_tokens(out, piece, before, reasoning),
+            SimApi::Messages => self.messages_tokens(out, piece, reasoning),
             SimApi::Llamacpp => {
                 let _ = write!(
                     out,
@@ -112,28 +34,7 @@ impl StreamWriter {
                     self.id
                 );
             }
-            SimApi::Tgi => {
-                // One event per token, as TGI streams; the last carries the details.
-                for (i, word) in split_words(piece, k).enumerate() {
-                    let index = before + i as u32 + 1;
-                    let _ = write!(
-                        out,
-                        "data: {{\"index\":{index},\"token\":{{\"id\":{},\"text\":\"{word}\",\"logprob\":-0.25,\"special\":false}},\"top_tokens\":null,\"id\":\"{}\",",
-                        1000 + index,
-                        self.id
-                    );
-                    if index >= n {
-                        let _ = write!(
-                            out,
-                            "\"generated_text\":\"{}{piece}\",\"details\":{{\"finish_reason\":\"length\",\"generated_tokens\":{n},\"seed\":null,\"input_length\":{}}}}}\n\n",
-                            self.text, self.prompt_tokens
-                        );
-                    } else {
-                        out.push_str("\"generated_text\":null,\"details\":null}\n\n");
-                    }
-                }
-                self.text.push_str(piece);
-            }
+            SimApi::Tgi => self.tgi_tokens(out, piece, k, before, n),
             SimApi::Grpc => {
                 let _ = writeln!(out, "{{\"id\":\"{}\",\"text\":\"{piece}\"}}", self.id);
             }
@@ -159,6 +60,115 @@ impl StreamWriter {
                 );
             }
         }
+    }
+
+    /// Responses API: the reasoning item's deltas (the item added before the first), then
+    /// the message's (the item and its content part added before the first).
+    fn responses_tokens(&mut self, out: &mut String, piece: &str, before: u32, reasoning: bool) {
+        if reasoning {
+            if before == 0 {
+                let item = format!(
+                    "{{\"id\":\"rs_{}\",\"type\":\"reasoning\",\"summary\":[]}}",
+                    self.id
+                );
+                self.typed(
+                    out,
+                    "response.output_item.added",
+                    format_args!("\"output_index\":0,\"item\":{item}"),
+                );
+            }
+            let id = format!("rs_{}", self.id);
+            self.typed(
+                out,
+                "response.reasoning_text.delta",
+                format_args!("\"item_id\":\"{id}\",\"output_index\":0,\"content_index\":0,\"delta\":\"{piece}\""),
+            );
+        } else {
+            let index = u32::from(self.reasoning_tokens > 0);
+            let id = format!("msg_{}", self.id);
+            if !self.message_open {
+                self.message_open = true;
+                self.typed(
+                    out,
+                    "response.output_item.added",
+                    format_args!("\"output_index\":{index},\"item\":{{\"id\":\"{id}\",\"type\":\"message\",\"status\":\"in_progress\",\"role\":\"assistant\",\"content\":[]}}"),
+                );
+                self.typed(
+                    out,
+                    "response.content_part.added",
+                    format_args!("\"item_id\":\"{id}\",\"output_index\":{index},\"content_index\":0,\"part\":{{\"type\":\"output_text\",\"text\":\"\",\"annotations\":[]}}"),
+                );
+            }
+            self.typed(
+                out,
+                "response.output_text.delta",
+                format_args!("\"item_id\":\"{id}\",\"output_index\":{index},\"content_index\":0,\"delta\":\"{piece}\",\"logprobs\":[]"),
+            );
+        }
+    }
+
+    /// Messages API: a content block per kind (thinking, then text), each started before its
+    /// first delta and the previous one stopped.
+    fn messages_tokens(&mut self, out: &mut String, piece: &str, reasoning: bool) {
+        let want = if reasoning {
+            Block::Thinking
+        } else {
+            Block::Text
+        };
+        if self.block != Some(want) {
+            if self.block.is_some() {
+                let _ = write!(
+                    out,
+                    "event: content_block_stop\ndata: {{\"type\":\"content_block_stop\",\"index\":{}}}\n\n",
+                    self.next_index - 1
+                );
+            }
+            let start = match want {
+                Block::Thinking => "{\"type\":\"thinking\",\"thinking\":\"\"}",
+                Block::Text => "{\"type\":\"text\",\"text\":\"\"}",
+            };
+            let _ = write!(
+                out,
+                "event: content_block_start\ndata: {{\"type\":\"content_block_start\",\"index\":{},\"content_block\":{start}}}\n\n",
+                self.next_index
+            );
+            self.block = Some(want);
+            self.next_index += 1;
+        }
+        let delta = match want {
+            Block::Thinking => {
+                format!("{{\"type\":\"thinking_delta\",\"thinking\":\"{piece}\"}}")
+            }
+            Block::Text => format!("{{\"type\":\"text_delta\",\"text\":\"{piece}\"}}"),
+        };
+        let _ = write!(
+            out,
+            "event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":{},\"delta\":{delta}}}\n\n",
+            self.next_index - 1
+        );
+    }
+
+    /// TGI: one event per token, as TGI streams; the last carries the details.
+    fn tgi_tokens(&mut self, out: &mut String, piece: &str, k: u32, before: u32, n: u32) {
+        for (i, word) in split_words(piece, k).enumerate() {
+            let index = before + i as u32 + 1;
+            let _ = write!(
+                out,
+                "data: {{\"index\":{index},\"token\":{{\"id\":{},\"text\":\"{word}\",\"logprob\":-0.25,\"special\":false}},\"top_tokens\":null,\"id\":\"{}\",",
+                1000 + index,
+                self.id
+            );
+            if index >= n {
+                let _ = write!(
+                    out,
+                    "\"generated_text\":\"{}{piece}\",\"details\":{{\"finish_reason\":\"length\",\"generated_tokens\":{n},\"seed\":null,\"input_length\":{}}}}}\n\n",
+                    self.text, self.prompt_tokens
+                );
+            } else {
+                out.push_str("\"generated_text\":null,\"details\":null}\n\n");
+            }
+        }
+        self.text.push_str(piece);
     }
 }
 
