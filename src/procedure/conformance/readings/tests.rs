@@ -77,13 +77,13 @@ fn the_saturation_point_is_the_first_level_saturated_for_good() {
 /// No level saturated: no onset.
 #[test]
 fn the_saturation_onset_is_the_saturated_levels_completion_rate_within_the_bracket() {
-    let q = "queue growth";
     let achieved = [1.0, 2.0, 2.9, 2.7, 2.5];
     let curve = |from: usize| {
         let mut r = CurveResult {
             points: (0..5)
                 .map(|i| {
-                    let mut p = point(i, (i + 1) as f64, if i >= from { &[q] } else { &[] });
+                    let signals: &[&str] = if i >= from { &["queue growth"] } else { &[] };
+                    let mut p = point(i, (i + 1) as f64, signals);
                     p.achieved_requests_per_s = achieved[i];
                     p
                 })
