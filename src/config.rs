@@ -9,63 +9,15 @@ use serde::{Serialize, Serializer};
 use std::path::PathBuf;
 use std::time::Duration;
 
-mod base_url;
-mod target;
 #[cfg(test)]
 mod tests;
 
-pub use base_url::{BaseUrl, Secret, UrlError};
-pub use target::{is_credential_header, Endpoint, Target, WebSocketOptions};
-
-/// Options that shape every request body.
-#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema, serde::Deserialize)]
-pub struct RequestOptions {
-    /// Ask the server to ignore EOS so outputs reach `max_tokens`.
-    pub ignore_eos: bool,
-    /// `false` sends `cache_prompt: false` (llama.cpp) so no prompt reuse happens.
-    pub prefix_cache: bool,
-    /// Ask for cumulative usage in every chunk (vLLM `continuous_usage_stats`).
-    pub usage_per_chunk: bool,
-    pub temperature: Option<f64>,
-    /// Extra top-level JSON fields merged into every body.
-    pub extra_body: Vec<(String, serde_json::Value)>,
-}
-
-impl Default for RequestOptions {
-    fn default() -> Self {
-        Self {
-            ignore_eos: true,
-            prefix_cache: true,
-            usage_per_chunk: false,
-            temperature: Some(0.0),
-            extra_body: Vec::new(),
-        }
-    }
-}
-
-/// How inter-arrival times are drawn in open loop.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Arrival {
-    /// Exponential gaps (draft 4.2.3, required).
-    Poisson,
-    /// Equal gaps.
-    Constant,
-    /// Gamma gaps with coefficient of variation `cv` (1 = Poisson, > 1 burstier).
-    Gamma { cv: f64 },
-}
-
-/// How load is offered.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
-#[serde(tag = "model", rename_all = "snake_case")]
-pub enum LoadPattern {
-    /// A fixed number of requests in flight; a new one as soon as one completes.
-    Closed { concurrency: u32 },
-    /// Arrivals from a seeded schedule, independent of responses.
-    Open { rate_per_s: f64, arrival: Arrival },
-    /// Arrivals at the timestamps of a trace (`--dataset` in trace format), divided by `speed`.
-    Trace { speed: f64 },
-}
+// The client owns the target and what every request shares; the run's configuration holds
+// them, and these paths keep reading for the stages above the client.
+pub use crate::client::base_url::{BaseUrl, Secret, UrlError};
+pub use crate::client::options::{ArrivalClock, RequestOptions, RetryPolicy};
+pub use crate::client::target::{is_credential_header, Endpoint, Target, WebSocketOptions};
+pub use crate::schedule::pattern::{Arrival, LoadPattern};
 
 /// When the measured run ends: the first limit reached.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
@@ -111,53 +63,6 @@ pub enum Warmup {
     /// The draft's procedure: ≥ 100 requests and ≥ 10,000 output tokens, drain, then probe
     /// until two consecutive probes differ by less than 10 %.
     Auto,
-}
-
-/// When a request that was refused is tried again (`--retry`).
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
-pub struct RetryPolicy {
-    /// Most retries per request (0: never retry).
-    pub max_retries: u32,
-    /// HTTP statuses that are retried.
-    pub statuses: Vec<u16>,
-    /// Also retry when no connection could be made.
-    pub connect_errors: bool,
-    /// Longest wait before a retry, honouring `Retry-After` up to it, s.
-    pub max_wait_s: f64,
-}
-
-impl Default for RetryPolicy {
-    fn default() -> Self {
-        Self {
-            max_retries: 0,
-            statuses: vec![429, 503],
-            connect_errors: false,
-            max_wait_s: 30.0,
-        }
-    }
-}
-
-/// Which clock timestamps chunk arrivals.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Serialize,
-    clap::ValueEnum,
-    Default,
-    schemars::JsonSchema,
-    serde::Deserialize,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum ArrivalClock {
-    /// The kernel's receive timestamp of the bytes (`SO_TIMESTAMPNS`; Linux), falling back
-    /// to the read's return where the platform gives none.
-    #[default]
-    Kernel,
-    /// The moment `read` returned (moves with the client's own load).
-    Read,
 }
 
 /// Where the prefill curve of the fluidity-index comes from.
@@ -272,11 +177,11 @@ pub struct RunConfig {
     /// a plain run. Recorded in the shard's `shard.json`, not in `run.json`.
     #[serde(skip)]
     #[schemars(skip)]
-    pub shard: Option<crate::scaleout::shard::ShardRun>,
+    pub shard: Option<crate::schedule::shard::ShardRun>,
     /// How fast the server answered the test request sent before any load
     /// (`runner::preflight`): what the warm-up's and the run's planned lengths are estimated
     /// from. `None` when no test request was sent (a configuration built in code).
     #[serde(skip)]
     #[schemars(skip)]
-    pub preflight: Option<crate::runner::preflight::Speed>,
+    pub preflight: Option<crate::record::speed::Speed>,
 }

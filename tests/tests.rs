@@ -1,6 +1,7 @@
 //! Integration tests: one binary (see STYLE.md), modules per area.
 
 mod apis;
+mod architecture;
 mod browser;
 mod client_at_scale;
 mod common;

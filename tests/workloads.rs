@@ -111,7 +111,7 @@ fn server_tokenizer_counts_match_the_servers_usage() {
         assert_eq!(r.usage_prompt_tokens(), Some(300));
     }
     let target = config(&sim.base_url(), &[], &temp_dir("server-tok2")).target;
-    let tok = servebench::tokenizer::load_for("server", &target).unwrap();
+    let tok = servebench::client::server_tokenizer::load_for("server", &target).unwrap();
     assert!(!tok.enumerable());
     let mut g = Generator::new(&Scenario::fixed(123, 4), 3, tok.as_ref(), None).unwrap();
     let r = g.next_request(tok.as_ref()).unwrap();

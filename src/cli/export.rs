@@ -25,7 +25,7 @@ pub fn export(args: ExportArgs) -> Result<u8> {
             for d in &args.dirs {
                 reports.push((d.display().to_string(), read_report(d)?));
             }
-            let refs: Vec<(String, &crate::report::RunReport)> =
+            let refs: Vec<(String, &crate::artifacts::RunReport)> =
                 reports.iter().map(|(p, r)| (p.clone(), r)).collect();
             csv::summaries(&refs)
         }

@@ -5,7 +5,9 @@
 //! `RunConfig`, the run executed, its verdict), `sim` serves the simulator; `history`,
 //! `compare` and `export` read finished runs back (`runs` resolves what an argument names).
 
-pub mod args;
+/// The flag structs live in `flags` (below `pipeline`, which resolves them); `cli::args` is
+/// the name the commands use.
+pub use crate::flags as args;
 pub mod compare;
 pub mod export;
 pub mod history;

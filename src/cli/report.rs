@@ -226,7 +226,7 @@ fn report_test_or_suite(args: &ReportArgs, test: Option<TestReport>) -> Result<u
     let (page, md, html) = match &test {
         Some(r) => {
             if matches!(args.format, ReportFormat::Terminal | ReportFormat::All) {
-                print!("{}", crate::procedure::tables::render(r));
+                print!("{}", crate::report::test_tables::render(r));
             }
             let folder = TestFolder::new(&args.dir);
             (

@@ -27,7 +27,7 @@ use crate::scaleout::plan::{
     check_shardable, run_options, workload_hash, Plan, PlanError, PLAN_KIND, PLAN_SCHEMA_VERSION,
     SHARD_FLAGS,
 };
-use crate::scaleout::shard::{Shard, ShardRun};
+use crate::schedule::shard::{Shard, ShardRun};
 use crate::store::{prepare_run_dir, write_run_json, RunFolder};
 use anyhow::{bail, Context, Result};
 use clap::Parser;
@@ -553,7 +553,7 @@ fn merge_warnings(merged: &Merged) -> Vec<Warning> {
 fn merged_start(merged: &Merged, config: RunConfig) -> RunStart {
     let first = &merged.shards[0].report;
     RunStart {
-        schema_version: crate::report::SCHEMA_VERSION,
+        schema_version: crate::artifacts::SCHEMA_VERSION,
         status: "running".into(),
         tool: ToolInfo::default(),
         started_at: iso8601_ms(merged.base_unix_us),

@@ -45,7 +45,7 @@ fn generate(
                 websocket: None,
                 grpc_backend: None,
             };
-            crate::tokenizer::load_for("server", &target)?
+            crate::client::server_tokenizer::load_for("server", &target)?
         }
         ("server", None) => {
             anyhow::bail!("--tokenizer server needs --url of the server whose /tokenize to use")

@@ -12,7 +12,7 @@
 use super::apis::kserve::{self, ModelInferRequest, ModelStreamInferResponse};
 use super::exchange::{Exchange, ExchangeLimits, PreparedRequest};
 use crate::clock::{Nanos, RunClock};
-use crate::config::BaseUrl;
+use crate::client::BaseUrl;
 use crate::record::{FailureKind, Outcome};
 use prost::Message;
 use tonic::codegen::http::uri::PathAndQuery;

@@ -6,7 +6,7 @@
 //! hot path; a bad certificate file or proxy URL is a configuration error with a message,
 //! never a failure in the middle of a run.
 
-use crate::config::{BaseUrl, Secret};
+use crate::client::{BaseUrl, Secret};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};

@@ -2,7 +2,7 @@
 //! discovery, `/tokenize`, `/metrics` scrapes.
 
 use super::http::{BodyDecoder, Connector, HttpError};
-use crate::config::{BaseUrl, Target};
+use crate::client::{BaseUrl, Target};
 use std::time::Duration;
 
 /// A complete response.

@@ -307,7 +307,7 @@ mod tests {
             prop_assert_eq!(collect(&[&bytes[..c], &bytes[c..]]), collect(&[&bytes]));
             // And no dialect's parser panics on whatever the events carry.
             let mut p = SseParser::new();
-            for endpoint in crate::config::Endpoint::ALL {
+            for endpoint in crate::client::Endpoint::ALL {
                 use crate::client::apis::StreamParser;
                 let mut parser = crate::client::apis::parser_for(endpoint);
                 p.feed(&bytes, |e| {

@@ -12,7 +12,7 @@ use super::exchange::{connect_advice, Exchange, ExchangeLimits, PreparedRequest}
 use super::http::{Conn, HttpError};
 use super::pool::Pool;
 use crate::clock::{Nanos, RunClock};
-use crate::config::Target;
+use crate::client::Target;
 use crate::record::{FailureKind, Outcome, RequestRecord};
 use std::time::Instant;
 

@@ -12,9 +12,9 @@
 mod items;
 mod settings;
 
-use super::fingerprint::{canonical, workload_hash};
+use crate::artifacts::fingerprint::{canonical, workload_hash};
 use super::SystemInput;
-use crate::report::RunReport;
+use crate::artifacts::RunReport;
 use items::{enough_runs, hardware, repeats, same_time, seeds};
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;

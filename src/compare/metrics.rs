@@ -3,7 +3,7 @@
 //!
 //! Pure: a `RunReport` and the normalisation inputs in, numbers out.
 
-use crate::report::RunReport;
+use crate::artifacts::RunReport;
 use crate::stats::compare::Direction;
 use serde::{Deserialize, Serialize};
 

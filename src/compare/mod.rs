@@ -15,13 +15,12 @@
 //! as JSON by the CLI, and as a page by the report stage).
 
 pub mod checklist;
-pub mod fingerprint;
 pub mod metrics;
 pub mod page;
 pub mod regress;
 pub mod render;
 
-use crate::report::{RunReport, ToolInfo};
+use crate::artifacts::{RunReport, ToolInfo};
 use crate::stats::compare::{
     compare as compare_groups, mean_interval, Direction, Outcome, Verdict,
 };

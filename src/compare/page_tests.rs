@@ -5,7 +5,7 @@ use super::*;
 use crate::compare::checklist::{Check, CheckStatus, Difference};
 use crate::compare::metrics::Normalisation;
 use crate::compare::{MetricRow, RunId, SystemSummary, SystemValues, Versus};
-use crate::report::ToolInfo;
+use crate::artifacts::ToolInfo;
 use crate::stats::compare::{Comparison, GroupSummary, WelchTest};
 
 fn ids(system: &str, runs: usize) -> Vec<RunId> {

@@ -17,7 +17,7 @@ use super::{measured, num, Ordered, Req, Stats};
 use crate::config::{Endpoint, LoadPattern};
 use crate::record::wire::{WireOutcome, WireRecord};
 use crate::record::Phase;
-use crate::report::RunReport;
+use crate::artifacts::RunReport;
 use serde_json::{json, Value as Json};
 use std::collections::BTreeMap;
 

@@ -4,7 +4,7 @@
 //! says (only when they hold a comma, a quote or a line break). Pure.
 
 use crate::record::wire::{WireOutcome, WireRecord};
-use crate::report::RunReport;
+use crate::artifacts::RunReport;
 use std::fmt::Write;
 
 /// Columns of the requests CSV, in order.

@@ -161,13 +161,13 @@ impl Stats {
         if self.sorted.is_empty() {
             0.0
         } else {
-            crate::metrics::distribution::percentile_sorted(&self.sorted, p)
+            crate::stats::distribution::percentile_sorted(&self.sorted, p)
         }
     }
 
     /// Population standard deviation (numpy's `np.std`).
     pub fn std_population(&self) -> f64 {
-        crate::metrics::distribution::std_dev(&self.sorted)
+        crate::stats::distribution::std_dev(&self.sorted)
     }
 
     /// Sample standard deviation (n − 1); 0 for fewer than two values.
@@ -191,7 +191,7 @@ pub(crate) mod fixture {
     //! A real run folder from the built-in simulator (`tests/fixtures/run-sim`), read once.
 
     use crate::record::wire::WireRecord;
-    use crate::report::RunReport;
+    use crate::artifacts::RunReport;
 
     pub const RUN_JSON: &str = include_str!("../../tests/fixtures/run-sim/run.json");
     pub const REQUESTS: &str = include_str!("../../tests/fixtures/run-sim/requests.jsonl");

@@ -15,7 +15,7 @@
 use super::{measured, num, Ordered, Req, Stats};
 use crate::config::{Arrival, Endpoint, LoadPattern};
 use crate::record::wire::WireRecord;
-use crate::report::RunReport;
+use crate::artifacts::RunReport;
 use serde_json::Value as Json;
 
 /// The percentiles written, as `--metric-percentiles` would name them.
@@ -323,7 +323,7 @@ mod tests {
             .map(|w| (w.first_token_at_us.unwrap() - w.sent_at_us.unwrap()) as f64 / 1000.0)
             .collect();
         ttfts.sort_by(f64::total_cmp);
-        let median = crate::metrics::distribution::percentile_sorted(&ttfts, 50.0);
+        let median = crate::stats::distribution::percentile_sorted(&ttfts, 50.0);
         assert!((f("median_ttft_ms") - median).abs() < 1e-9);
         let mean = ttfts.iter().sum::<f64>() / ttfts.len() as f64;
         assert!((f("mean_ttft_ms") - mean).abs() < 1e-9);

@@ -4,7 +4,7 @@
 //! Called by [`super::summary::summarize`] with the per-request measurements it already
 //! computed, so nothing here re-measures a request.
 
-use super::distribution::{percentile_sorted, Distribution};
+use crate::stats::distribution::{percentile_sorted, Distribution};
 use super::fairness::{fairness, Fairness};
 use super::fluidity::{fluid_rate, FluidRate, FluidityInput, PrefillCurve};
 use super::request::RequestMetrics;

@@ -3,7 +3,7 @@
 //! A request that failed stays in its class: it waited and got nothing, so it is the most
 //! starved of all. It counts in the class's `count`, in `failed`, and as starved.
 
-use super::distribution::percentile_sorted;
+use crate::stats::distribution::percentile_sorted;
 use super::request::RequestMetrics;
 use serde::Serialize;
 use std::collections::BTreeMap;

@@ -5,7 +5,7 @@
 //! server's accept queue) is reported beside them but belongs to the server side; an
 //! overloaded server that is slow to accept must not read as a slow generator.
 
-use super::distribution::Distribution;
+use crate::stats::distribution::Distribution;
 use crate::record::run::{ConnectionReport, GeneratorReport, TimestampReport};
 use crate::record::RequestRecord;
 use crate::stats::sketch::Sketch;

@@ -9,7 +9,8 @@
 //! `derive` computes the per-request figures written with each record.
 
 pub mod derive;
-pub mod distribution;
+/// The sample summary lives in `stats`; kept here so `metrics::distribution` paths read on.
+pub use crate::stats::distribution;
 pub mod experience;
 pub mod failures;
 pub mod fairness;
@@ -24,6 +25,6 @@ pub mod summary;
 pub mod ux;
 pub mod warnings;
 
-pub use distribution::Distribution;
+pub use crate::stats::Distribution;
 pub use request::{ItlOption, RequestMetrics};
 pub use summary::{summarize, RunSummary, SummaryParams};

@@ -5,7 +5,7 @@
 //! and two modes count as distinct only when the valley between them falls below half of
 //! the smaller one.
 
-use super::distribution::Distribution;
+use crate::stats::distribution::Distribution;
 use serde::Serialize;
 
 /// How the upper tail of a latency distribution behaves (draft 5.4.4.3 asks to characterise

@@ -2,7 +2,7 @@
 //! user-experience figures, failures and warnings. Pure: records and parameters in, one
 //! `RunSummary` out; every per-request measurement is computed once, here.
 
-use super::distribution::Distribution;
+use crate::stats::distribution::Distribution;
 use super::experience::{experience, Experience, FluidityParams};
 use super::failures::{breakdown, FailureBreakdown};
 use super::modality::{shape, Shape};

@@ -69,7 +69,7 @@ pub fn assemble(i: Inputs<'_>) -> Result<RunReport> {
         );
     }
     let report = RunReport {
-        schema_version: crate::report::SCHEMA_VERSION,
+        schema_version: crate::artifacts::SCHEMA_VERSION,
         tool: i.start.tool,
         started_at: crate::clock::iso8601_ms(i.started_unix_us),
         finished_at: crate::clock::iso8601_ms(i.finished_unix_us),

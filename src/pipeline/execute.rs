@@ -7,7 +7,7 @@ use super::exit;
 use super::host::host_info;
 use crate::config::{PrefillSetup, RunConfig};
 use crate::metrics::fluidity::ProfiledCurve;
-use crate::report::{SystemInfo, ToolInfo};
+use crate::artifacts::{SystemInfo, ToolInfo};
 use crate::runner::{self, RunError, ServerInfo};
 use crate::store::{write_run_json, RunFolder};
 use crate::tokenizer;
@@ -15,8 +15,8 @@ use anyhow::{Context, Result};
 use std::collections::BTreeMap;
 
 /// Which tokenizer counted what, for the report.
-pub fn tokenizer_info(tok: &dyn tokenizer::Tokenizer) -> crate::report::TokenizerInfo {
-    crate::report::TokenizerInfo {
+pub fn tokenizer_info(tok: &dyn tokenizer::Tokenizer) -> crate::artifacts::TokenizerInfo {
+    crate::artifacts::TokenizerInfo {
         name: tok.name().to_owned(),
         source: tok.source().to_owned(),
         vocab_size: tok.vocab_size(),
@@ -47,7 +47,7 @@ pub struct Execute<'a> {
 /// report and every record; `Ok(Err(code))` when the server could not be used.
 pub fn execute(
     e: Execute<'_>,
-) -> Result<std::result::Result<(crate::report::RunReport, Vec<crate::record::RequestRecord>), u8>>
+) -> Result<std::result::Result<(crate::artifacts::RunReport, Vec<crate::record::RequestRecord>), u8>>
 {
     let config = e.config;
     let start = mark_running(
@@ -118,11 +118,11 @@ fn mark_running(
     server: &ServerInfo,
     tokenizer: &dyn tokenizer::Tokenizer,
     baseline: &BTreeMap<String, (f64, f64)>,
-) -> Result<crate::report::RunStart> {
+) -> Result<crate::artifacts::RunStart> {
     let host = host_info();
     let tokenizer_info = tokenizer_info(tokenizer);
-    let start = crate::report::RunStart {
-        schema_version: crate::report::SCHEMA_VERSION,
+    let start = crate::artifacts::RunStart {
+        schema_version: crate::artifacts::SCHEMA_VERSION,
         status: "running".into(),
         tool: ToolInfo::default(),
         started_at: crate::clock::iso8601_ms(crate::clock::RunClock::start().unix_us(0)),

@@ -2,7 +2,7 @@
 //! `execute` as a run starts and by `assemble` as it ends.
 
 /// Host facts recorded with every run.
-pub fn host_info() -> crate::report::HostInfo {
+pub fn host_info() -> crate::artifacts::HostInfo {
     let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|s| s.trim().to_owned())
         .unwrap_or_default();
@@ -14,7 +14,7 @@ pub fn host_info() -> crate::report::HostInfo {
                 .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned())
         })
         .unwrap_or_default();
-    crate::report::HostInfo {
+    crate::artifacts::HostInfo {
         hostname,
         os: std::env::consts::OS.into(),
         arch: std::env::consts::ARCH.into(),

@@ -4,7 +4,7 @@
 
 use crate::record::RequestRecord;
 use crate::report::run_page::{self, RunData};
-use crate::report::RunReport;
+use crate::artifacts::RunReport;
 use crate::store::RunFolder;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};

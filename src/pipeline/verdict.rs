@@ -6,7 +6,7 @@ use super::exit;
 use crate::config::{LoadPattern, RunConfig};
 use crate::metrics::summary::failed_share;
 use crate::record::FailureKind;
-use crate::report::Verdict;
+use crate::artifacts::Verdict;
 
 /// The least share of a run's measured requests that must have finished (answered, or
 /// failed) before the run ended. Below it, the rest were still unanswered at the end and

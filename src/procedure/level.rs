@@ -10,7 +10,7 @@ use super::slo_check::SloCheck;
 use crate::metrics::failures::ServerOutcomes;
 use crate::metrics::RunSummary;
 use crate::record::RequestRecord;
-use crate::report::RunReport;
+use crate::artifacts::RunReport;
 use crate::workload::WorkloadSpec;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;

@@ -34,7 +34,6 @@ pub mod saturation;
 pub mod search;
 pub mod session;
 pub mod slo_check;
-pub mod tables;
 pub mod throughput;
 pub mod ttft;
 

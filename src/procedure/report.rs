@@ -5,7 +5,7 @@
 use super::compliance::Compliance;
 use super::level::LevelOutcome;
 use super::TestName;
-use crate::report::{SystemInfo, ToolInfo};
+use crate::artifacts::{SystemInfo, ToolInfo};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

@@ -47,7 +47,7 @@
 use super::arrivals::{self, ArrivalOutcomes};
 use crate::metrics::RunSummary;
 use crate::record::RequestRecord;
-use crate::report::RunReport;
+use crate::artifacts::RunReport;
 use serde::{Deserialize, Serialize};
 
 mod steady;

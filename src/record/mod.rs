@@ -11,6 +11,7 @@ pub mod draft;
 pub mod outcome;
 pub mod run;
 pub mod settle;
+pub mod speed;
 pub mod wire;
 
 pub use draft::Draft;

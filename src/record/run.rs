@@ -3,7 +3,7 @@
 //!
 //! Plain data, so `metrics` and `report` can read them without depending on the runner.
 
-use crate::metrics::Distribution;
+use crate::stats::Distribution;
 use serde::{Deserialize, Serialize};
 
 /// What the warm-up did (draft 4.5), against what the draft asks of it.

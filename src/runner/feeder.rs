@@ -6,7 +6,7 @@ use crate::client::apis::{request_body, Prompt};
 use crate::client::exchange::http_request;
 use crate::client::PreparedRequest;
 use crate::config::{RequestOptions, Target};
-use crate::scaleout::shard::Shard;
+use crate::schedule::shard::Shard;
 use crate::tokenizer::SharedTokenizer;
 use crate::workload::datasets::Dataset;
 use crate::workload::{Generator, RequestSpec, WorkloadSpec};

@@ -325,8 +325,8 @@ mod tests {
             "--out",
             out.as_str(),
         ];
-        let cli = <crate::cli::args::Cli as clap::Parser>::try_parse_from(args).unwrap();
-        let crate::cli::args::Command::Run(a) = cli.command else {
+        let cli = <crate::flags::Cli as clap::Parser>::try_parse_from(args).unwrap();
+        let crate::flags::Command::Run(a) = cli.command else {
             unreachable!()
         };
         let mut c = crate::pipeline::resolve::resolve(&a.run, "http://127.0.0.1:1/v1", true)

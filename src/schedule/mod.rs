@@ -5,7 +5,10 @@
 //! The engine only follows the plan; it never drops or re-times an arrival.
 
 use crate::clock::Nanos;
-use crate::config::Arrival;
+pub mod pattern;
+pub mod shard;
+
+pub use pattern::{Arrival, LoadPattern};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp, Gamma};

@@ -13,7 +13,7 @@
 //! exact minimum and maximum. Memory is bounded by the range of values, not their number:
 //! a range of 10^6 (30 powers of two) costs 3,840 counters.
 
-use crate::metrics::distribution::{percentile_sorted, Distribution};
+use super::distribution::{percentile_sorted, Distribution};
 
 /// Mantissa bits kept in a bucket index.
 const MANTISSA_BITS: u32 = 7;

@@ -27,7 +27,7 @@
 //! first when the run read a `--dataset`) where `S` is `/config/seed`, `W` is
 //! `/config/workload` and `D` is `/config/dataset_info`, with the keys of every
 //! object sorted (byte order) at every depth (see
-//! [`crate::compare::fingerprint`]). Two runs with the same key were offered
+//! [`crate::artifacts::fingerprint`]). Two runs with the same key were offered
 //! the same requests; runs missing either value get no key, since without a
 //! seed the requests are not reproducible.
 //!

@@ -12,7 +12,7 @@
 
 use super::folder::{RunFolder, TestFolder};
 use crate::record::wire::WireRecord;
-use crate::report::RunReport;
+use crate::artifacts::RunReport;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 

@@ -13,7 +13,7 @@ use super::nvml::NvmlSource;
 use super::prometheus::parse;
 use crate::client::simple::call;
 use crate::clock::{Nanos, RunClock};
-use crate::config::{BaseUrl, Target};
+use crate::client::{BaseUrl, Target};
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};

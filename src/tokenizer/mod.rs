@@ -5,11 +5,9 @@
 //! report records which tokenizer counted what.
 
 mod hf;
-mod server;
 mod tiktoken;
 
 pub use self::hf::HfTokenizer;
-pub use self::server::ServerTokenizer;
 pub use self::tiktoken::TiktokenTokenizer;
 
 use std::sync::Arc;
@@ -66,17 +64,6 @@ pub fn load(name: &str) -> Result<SharedTokenizer, TokenizerError> {
         "o200k_base" | "o200k" => Ok(Arc::new(TiktokenTokenizer::o200k())),
         path if path.ends_with(".json") => Ok(Arc::new(HfTokenizer::from_file(path)?)),
         other => Err(TokenizerError::Unknown(other.to_owned())),
-    }
-}
-
-/// Loads a tokenizer that may be the target server's own (`server`).
-pub fn load_for(
-    name: &str,
-    target: &crate::config::Target,
-) -> Result<SharedTokenizer, TokenizerError> {
-    match name {
-        "server" => Ok(Arc::new(ServerTokenizer::connect(target)?)),
-        other => load(other),
     }
 }
 

@@ -11,7 +11,7 @@ use crate::procedure::level::{Bench, LevelRun, LevelSpec, Load, Stop, WarmupChoi
 use crate::procedure::report::TargetInfo;
 use crate::procedure::{self, Options, TestName};
 use crate::record::RequestRecord;
-use crate::report::{RunReport, SystemInfo};
+use crate::artifacts::{RunReport, SystemInfo};
 use crate::runner::plan::{
     expected_rate, human, quick_warmup_requests, warmup_plan, QUICK_WARMUP_S,
 };

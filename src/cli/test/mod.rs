@@ -19,7 +19,7 @@ use super::exit;
 use crate::pipeline::resolve::redacted_command_line;
 use crate::procedure::report::{Finding, TestReport, TestStatus, TEST_SCHEMA_VERSION};
 use crate::procedure::{self, Options, TestName};
-use crate::report::{SystemInfo, ToolInfo};
+use crate::artifacts::{SystemInfo, ToolInfo};
 use crate::store::{SuiteFolder, TestFolder};
 use anyhow::{Context, Result};
 pub use levels::LevelRunner;
@@ -154,7 +154,7 @@ pub fn test(args: TestArgs) -> Result<u8> {
         Err(code) => return Ok(code),
     };
     let report = one_test(args.test, &mut runner, &options, &system)?;
-    print!("{}", procedure::tables::render(&report));
+    print!("{}", crate::report::test_tables::render(&report));
     println!(
         "\nTest folder: {} (report.html, report.md, test.json; a run folder per level)",
         runner.dir.display()
@@ -233,7 +233,7 @@ pub fn suite(args: SuiteArgs) -> Result<u8> {
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         runner.start_test(dir.clone());
         let report = one_test(test, &mut runner, &options, &system)?;
-        print!("{}", procedure::tables::render(&report));
+        print!("{}", crate::report::test_tables::render(&report));
         index_test(&args.run, &dir);
         feed_capacities(&mut options, &report);
         worst = worst.max(report.exit_status);

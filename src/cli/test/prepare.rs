@@ -7,7 +7,7 @@ use crate::cli::run::{ready, Ready};
 use crate::procedure::budget::Budget;
 use crate::procedure::level::Load;
 use crate::procedure::{self, Options, TestName};
-use crate::report::SystemInfo;
+use crate::artifacts::SystemInfo;
 use crate::sim::SimServer;
 use crate::store::RunFolder;
 use anyhow::{bail, Context, Result};

@@ -15,7 +15,7 @@ use super::event::{
     UsageUpdate,
 };
 use super::Prompt;
-use crate::config::RequestOptions;
+use crate::client::RequestOptions;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
@@ -384,7 +384,7 @@ mod tests {
     #[test]
     fn body_fields() {
         use super::super::test_body;
-        use crate::config::Endpoint;
+        use crate::client::Endpoint;
         let msgs = [
             ("system", "Be terse."),
             ("developer", "No lists."),

@@ -17,7 +17,7 @@
 
 use super::event::ApiEvent;
 use super::Prompt;
-use crate::config::RequestOptions;
+use crate::client::RequestOptions;
 use std::borrow::Cow;
 use std::collections::HashMap;
 

@@ -12,7 +12,7 @@ use super::event::{
     clamp_u32, error_with_type, invalid_json, ApiEvent, OptStr, StreamParser, Usage, UsageUpdate,
 };
 use super::Prompt;
-use crate::config::RequestOptions;
+use crate::client::RequestOptions;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -262,7 +262,7 @@ mod tests {
     #[test]
     fn llamacpp_body_fields() {
         use super::super::test_body;
-        use crate::config::Endpoint;
+        use crate::client::Endpoint;
         let msgs = [("system", "Be brief."), ("user", "Hi")];
         let v = test_body(
             Endpoint::Llamacpp,

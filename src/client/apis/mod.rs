@@ -29,7 +29,7 @@ pub mod websocket;
 
 pub use event::{ApiEvent, OptStr, StreamParser, Usage, UsageUpdate};
 
-use crate::config::{Endpoint, RequestOptions, Target, WebSocketOptions};
+use crate::client::{Endpoint, RequestOptions, Target, WebSocketOptions};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -247,7 +247,7 @@ pub fn test_body(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{BaseUrl, Secret};
+    use crate::client::{BaseUrl, Secret};
 
     pub fn target(endpoint: Endpoint, key: Option<&str>, headers: &[(&str, &str)]) -> Target {
         Target {

@@ -9,7 +9,7 @@
 
 use super::event::{error_message, invalid_json, ApiEvent, OptStr, StreamParser, UsageUpdate};
 use super::Prompt;
-use crate::config::{Endpoint, RequestOptions};
+use crate::client::{Endpoint, RequestOptions};
 use crate::record::ServerTiming;
 use serde::Deserialize;
 use serde_json::value::RawValue;

@@ -13,7 +13,7 @@ use super::event::{
     error_message, event_kind, invalid_json, ApiEvent, OptStr, StreamParser, Usage, UsageUpdate,
 };
 use super::Prompt;
-use crate::config::RequestOptions;
+use crate::client::RequestOptions;
 use serde::de::{Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -452,7 +452,7 @@ mod tests {
     #[test]
     fn body_fields() {
         use super::super::test_body;
-        use crate::config::Endpoint;
+        use crate::client::Endpoint;
         let one = [("user", "hi")];
         let v = test_body(
             Endpoint::Responses,

@@ -18,7 +18,7 @@ use super::event::{
     clamp_u32, error_with_type, invalid_json, ApiEvent, OptStr, StreamParser, Usage, UsageUpdate,
 };
 use super::Prompt;
-use crate::config::RequestOptions;
+use crate::client::RequestOptions;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
@@ -286,7 +286,7 @@ mod tests {
     #[test]
     fn body_fields() {
         use super::super::test_body;
-        use crate::config::Endpoint;
+        use crate::client::Endpoint;
         let msgs = [("system", "Be brief."), ("user", "Hi")];
         let v = test_body(Endpoint::Sglang, &msgs, 16, Some(0.0), true, &[]);
         assert_eq!(

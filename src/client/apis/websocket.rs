@@ -12,7 +12,7 @@ use super::event::{
     error_message, invalid_json, ApiEvent, OptStr, StreamParser, Usage, UsageUpdate,
 };
 use super::Prompt;
-use crate::config::{RequestOptions, WebSocketOptions};
+use crate::client::{RequestOptions, WebSocketOptions};
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;

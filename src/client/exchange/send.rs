@@ -8,7 +8,7 @@ use crate::client::http::{BodyDecoder, Conn, HttpError, ResponseHead};
 use crate::client::pool::{Acquired, Pool};
 use crate::client::sse::SseParser;
 use crate::clock::{Nanos, RunClock};
-use crate::config::Endpoint;
+use crate::client::Endpoint;
 use crate::record::draft::BODY_START_BYTES;
 use crate::record::{FailureKind, Outcome};
 

@@ -16,7 +16,7 @@ mod tests;
 
 use super::network::{client_config, Proxy, TlsOptions};
 use super::rx_stream::RxStream;
-use crate::config::{BaseUrl, Target};
+use crate::client::{BaseUrl, Target};
 pub use framing::{parse_head, BodyDecoder, BodyFraming, ResponseHead};
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};

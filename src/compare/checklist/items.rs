@@ -4,7 +4,7 @@
 
 use super::super::SystemInput;
 use super::{flat_view, join, Check, CheckStatus, ADJACENT_MIN_GAP_S};
-use crate::report::RunReport;
+use crate::artifacts::RunReport;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Same requests in the same order: every system ran the same set of seeds.

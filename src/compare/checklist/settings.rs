@@ -1,10 +1,10 @@
 //! A run's settings as a flat `pointer → compact JSON` view, and the settings whose value
 //! differs between the systems compared.
 
-use super::super::fingerprint::canonical;
+use crate::artifacts::fingerprint::canonical;
 use super::super::SystemInput;
 use super::{join, to_json, Difference};
-use crate::report::RunReport;
+use crate::artifacts::RunReport;
 use serde_json::Value as Json;
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -1,7 +1,7 @@
 //! The quantities an SLO term can bound (per-request metrics, run-level distributions and
 //! their statistics, rate floors) and the names `--slo` spells them by.
 
-use crate::metrics::distribution::Distribution;
+use crate::stats::distribution::Distribution;
 use crate::metrics::request::{own_itl_p99, RequestMetrics};
 use serde::{Deserialize, Serialize};
 use std::fmt;

@@ -2,7 +2,7 @@
 //! from the run-level percentile bounds.
 
 use super::*;
-use crate::metrics::distribution::Distribution;
+use crate::stats::distribution::Distribution;
 
 fn m(ttft: f64, tpot: f64, n: u32) -> RequestMetrics {
     RequestMetrics {

@@ -2,7 +2,7 @@
 //! time, and the run-level checks of statistics and floors.
 
 use super::{RateMetric, RequestMetric, RunMetric, SloSpec, SloTerm};
-use crate::metrics::distribution::Distribution;
+use crate::stats::distribution::Distribution;
 use crate::metrics::request::RequestMetrics;
 use serde::{Deserialize, Serialize};
 

@@ -20,7 +20,7 @@
 
 pub mod reservoir;
 
-use super::distribution::Distribution;
+use crate::stats::distribution::Distribution;
 use super::experience::{Experience, RateComparison};
 use super::failures::FailureTally;
 use super::modality::shape;

@@ -2,7 +2,7 @@
 //! client's measurements beside the server's own timings of the same requests.
 
 use super::{dist, input_tokens};
-use crate::metrics::distribution::Distribution;
+use crate::stats::distribution::Distribution;
 use crate::metrics::request::RequestMetrics;
 use crate::record::RequestRecord;
 use serde::Serialize;

@@ -3,7 +3,7 @@
 
 use super::{RunSummary, SummaryParams, Window};
 use crate::clock::Nanos;
-use crate::metrics::distribution::{samples_needed, Distribution};
+use crate::stats::distribution::{samples_needed, Distribution};
 use crate::metrics::request::{ItlOption, RequestMetrics};
 use crate::metrics::warnings::Warning;
 use crate::record::RequestRecord;

@@ -2,7 +2,7 @@
 //! and (open loop) whether completions kept up with the arrivals over it.
 
 use crate::clock::Nanos;
-use crate::metrics::distribution::Distribution;
+use crate::stats::distribution::Distribution;
 use crate::record::RequestRecord;
 use serde::Serialize;
 

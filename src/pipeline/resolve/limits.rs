@@ -2,7 +2,7 @@
 //! counts as failing (`--max-failures`, the SLO); per request, the timeouts, the size limits
 //! and the retries.
 
-use crate::cli::args::{LimitArgs, SloArgs};
+use crate::flags::{LimitArgs, SloArgs};
 use crate::client::exchange::ExchangeLimits;
 use crate::config::{Limits, RetryPolicy, Warmup};
 use crate::metrics::slo::SloSpec;

@@ -2,7 +2,7 @@
 //! metrics, GPUs), the client's threads, and the command line as the run records it, with
 //! credentials redacted.
 
-use crate::cli::args::{OutputArgs, TelemetryArgs};
+use crate::flags::{OutputArgs, TelemetryArgs};
 use crate::config::BaseUrl;
 use anyhow::{Context, Result};
 

@@ -2,7 +2,7 @@
 //! lengths or the dataset's own), and the request body every request carries. `workload
 //! show|export` resolves its workload here too.
 
-use crate::cli::args::{BodyArgs, WorkloadFlags};
+use crate::flags::{BodyArgs, WorkloadFlags};
 use crate::config::RequestOptions;
 use crate::workload::datasets::{Dataset, DatasetInfo};
 use crate::workload::WorkloadSpec;

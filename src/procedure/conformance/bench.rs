@@ -9,7 +9,7 @@ use crate::metrics::{summarize, SummaryParams};
 use crate::procedure::level::{Bench, LevelRun, LevelSpec, Load, Stop, WarmupChoice};
 use crate::procedure::Options;
 use crate::record::RequestRecord;
-use crate::report::RunReport;
+use crate::artifacts::RunReport;
 use crate::schedule::ArrivalPlan;
 use crate::sim::SimConfig;
 use crate::workload::WorkloadSpec;

@@ -2,7 +2,7 @@
 //! present with data, fairness and compliance following the run's facts.
 
 use super::*;
-use crate::cli::args::{Cli, Command};
+use crate::flags::{Cli, Command};
 use crate::metrics::generator::{judge, GeneratorFacts};
 use crate::metrics::{summarize, SummaryParams};
 use crate::record::{Chunk, FailureKind, Outcome, Phase, RequestRecord};

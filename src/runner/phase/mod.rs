@@ -85,7 +85,7 @@ pub struct PhasePlan {
     pub start_at: Option<Nanos>,
     /// Scale-out: the feed carries only this shard's ordinals; open-loop request `k` is
     /// sent at the global schedule's `k`-th time.
-    pub shard: Option<crate::scaleout::shard::Shard>,
+    pub shard: Option<crate::schedule::shard::Shard>,
     /// Closed loop: carry the load on from the warm-up (see [`LeadIn`]); `None`: every
     /// stream starts at once. Ignored in open loop, whose arrivals follow their schedule.
     pub lead_in: Option<LeadIn>,

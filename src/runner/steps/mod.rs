@@ -21,7 +21,7 @@ use crate::config::RunConfig;
 use crate::metrics::experience::FluidityParams;
 use crate::metrics::fluidity::ProfiledCurve;
 use crate::record::run::{PortUse, ProfileReport, ServerInfo, WarmupReport};
-use crate::scaleout::shard::Shard;
+use crate::schedule::shard::Shard;
 use crate::store::writer::Counters;
 use crate::store::RecordWriter;
 use crate::telemetry::Collector;

@@ -9,7 +9,7 @@ use crate::runner::phase::LeadIn;
 use crate::runner::progress::PhaseView;
 use crate::runner::warmup::{self, Warmed};
 use crate::runner::{plan, RunError, WARMUP_SEED_SALT};
-use crate::scaleout::shard::Shard;
+use crate::schedule::shard::Shard;
 use std::time::Duration;
 
 impl Bench<'_> {

@@ -5,7 +5,7 @@
 use rusqlite::types::Value as Sql;
 use serde_json::Value as Json;
 
-use crate::compare::fingerprint;
+use crate::artifacts::fingerprint;
 
 /// The columns of `runs` filled from the files, in table order. Anything a
 /// folder does not provide is written as NULL, so a re-index never leaves a

@@ -1,7 +1,7 @@
 //! The server under test: which API it speaks, its headers (credential values redacted
 //! from every output) and the options of the generic WebSocket mode.
 
-use super::{BaseUrl, Secret};
+use super::base_url::{BaseUrl, Secret};
 use serde::{Serialize, Serializer};
 
 /// Which API to drive (`--endpoint`; docs/apis.md).

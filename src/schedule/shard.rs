@@ -5,7 +5,7 @@
 //! and the same pacing from the first request to the last. Pure: no I/O beyond reading the
 //! two environment variables that schedulers set.
 
-use crate::config::LoadPattern;
+use super::LoadPattern;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use thiserror::Error;

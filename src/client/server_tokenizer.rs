@@ -1,15 +1,26 @@
-//! The server's own tokenizer through its HTTP API (the draft's Option A).
+//! The server's own tokenizer through its HTTP API (the draft's Option A). It lives with the
+//! client, which speaks HTTP; `tokenizer` stays below the client and knows only the trait.
 //!
 //! llama.cpp: `POST /tokenize {"content", "add_special", "with_pieces"}` and
 //! `POST /apply-template {"messages"}`; vLLM: `POST /tokenize {"model", "prompt"}` or
 //! `{"model", "messages"}` (template applied). Calls are blocking (this runs on the feeder
 //! and writer threads, never on the client runtime).
 
-use super::{TokenId, Tokenizer, TokenizerError};
-use crate::client::simple::call;
-use crate::config::{BaseUrl, Target};
+use super::simple::call;
+use super::{BaseUrl, Target};
+use crate::tokenizer::{SharedTokenizer, TokenId, Tokenizer, TokenizerError};
+use std::sync::Arc;
 use serde_json::{json, Value};
 use std::time::Duration;
+
+/// Loads a tokenizer that may be the target server's own (`server`); any other name as
+/// [`crate::tokenizer::load`] reads it.
+pub fn load_for(name: &str, target: &Target) -> Result<SharedTokenizer, TokenizerError> {
+    match name {
+        "server" => Ok(Arc::new(ServerTokenizer::connect(target)?)),
+        other => crate::tokenizer::load(other),
+    }
+}
 
 /// Which chat-template route the server has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,9 +80,9 @@ impl ServerTokenizer {
             // routes send raw text.
             chat: matches!(
                 target.endpoint,
-                crate::config::Endpoint::Chat
-                    | crate::config::Endpoint::Responses
-                    | crate::config::Endpoint::Messages
+                crate::client::Endpoint::Chat
+                    | crate::client::Endpoint::Responses
+                    | crate::client::Endpoint::Messages
             ),
         };
         if t.tokenize("hello world", false).is_none() {
