@@ -168,11 +168,9 @@ fn function_lengths(text: &str) -> Vec<(usize, usize, String)> {
     for (i, line) in lines.iter().enumerate() {
         let trimmed = line.trim_start();
         let indent = &line[..line.len() - trimmed.len()];
-        let mut words = trimmed
-            .split_whitespace()
-            .skip_while(|w| {
-                w.starts_with("pub") || ["const", "async", "unsafe", "extern"].contains(w)
-            });
+        let mut words = trimmed.split_whitespace().skip_while(|w| {
+            w.starts_with("pub") || ["const", "async", "unsafe", "extern"].contains(w)
+        });
         if words.next() != Some("fn") {
             continue;
         }
@@ -183,9 +181,9 @@ fn function_lengths(text: &str) -> Vec<(usize, usize, String)> {
             .take_while(|c| c.is_alphanumeric() || *c == '_')
             .collect();
         // The signature ends at the first line holding `{` (a body) or ending in `;` (none).
-        let Some(open) = (i..lines.len()).find(|&j| {
-            lines[j].contains('{') || lines[j].trim_end().ends_with(';')
-        }) else {
+        let Some(open) = (i..lines.len())
+            .find(|&j| lines[j].contains('{') || lines[j].trim_end().ends_with(';'))
+        else {
             continue;
         };
         if !lines[open].contains('{') {

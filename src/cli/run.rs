@@ -82,7 +82,10 @@ pub fn ready(args: &RunArgs) -> Result<std::result::Result<Ready, u8>> {
         }
     }
     drop(rt);
-    let tokenizer = crate::client::server_tokenizer::load_for(&resolved.tokenizer_name, &resolved.config.target)?;
+    let tokenizer = crate::client::server_tokenizer::load_for(
+        &resolved.tokenizer_name,
+        &resolved.config.target,
+    )?;
     Ok(Ok(Ready {
         sim,
         resolved,

@@ -11,8 +11,8 @@
 
 use super::apis::kserve::{self, ModelInferRequest, ModelStreamInferResponse};
 use super::exchange::{Exchange, ExchangeLimits, PreparedRequest};
-use crate::clock::{Nanos, RunClock};
 use crate::client::BaseUrl;
+use crate::clock::{Nanos, RunClock};
 use crate::record::{FailureKind, Outcome};
 use prost::Message;
 use tonic::codegen::http::uri::PathAndQuery;

@@ -17,14 +17,14 @@ pub mod network;
 pub mod options;
 pub mod pool;
 pub mod rx_stream;
-pub mod simple;
 pub mod server_tokenizer;
+pub mod simple;
 pub mod sse;
 pub mod target;
 pub mod websocket;
 
-pub use exchange::{execute, Exchange, PreparedRequest};
 pub use base_url::{BaseUrl, Secret, UrlError};
+pub use exchange::{execute, Exchange, PreparedRequest};
 pub use options::{ArrivalClock, RequestOptions, RetryPolicy};
 pub use pool::Pool;
 pub use target::{is_credential_header, Endpoint, Target, WebSocketOptions};

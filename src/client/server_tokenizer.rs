@@ -9,8 +9,8 @@
 use super::simple::call;
 use super::{BaseUrl, Target};
 use crate::tokenizer::{SharedTokenizer, TokenId, Tokenizer, TokenizerError};
-use std::sync::Arc;
 use serde_json::{json, Value};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Loads a tokenizer that may be the target server's own (`server`); any other name as

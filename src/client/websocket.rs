@@ -11,8 +11,8 @@
 use super::exchange::{connect_advice, Exchange, ExchangeLimits, PreparedRequest};
 use super::http::{Conn, HttpError};
 use super::pool::Pool;
-use crate::clock::{Nanos, RunClock};
 use crate::client::Target;
+use crate::clock::{Nanos, RunClock};
 use crate::record::{FailureKind, Outcome, RequestRecord};
 use std::time::Instant;
 

@@ -12,8 +12,8 @@
 mod items;
 mod settings;
 
-use crate::artifacts::fingerprint::{canonical, workload_hash};
 use super::SystemInput;
+use crate::artifacts::fingerprint::{canonical, workload_hash};
 use crate::artifacts::RunReport;
 use items::{enough_runs, hardware, repeats, same_time, seeds};
 use serde::{Deserialize, Serialize};

@@ -2,10 +2,10 @@
 //! charts with every run as a data point.
 
 use super::*;
+use crate::artifacts::ToolInfo;
 use crate::compare::checklist::{Check, CheckStatus, Difference};
 use crate::compare::metrics::Normalisation;
 use crate::compare::{MetricRow, RunId, SystemSummary, SystemValues, Versus};
-use crate::artifacts::ToolInfo;
 use crate::stats::compare::{Comparison, GroupSummary, WelchTest};
 
 fn ids(system: &str, runs: usize) -> Vec<RunId> {

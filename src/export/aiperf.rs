@@ -14,10 +14,10 @@
 //! `servebench-<version>`: the file was not made by AIPerf, and says so. Pure.
 
 use super::{measured, num, Ordered, Req, Stats};
+use crate::artifacts::RunReport;
 use crate::config::{Endpoint, LoadPattern};
 use crate::record::wire::{WireOutcome, WireRecord};
 use crate::record::Phase;
-use crate::artifacts::RunReport;
 use serde_json::{json, Value as Json};
 use std::collections::BTreeMap;
 

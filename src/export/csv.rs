@@ -3,8 +3,8 @@
 //! microseconds; `_ms`: milliseconds; `_per_s`: per second), fields are quoted as RFC 4180
 //! says (only when they hold a comma, a quote or a line break). Pure.
 
-use crate::record::wire::{WireOutcome, WireRecord};
 use crate::artifacts::RunReport;
+use crate::record::wire::{WireOutcome, WireRecord};
 use std::fmt::Write;
 
 /// Columns of the requests CSV, in order.

@@ -190,8 +190,8 @@ impl Stats {
 pub(crate) mod fixture {
     //! A real run folder from the built-in simulator (`tests/fixtures/run-sim`), read once.
 
-    use crate::record::wire::WireRecord;
     use crate::artifacts::RunReport;
+    use crate::record::wire::WireRecord;
 
     pub const RUN_JSON: &str = include_str!("../../tests/fixtures/run-sim/run.json");
     pub const REQUESTS: &str = include_str!("../../tests/fixtures/run-sim/requests.jsonl");

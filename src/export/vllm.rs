@@ -13,9 +13,9 @@
 //! deviation, numpy's linear percentiles. Pure.
 
 use super::{measured, num, Ordered, Req, Stats};
+use crate::artifacts::RunReport;
 use crate::config::{Arrival, Endpoint, LoadPattern};
 use crate::record::wire::WireRecord;
-use crate::artifacts::RunReport;
 use serde_json::Value as Json;
 
 /// The percentiles written, as `--metric-percentiles` would name them.

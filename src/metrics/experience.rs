@@ -4,12 +4,12 @@
 //! Called by [`super::summary::summarize`] with the per-request measurements it already
 //! computed, so nothing here re-measures a request.
 
-use crate::stats::distribution::{percentile_sorted, Distribution};
 use super::fairness::{fairness, Fairness};
 use super::fluidity::{fluid_rate, FluidRate, FluidityInput, PrefillCurve};
 use super::request::RequestMetrics;
 use super::ux::{judge, smooth_goodput, token_times_ms, SmoothGoodput, UxParams, UxWindow};
 use crate::record::RequestRecord;
+use crate::stats::distribution::{percentile_sorted, Distribution};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

@@ -3,8 +3,8 @@
 //! A request that failed stays in its class: it waited and got nothing, so it is the most
 //! starved of all. It counts in the class's `count`, in `failed`, and as starved.
 
-use crate::stats::distribution::percentile_sorted;
 use super::request::RequestMetrics;
+use crate::stats::distribution::percentile_sorted;
 use serde::Serialize;
 use std::collections::BTreeMap;
 

@@ -5,9 +5,9 @@
 //! server's accept queue) is reported beside them but belongs to the server side; an
 //! overloaded server that is slow to accept must not read as a slow generator.
 
-use crate::stats::distribution::Distribution;
 use crate::record::run::{ConnectionReport, GeneratorReport, TimestampReport};
 use crate::record::RequestRecord;
+use crate::stats::distribution::Distribution;
 use crate::stats::sketch::Sketch;
 
 /// Dispatch lag P99 above this means the generator's own scheduling was late, ms.

@@ -5,9 +5,9 @@
 //! asks the report to say which; the time to the first reasoning token is kept beside it), so
 //! TPOT and the decode rate are taken over answer tokens, the ones between TTFT and E2E.
 
-use crate::stats::distribution::{percentile_sorted, std_dev};
 use crate::clock::Nanos;
 use crate::record::RequestRecord;
+use crate::stats::distribution::{percentile_sorted, std_dev};
 use serde::Serialize;
 
 /// How inter-token latency samples are formed from chunk arrivals (draft 4.6.3).

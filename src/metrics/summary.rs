@@ -2,7 +2,6 @@
 //! user-experience figures, failures and warnings. Pure: records and parameters in, one
 //! `RunSummary` out; every per-request measurement is computed once, here.
 
-use crate::stats::distribution::Distribution;
 use super::experience::{experience, Experience, FluidityParams};
 use super::failures::{breakdown, FailureBreakdown};
 use super::modality::{shape, Shape};
@@ -11,6 +10,7 @@ use super::slo::{evaluate, RunFigures, RunMetric, SloResult, SloSpec};
 use super::ux::UxParams;
 use super::warnings::Warning;
 use crate::record::{FailureKind, Phase, RequestRecord};
+use crate::stats::distribution::Distribution;
 use serde::Serialize;
 use std::collections::BTreeMap;
 

@@ -5,9 +5,9 @@
 
 use super::exit;
 use super::host::host_info;
+use crate::artifacts::{SystemInfo, ToolInfo};
 use crate::config::{PrefillSetup, RunConfig};
 use crate::metrics::fluidity::ProfiledCurve;
-use crate::artifacts::{SystemInfo, ToolInfo};
 use crate::runner::{self, RunError, ServerInfo};
 use crate::store::{write_run_json, RunFolder};
 use crate::tokenizer;
@@ -47,8 +47,15 @@ pub struct Execute<'a> {
 /// report and every record; `Ok(Err(code))` when the server could not be used.
 pub fn execute(
     e: Execute<'_>,
-) -> Result<std::result::Result<(crate::artifacts::RunReport, Vec<crate::record::RequestRecord>), u8>>
-{
+) -> Result<
+    std::result::Result<
+        (
+            crate::artifacts::RunReport,
+            Vec<crate::record::RequestRecord>,
+        ),
+        u8,
+    >,
+> {
     let config = e.config;
     let start = mark_running(
         &config,

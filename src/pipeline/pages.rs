@@ -2,9 +2,9 @@
 //! its records as `requests.jsonl` holds them. Here because `execute` and scale-out's merge
 //! write them as a run ends, and `servebench report` writes the same pages again.
 
+use crate::artifacts::RunReport;
 use crate::record::RequestRecord;
 use crate::report::run_page::{self, RunData};
-use crate::artifacts::RunReport;
 use crate::store::RunFolder;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};

@@ -3,10 +3,10 @@
 //! and both report files: `assemble` calls it for every run, recovered and merged ones too.
 
 use super::exit;
+use crate::artifacts::Verdict;
 use crate::config::{LoadPattern, RunConfig};
 use crate::metrics::summary::failed_share;
 use crate::record::FailureKind;
-use crate::artifacts::Verdict;
 
 /// The least share of a run's measured requests that must have finished (answered, or
 /// failed) before the run ended. Below it, the rest were still unanswered at the end and

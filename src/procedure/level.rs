@@ -7,10 +7,10 @@
 
 use super::saturation::Signals;
 use super::slo_check::SloCheck;
+use crate::artifacts::RunReport;
 use crate::metrics::failures::ServerOutcomes;
 use crate::metrics::RunSummary;
 use crate::record::RequestRecord;
-use crate::artifacts::RunReport;
 use crate::workload::WorkloadSpec;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;

@@ -45,9 +45,9 @@
 //!   and ten times their per-token latency is a wait of nine times their service.
 
 use super::arrivals::{self, ArrivalOutcomes};
+use crate::artifacts::RunReport;
 use crate::metrics::RunSummary;
 use crate::record::RequestRecord;
-use crate::artifacts::RunReport;
 use serde::{Deserialize, Serialize};
 
 mod steady;

@@ -20,4 +20,3 @@ pub mod test_tables;
 
 /// run.json's types live in `artifacts`; re-exported where the renderers read them.
 pub use crate::artifacts::*;
-

@@ -23,8 +23,8 @@ use crate::procedure::level::Load;
 use crate::procedure::long_context::LongContextResult;
 use crate::procedure::prefix_cache::PrefixCacheResult;
 use crate::procedure::report::{TestReport, TestStatus};
-use crate::report::test_tables::{level_parts, results, Part, Parts};
 use crate::procedure::TestName;
+use crate::report::test_tables::{level_parts, results, Part, Parts};
 use crate::stats::fit::{Fit, ModelKind};
 use serde::de::DeserializeOwned;
 

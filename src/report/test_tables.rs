@@ -12,13 +12,13 @@ mod limits;
 mod sweep;
 mod timing;
 
+use super::page::Table;
+use super::tables::to_terminal;
+use super::terminal::{fmt_ms, wrap, WIDTH};
 use crate::procedure::compliance::Strength;
 use crate::procedure::level::rate;
 use crate::procedure::report::{TestReport, TestStatus};
 use crate::procedure::TestName;
-use super::page::Table;
-use super::tables::to_terminal;
-use super::terminal::{fmt_ms, wrap, WIDTH};
 use features::{fairness, guardrails, prefix_cache};
 use limits::{capacity, long_context, memory};
 use serde::de::DeserializeOwned;

@@ -8,9 +8,9 @@
 //! raw records of all shards together, never averaged across shards.
 
 use super::clock::{ClockOffset, LARGE_OFFSET_MS};
-use crate::schedule::shard::Shard;
-use crate::record::{Phase, RequestRecord};
 use crate::artifacts::{HostInfo, RunReport};
+use crate::record::{Phase, RequestRecord};
+use crate::schedule::shard::Shard;
 use crate::store::run_dir::earliest_us;
 use crate::store::{read_requests, RunFolder};
 use anyhow::{bail, Context, Result};

@@ -11,8 +11,8 @@
 //! them, else from its subfolders that hold a `run.json`.
 
 use super::folder::{RunFolder, TestFolder};
-use crate::record::wire::WireRecord;
 use crate::artifacts::RunReport;
+use crate::record::wire::WireRecord;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 

@@ -57,8 +57,8 @@ pub fn run(config: &RunConfig) -> (RunOutput, RunSummary) {
 
 /// Runs with the named tokenizer (`server` for the target's) and summarises.
 pub fn run_with(config: &RunConfig, tokenizer: &str) -> (RunOutput, RunSummary) {
-    let tok =
-        servebench::client::server_tokenizer::load_for(tokenizer, &config.target).expect("the tokenizer loads");
+    let tok = servebench::client::server_tokenizer::load_for(tokenizer, &config.target)
+        .expect("the tokenizer loads");
     let out = runner::run(config, tok, &ServerInfo::default()).expect("the run starts");
     let summary = summarize(&out.records, &params(config, &out));
     (out, summary)

@@ -3,6 +3,7 @@
 
 use super::between_levels::{drain, flush_prefix_cache};
 use super::INTERRUPTED;
+use crate::artifacts::{RunReport, SystemInfo};
 use crate::config::{Arrival, Limits, LoadPattern, PrefillSetup, RunConfig, Warmup};
 use crate::metrics::fluidity::ProfiledCurve;
 use crate::pipeline::execute::{execute, Execute};
@@ -11,7 +12,6 @@ use crate::procedure::level::{Bench, LevelRun, LevelSpec, Load, Stop, WarmupChoi
 use crate::procedure::report::TargetInfo;
 use crate::procedure::{self, Options, TestName};
 use crate::record::RequestRecord;
-use crate::artifacts::{RunReport, SystemInfo};
 use crate::runner::plan::{
     expected_rate, human, quick_warmup_requests, warmup_plan, QUICK_WARMUP_S,
 };

@@ -16,10 +16,10 @@ mod prepare;
 
 use super::args::{RunArgs, SuiteArgs, TestArgs};
 use super::exit;
+use crate::artifacts::{SystemInfo, ToolInfo};
 use crate::pipeline::resolve::redacted_command_line;
 use crate::procedure::report::{Finding, TestReport, TestStatus, TEST_SCHEMA_VERSION};
 use crate::procedure::{self, Options, TestName};
-use crate::artifacts::{SystemInfo, ToolInfo};
 use crate::store::{SuiteFolder, TestFolder};
 use anyhow::{Context, Result};
 pub use levels::LevelRunner;

@@ -2,12 +2,12 @@
 //! (the built-in simulators included) ready, and the procedure's options.
 
 use super::levels::{LevelRunner, TargetSetup};
+use crate::artifacts::SystemInfo;
 use crate::cli::args::{ProcedureArgs, RunArgs};
 use crate::cli::run::{ready, Ready};
 use crate::procedure::budget::Budget;
 use crate::procedure::level::Load;
 use crate::procedure::{self, Options, TestName};
-use crate::artifacts::SystemInfo;
 use crate::sim::SimServer;
 use crate::store::RunFolder;
 use anyhow::{bail, Context, Result};

@@ -15,8 +15,8 @@ mod tests;
 
 use super::apis::openai::parse_timings;
 use super::apis::{parser_for, Parser, StreamParser};
-use crate::clock::Nanos;
 use crate::client::{Endpoint, Target};
+use crate::clock::Nanos;
 use crate::record::{Chunk, Draft, FailureKind, Outcome, Phase, RequestRecord};
 pub use send::{connect_advice, execute};
 

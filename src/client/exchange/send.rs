@@ -7,8 +7,8 @@ use super::{Exchange, ExchangeLimits, PreparedRequest};
 use crate::client::http::{BodyDecoder, Conn, HttpError, ResponseHead};
 use crate::client::pool::{Acquired, Pool};
 use crate::client::sse::SseParser;
-use crate::clock::{Nanos, RunClock};
 use crate::client::Endpoint;
+use crate::clock::{Nanos, RunClock};
 use crate::record::draft::BODY_START_BYTES;
 use crate::record::{FailureKind, Outcome};
 

@@ -1,9 +1,9 @@
 //! A run's settings as a flat `pointer → compact JSON` view, and the settings whose value
 //! differs between the systems compared.
 
-use crate::artifacts::fingerprint::canonical;
 use super::super::SystemInput;
 use super::{join, to_json, Difference};
+use crate::artifacts::fingerprint::canonical;
 use crate::artifacts::RunReport;
 use serde_json::Value as Json;
 use std::collections::{BTreeMap, BTreeSet};
@@ -116,7 +116,7 @@ fn flatten(prefix: &str, value: &Json, out: &mut BTreeMap<String, String>) {
                 text = format!(
                     "{}… (hash {})",
                     &text[..cut],
-                    super::super::fingerprint::hash_value(other)
+                    crate::artifacts::fingerprint::hash_value(other)
                 );
             }
             out.insert(prefix.to_owned(), text);

@@ -1,8 +1,8 @@
 //! The quantities an SLO term can bound (per-request metrics, run-level distributions and
 //! their statistics, rate floors) and the names `--slo` spells them by.
 
-use crate::stats::distribution::Distribution;
 use crate::metrics::request::{own_itl_p99, RequestMetrics};
+use crate::stats::distribution::Distribution;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 

@@ -2,8 +2,8 @@
 //! time, and the run-level checks of statistics and floors.
 
 use super::{RateMetric, RequestMetric, RunMetric, SloSpec, SloTerm};
-use crate::stats::distribution::Distribution;
 use crate::metrics::request::RequestMetrics;
+use crate::stats::distribution::Distribution;
 use serde::{Deserialize, Serialize};
 
 /// Per-request attainment and goodput.

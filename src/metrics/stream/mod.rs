@@ -20,7 +20,6 @@
 
 pub mod reservoir;
 
-use crate::stats::distribution::Distribution;
 use super::experience::{Experience, RateComparison};
 use super::failures::FailureTally;
 use super::modality::shape;
@@ -36,6 +35,7 @@ use super::ux::{committed_at, judge, smooth_goodput_of, GoodputSums, UxWindow};
 use super::warnings::Warning;
 use crate::clock::Nanos;
 use crate::record::{Phase, RequestRecord};
+use crate::stats::distribution::Distribution;
 use crate::stats::sketch::{Sketch, RELATIVE_ERROR};
 use crate::stats::time_bins::TimeBins;
 pub use reservoir::Reservoir;

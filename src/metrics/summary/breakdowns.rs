@@ -2,9 +2,9 @@
 //! client's measurements beside the server's own timings of the same requests.
 
 use super::{dist, input_tokens};
-use crate::stats::distribution::Distribution;
 use crate::metrics::request::RequestMetrics;
 use crate::record::RequestRecord;
+use crate::stats::distribution::Distribution;
 use serde::Serialize;
 
 /// TTFT percentiles of one input-length bucket (draft 5.1.4.2).

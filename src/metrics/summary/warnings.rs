@@ -3,10 +3,10 @@
 
 use super::{RunSummary, SummaryParams, Window};
 use crate::clock::Nanos;
-use crate::stats::distribution::{samples_needed, Distribution};
 use crate::metrics::request::{ItlOption, RequestMetrics};
 use crate::metrics::warnings::Warning;
 use crate::record::RequestRecord;
+use crate::stats::distribution::{samples_needed, Distribution};
 
 /// The summary's warnings: from its figures, the start-up transient found (if any), then
 /// the caller's and the warm-up's.

@@ -2,8 +2,8 @@
 //! and (open loop) whether completions kept up with the arrivals over it.
 
 use crate::clock::Nanos;
-use crate::stats::distribution::Distribution;
 use crate::record::RequestRecord;
+use crate::stats::distribution::Distribution;
 use serde::Serialize;
 
 /// The measurement window: from the first measured request's attempt (its planned send time

@@ -2,9 +2,9 @@
 //! counts as failing (`--max-failures`, the SLO); per request, the timeouts, the size limits
 //! and the retries.
 
-use crate::flags::{LimitArgs, SloArgs};
 use crate::client::exchange::ExchangeLimits;
 use crate::config::{Limits, RetryPolicy, Warmup};
+use crate::flags::{LimitArgs, SloArgs};
 use crate::metrics::slo::SloSpec;
 use anyhow::{bail, Context, Result};
 

@@ -16,9 +16,9 @@ pub use output::{redact_args, redacted_command_line};
 pub use ux::read_prefill_curve;
 pub use workload::workload_of;
 
-use crate::flags::RunArgs;
-use crate::config::RunConfig;
 use crate::artifacts::SystemInfo;
+use crate::config::RunConfig;
+use crate::flags::RunArgs;
 use crate::store::prepare_run_dir;
 use anyhow::Result;
 use std::collections::BTreeMap;

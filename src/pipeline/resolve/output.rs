@@ -2,8 +2,8 @@
 //! metrics, GPUs), the client's threads, and the command line as the run records it, with
 //! credentials redacted.
 
-use crate::flags::{OutputArgs, TelemetryArgs};
 use crate::config::BaseUrl;
+use crate::flags::{OutputArgs, TelemetryArgs};
 use anyhow::{Context, Result};
 
 /// What the telemetry thread samples; `url` is the target's (the server's metrics default to

@@ -2,9 +2,9 @@
 //! the WebSocket and gRPC options, and the system under test as the report names it. Every
 //! certificate, key and template file is read here, before anything starts.
 
-use crate::flags::{RunArgs, SutBoundaryArg, TargetArgs};
-use crate::config::{BaseUrl, Secret, Target};
 use crate::artifacts::SystemInfo;
+use crate::config::{BaseUrl, Secret, Target};
+use crate::flags::{RunArgs, SutBoundaryArg, TargetArgs};
 use anyhow::{bail, Context, Result};
 
 /// The server under test from the flags. `url` is the target (the simulator's when built

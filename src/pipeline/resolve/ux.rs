@@ -2,8 +2,8 @@
 //! fluidity-index and its prefill curve (profiled before the run, or read from a file), and
 //! the isolated baseline of `--baseline` for latency inflation.
 
-use crate::flags::{DeadlinesArg, RunArgs, UxArgs};
 use crate::config::{PrefillSetup, ProfilePlan};
+use crate::flags::{DeadlinesArg, RunArgs, UxArgs};
 use crate::metrics::experience::FluidityParams;
 use crate::metrics::fluidity::{PrefillCurve, ProfiledCurve};
 use crate::metrics::ux::{DeadlineScheme, UxParams};

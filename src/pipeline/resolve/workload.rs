@@ -2,8 +2,8 @@
 //! lengths or the dataset's own), and the request body every request carries. `workload
 //! show|export` resolves its workload here too.
 
-use crate::flags::{BodyArgs, WorkloadFlags};
 use crate::config::RequestOptions;
+use crate::flags::{BodyArgs, WorkloadFlags};
 use crate::workload::datasets::{Dataset, DatasetInfo};
 use crate::workload::WorkloadSpec;
 use anyhow::{bail, Context, Result};

@@ -4,12 +4,12 @@
 use super::engine::{Engine, Level};
 use super::prefix::{PrefixCache, SharedPrefixes};
 use super::{GRACE_S, HORIZON_S, LEVEL_OVERHEAD_S, RUN_TEMPLATE, WARMUP_MAX_S};
+use crate::artifacts::RunReport;
 use crate::config::Arrival;
 use crate::metrics::{summarize, SummaryParams};
 use crate::procedure::level::{Bench, LevelRun, LevelSpec, Load, Stop, WarmupChoice};
 use crate::procedure::Options;
 use crate::record::RequestRecord;
-use crate::artifacts::RunReport;
 use crate::schedule::ArrivalPlan;
 use crate::sim::SimConfig;
 use crate::workload::WorkloadSpec;
