@@ -1,6 +1,7 @@
 //! The house's shape, checked on the source itself (docs/architecture.md): every folder of
 //! `src/` imports only folders below it in one order, so no import circle crosses folders,
-//! and no function runs over 80 lines. Reads files only; no build or timing involved.
+//! no function runs over 80 lines and no source file over 600. Reads files only; no build
+//! or timing involved.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -34,6 +35,9 @@ const ORDER: &[&str] = &[
 
 /// Longest function, lines from its `fn` line to its closing brace.
 const MAX_FUNCTION_LINES: usize = 80;
+
+/// Longest source file, lines.
+const MAX_FILE_LINES: usize = 600;
 
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
@@ -220,6 +224,25 @@ fn no_function_runs_over_80_lines() {
     assert!(
         long.is_empty(),
         "functions over {MAX_FUNCTION_LINES} lines (split them into named steps):\n{}",
+        long.join("\n")
+    );
+}
+
+#[test]
+fn no_source_file_runs_over_600_lines() {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let mut long: Vec<String> = files
+        .iter()
+        .filter_map(|f| {
+            let n = std::fs::read_to_string(f).ok()?.lines().count();
+            (n > MAX_FILE_LINES).then(|| format!("{}: {n} lines", f.display()))
+        })
+        .collect();
+    long.sort();
+    assert!(
+        long.is_empty(),
+        "files over {MAX_FILE_LINES} lines (a file per idea: split them):\n{}",
         long.join("\n")
     );
 }

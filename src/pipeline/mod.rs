@@ -1,14 +1,15 @@
 //! The run pipeline, outside the command line: a run's configuration resolved from its flags
 //! (`resolve`, one file per flag group), one run executed into its folder (`execute`), its
 //! report assembled (`assemble`) and written as pages (`pages`), its exit status (`verdict`,
-//! `exit`) and the host's facts (`host`). `cli` parses the flags and calls these, as short
-//! command functions; nothing here imports from `cli` but the flag structs of `cli::args`,
-//! which `resolve` reads.
+//! `exit`), the host's facts (`host`) and a scale-out plan's shards merged into one run
+//! (`merge`). `cli` parses the flags and calls these, as short command functions; nothing
+//! here imports from `cli` (the flag structs `resolve` reads live in `flags`).
 
 pub mod assemble;
 pub mod execute;
 pub mod exit;
 pub mod host;
+pub mod merge;
 pub mod pages;
 pub mod resolve;
 pub mod verdict;

@@ -19,26 +19,26 @@
 //! the same records within the stated error.
 
 pub mod reservoir;
+mod verdicts;
 
 use super::experience::{Experience, RateComparison};
 use super::failures::FailureTally;
 use super::modality::shape;
 use super::request::{itl_samples, measure, ItlOption, RequestMetrics};
-use super::slo::{evaluate_tally, AttainmentTally, RunFigures, RunMetric, SloResult, SloSpec};
+use super::slo::AttainmentTally;
 use super::summary::{
     add_warnings, balance_from, choose_itl_from, delivered_answer_tokens, delivered_tokens,
-    has_server_times, input_tokens, run_distribution, startup_transient, summarize, ChunkShares,
-    InputBucket, ItlChoice, RequestCounts, RunSummary, SteadyState, SummaryParams, TokenSources,
-    Window, INPUT_BUCKETS,
+    has_server_times, input_tokens, summarize, ChunkShares, InputBucket, ItlChoice, RequestCounts,
+    RunSummary, SteadyState, SummaryParams, TokenSources, Window, INPUT_BUCKETS,
 };
 use super::ux::{committed_at, judge, smooth_goodput_of, GoodputSums, UxWindow};
-use super::warnings::Warning;
 use crate::clock::Nanos;
 use crate::record::{Phase, RequestRecord};
 use crate::stats::distribution::Distribution;
 use crate::stats::sketch::{Sketch, RELATIVE_ERROR};
 use crate::stats::time_bins::TimeBins;
 pub use reservoir::Reservoir;
+use verdicts::{sample_transient, slo_of};
 
 /// Values a distribution keeps exactly before it turns to buckets.
 pub const EXACT_VALUES: usize = 65_536;
@@ -560,41 +560,6 @@ impl StreamSummary {
             .to_vec(),
         }
     }
-}
-
-/// The SLO verdicts from the counts taken request by request (`tally`, for the ITL option
-/// chosen) and the summary's distributions and rates.
-fn slo_of(spec: &SloSpec, tally: &AttainmentTally, s: &RunSummary) -> SloResult {
-    let distribution = |m: RunMetric| run_distribution(s, m);
-    evaluate_tally(
-        spec,
-        tally,
-        s.window.duration_s,
-        &RunFigures {
-            distribution: &distribution,
-            output_tokens_per_s: s.output_tokens_per_s,
-            requests_per_s: s.requests_per_s,
-            success_rate: s.success_rate,
-        },
-    )
-}
-
-/// The start-up transient, from the sample's requests read against the whole run's window
-/// and TTFT P99.
-fn sample_transient(
-    sample: &[RequestRecord],
-    option: ItlOption,
-    s: &RunSummary,
-) -> Option<Warning> {
-    let sample_refs: Vec<&RequestRecord> = sample.iter().collect();
-    let sample_metrics: Vec<Option<RequestMetrics>> =
-        sample.iter().map(|r| measure(r, option)).collect();
-    startup_transient(
-        &sample_refs,
-        &sample_metrics,
-        s.window,
-        s.ttft_ms.map(|d| d.p99),
-    )
 }
 
 #[cfg(test)]
