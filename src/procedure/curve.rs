@@ -22,6 +22,7 @@ use super::slo_check::SloCheck;
 use super::throughput::{capacity, thousands};
 use super::{common_parameters, Options};
 use crate::stats::curve::{self, Level, OperatingBasis};
+use crate::stats::distribution::percentile_sorted;
 use crate::stats::interval::SloVerdict;
 use serde::{Deserialize, Serialize};
 
@@ -310,12 +311,7 @@ pub fn saturation_onset(r: &CurveResult) -> Option<f64> {
         return Some(first.offered_rate_per_s);
     }
     achieved.sort_by(f64::total_cmp);
-    let m = achieved.len();
-    let median = if m % 2 == 1 {
-        achieved[m / 2]
-    } else {
-        (achieved[m / 2 - 1] + achieved[m / 2]) / 2.0
-    };
+    let median = percentile_sorted(&achieved, 50.0);
     Some(median.clamp(sustained, first.offered_rate_per_s))
 }
 
