@@ -133,8 +133,8 @@ fn clock_pair(now: Instant) -> Option<(Instant, Duration)> {
 }
 
 /// The monotonic instant of a realtime kernel stamp, from the thread's clock pair:
-/// mono_ref + (stamp − real_ref). A stamp after the read's return (beyond the pairing's
-/// half-microsecond error) or more than 10 s before it (a clock step) is not trusted.
+/// mono_ref + (stamp − real_ref). A stamp after the read's return by more than 2 µs (the
+/// pairing's error: half the bracket, normally well under a microsecond) or more than 10 s before it (a clock step) is not trusted.
 fn arrival_instant(stamp_since_epoch: Duration, read_returned: Instant) -> Option<Instant> {
     let (mono_ref, real_ref) = clock_pair(read_returned)?;
     let arrived = if stamp_since_epoch >= real_ref {
