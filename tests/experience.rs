@@ -21,6 +21,7 @@ fn jittery(smoothing_tbt_ms: f64) -> SimConfig {
 
 #[test]
 fn output_delay_trick_lowers_tail_tbt_but_not_user_idle_time() {
+    let _cpu = crate::common::exclusive_cpu();
     let opts = SummaryParams {
         ux: UxParams {
             scheme: DeadlineScheme::Reading {

@@ -25,6 +25,7 @@ fn pid_file() -> PathBuf {
 #[test]
 #[ignore = "needs llama.cpp: run scripts/real-server.sh install, then cargo test -- --include-ignored"]
 fn llama_cpp_server_end_to_end() {
+    let _cpu = crate::common::exclusive_cpu();
     let url = server();
     let base = [
         "--warmup",

@@ -141,9 +141,10 @@ fn a_server_restart_mid_run_leaves_the_figures_true() {
 /// miss it. Before, D_p was fitted from each run's own TTFTs and queueing moved it.
 #[test]
 fn fluidity_judges_two_loads_against_the_same_isolated_deadline() {
+    let _cpu = crate::common::exclusive_cpu();
     let sim = SimServer::spawn(
         SimConfig {
-            time_scale: 10.0,
+            time_scale: 5.0,
             ..SimConfig::preset("cpu-tiny").unwrap()
         },
         0,
@@ -165,17 +166,31 @@ fn fluidity_judges_two_loads_against_the_same_isolated_deadline() {
                 "--output-tokens",
                 "16",
                 "--fluidity-slack-ms",
-                "5",
-                // Decode steps take ~2 ms here: a 5 ms decode deadline makes a queued first
+                "10",
+                // Decode steps take ~4 ms here: a 10 ms decode deadline makes a queued first
                 // token cost many missed deadlines, as Algorithm 1 counts them.
                 "--fluidity-tbt-ms",
-                "5",
+                "10",
             ],
             &temp_dir(name),
         ))
     };
     let (low_out, low) = run_at("1", "fluid-low");
+    sim.truth().take();
     let (high_out, high) = run_at("24", "fluid-high");
+    // The saturated run's queueing as the engine saw it (its median wait for a slot over the
+    // 24 measured requests; the profile's one-token requests are left out), so a busy
+    // machine's late wake-ups cannot shrink it.
+    let mut waits: Vec<f64> = sim
+        .truth()
+        .wait_for(24, std::time::Duration::from_secs(10))
+        .iter()
+        .filter(|t| t.completion_tokens == 16)
+        .filter_map(|t| t.queue_wait_ms())
+        .collect();
+    waits.sort_by(f64::total_cmp);
+    assert_eq!(waits.len(), 24, "every measured request reached the engine");
+    let queueing_ms = waits[waits.len() / 2];
     let dp = |out: &servebench::runner::RunOutput| {
         out.prefill_curve
             .as_ref()
@@ -187,7 +202,6 @@ fn fluidity_judges_two_loads_against_the_same_isolated_deadline() {
     // Queueing moves the saturated run's TTFT by far more than it moves D_p: a deadline
     // fitted from each run's own TTFTs would move with it. (Each profile is a handful of
     // isolated requests, so the two D_p differ by timing noise, not by the load.)
-    let queueing_ms = high.ttft_ms.unwrap().p50 - low.ttft_ms.unwrap().p50;
     assert!(
         queueing_ms > 0.0 && (dp_low - dp_high).abs() < 0.25 * queueing_ms,
         "same server, same isolated D_p: {dp_low} vs {dp_high}, queueing {queueing_ms} ms"

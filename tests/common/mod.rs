@@ -152,3 +152,13 @@ pub fn real_server_url() -> String {
         .trim()
         .to_owned()
 }
+
+/// Held by the tests that keep both cores busy (the real llama.cpp server) and by the few
+/// whose assertions still read times the client measured against a simulator running in real
+/// time, so the one never runs beside the other. Tests that can assert on the simulator's
+/// truth do so instead and need no lock. A test that panicked while holding it poisons
+/// nothing: the guard is recovered.
+pub fn exclusive_cpu() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}

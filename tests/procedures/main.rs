@@ -258,6 +258,7 @@ fn capacity_search_finds_the_batch_slots() {
 /// below capacity; the saturation point (throughput falls beyond its interval) past it.
 #[test]
 fn curve_has_a_knee_and_a_saturation_point_where_the_model_puts_them() {
+    let _cpu = common::exclusive_cpu();
     let toml = "preset = \"h100-llama3-8b\"\nmax_num_seqs = 128\nkv_capacity_tokens = 12288\ntime_scale = 6.0\nprefix_cache = false\n[step]\nprefill_ms_per_token = 0.6\n";
     let (dir, sim) = sim_toml("proc-curve", toml);
     let cfg = SimConfig::from_toml(toml, "curve").unwrap();
@@ -596,6 +597,7 @@ fn ttft_and_itl_tests_report_their_tables() {
 #[test]
 #[ignore = "needs llama.cpp: run scripts/real-server.sh install, then cargo test -- --include-ignored"]
 fn llama_cpp_answers_the_quick_procedures() {
+    let _cpu = common::exclusive_cpu();
     let url = common::real_server_url();
     let dir = temp_dir("proc-real");
     std::fs::create_dir_all(&dir).unwrap();
