@@ -170,8 +170,15 @@ impl AsyncRead for RxStream {
         loop {
             ready!(this.inner.poll_read_ready(cx))?;
             let unfilled = buf.initialize_unfilled();
-            // `try_io` clears the readiness on WouldBlock, so the next poll registers again.
+            let len = unfilled.len();
             let inner = &this.inner;
+            // `try_io` clears the readiness when its closure says WouldBlock, so the next poll
+            // waits for the next edge. A read shorter than the buffer drained the socket, so
+            // it says WouldBlock too, with its bytes kept aside: otherwise every wake-up would
+            // cost a second `recvmsg` that only finds the socket empty (tokio's own
+            // `TcpStream` skips that call the same way; a new arrival in between sets the
+            // readiness again, so nothing is missed).
+            let mut drained = None;
             let result = {
                 let cmsg = &mut this.cmsg;
                 let last = &mut this.last_stamp;
@@ -181,16 +188,21 @@ impl AsyncRead for RxStream {
                         cmsg,
                         last,
                     };
-                    me.recv(unfilled)
+                    let n = me.recv(unfilled)?;
+                    if n > 0 && n < len {
+                        drained = Some(n);
+                        return Err(io::ErrorKind::WouldBlock.into());
+                    }
+                    Ok(n)
                 })
             };
-            match result {
-                Ok(n) => {
+            match (result, drained) {
+                (_, Some(n)) | (Ok(n), None) => {
                     buf.advance(n);
                     return Poll::Ready(Ok(()));
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) => return Poll::Ready(Err(e)),
+                (Err(e), None) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                (Err(e), None) => return Poll::Ready(Err(e)),
             }
         }
     }

@@ -78,6 +78,11 @@ pub struct SelfbenchArgs {
     /// Client worker threads (the simulator uses one thread of its own).
     #[arg(long, default_value_t = 1)]
     pub client_threads: usize,
+    /// Pairs of runs (servebench, then the bare reference client, the same load) behind the
+    /// CPU ratio of the fixed-timing throughput run; their median ratio is the answer, since
+    /// one pair on a shared machine moves by ±15 %.
+    #[arg(long, default_value_t = 3)]
+    pub bare_pairs: u32,
     /// Also time summarising this many synthetic requests (0 skips), e.g. 1000000.
     #[arg(long, default_value_t = 0)]
     pub summary_requests: u64,
