@@ -13,6 +13,7 @@ pub mod host_net;
 pub mod phase;
 pub mod plan;
 pub mod preflight;
+pub mod probe;
 pub mod profile;
 pub mod progress;
 pub mod ready;

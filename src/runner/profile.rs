@@ -9,13 +9,13 @@
 //! test. The records are kept in `requests.jsonl` as phase `profile`.
 
 use super::phase::Shared;
-use crate::client::apis::{request_body, Prompt};
-use crate::client::{execute, Exchange, PreparedRequest};
+use super::probe::{one_request, prepared, Solo};
+use crate::client::PreparedRequest;
 use crate::config::{ProfilePlan, RequestOptions, RunConfig};
 use crate::metrics::experience::prompt_tokens;
 use crate::metrics::fluidity::PrefillCurve;
 use crate::record::run::ProfileReport;
-use crate::record::{FailureKind, Phase};
+use crate::record::Phase;
 use crate::tokenizer::SharedTokenizer;
 use crate::workload::{Content, Generator, RequestSpec, WorkloadSpec};
 use rand::SeedableRng;
@@ -120,13 +120,8 @@ pub async fn profile(
             // Prompts unique to this run: a server's prefix cache must not answer the profile
             // from an earlier run's identical prompts (vLLM caches them automatically).
             let seed = config.seed ^ run_salt ^ ((li as u64) << 16) ^ rep as u64;
-            let tok = tokenizer.clone();
-            let built = tokio::task::spawn_blocking(move || {
-                Generator::new(&WorkloadSpec::fixed(len, 1), seed, tok.as_ref(), None)
-                    .and_then(|mut g| g.next_request(tok.as_ref()))
-            })
-            .await;
-            let Ok(Ok(spec)) = built else {
+            let fixed = WorkloadSpec::fixed(len, 1);
+            let Some(spec) = one_request(fixed, seed, tokenizer).await else {
                 break;
             };
             let req = profile_request(config, &opts, &spec, li, rep);
@@ -171,54 +166,21 @@ fn profile_request(
     li: usize,
     rep: u32,
 ) -> PreparedRequest {
-    let body = request_body(
+    let id = u64::MAX - 1_000 - (li as u64 * 100 + rep as u64);
+    prepared(
         &config.target,
-        &Prompt {
-            messages: &spec.messages,
-            max_tokens: 1,
-            overrides: &[],
-        },
         opts,
-    );
-    PreparedRequest {
-        endpoint: config.target.endpoint,
-        parser: crate::client::apis::parser_for_target(&config.target),
-        id: u64::MAX - 1_000 - (li as u64 * 100 + rep as u64),
-        class: None,
-        input_tokens: spec.input_tokens,
-        max_tokens: 1,
-        arrival_ms: None,
-        session: None,
-        think_ms: 0.0,
-        http_bytes: crate::client::exchange::http_request(&config.target, &body),
-        ws_frame: crate::client::exchange::ws_frame(&config.target, &body),
-    }
+        &spec.messages,
+        1,
+        spec.input_tokens,
+        id,
+    )
 }
 
 /// Sends `req` with nothing else in flight (bounded by the run's timeout) and passes its
 /// record on: its TTFT in ms when it succeeded, and its prompt's length.
 async fn send_alone(shared: &Shared, req: &PreparedRequest) -> (Option<f64>, f64) {
-    let mut ex = Exchange::new(req, Phase::Profile, None);
-    if tokio::time::timeout(
-        shared.timeout,
-        execute(
-            &mut ex,
-            &shared.pool,
-            &shared.clock,
-            req,
-            &shared.url,
-            &shared.limits,
-        ),
-    )
-    .await
-    .is_err()
-    {
-        ex.fail_if_unfinished(
-            FailureKind::Timeout,
-            "profile request timed out",
-            shared.clock.now(),
-        );
-    }
+    let ex = Solo::of(shared).send(req, Phase::Profile).await;
     let r = ex.record();
     // The same first-token rule as the run: the first non-blank answer chunk.
     let ttft = r

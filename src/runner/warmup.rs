@@ -15,7 +15,7 @@
 use super::cpu::ThreadCpu;
 use super::feeder::Feed;
 use super::phase::{run_phase, Controls, DoneWhen, PhasePlan, Shared};
-use super::preflight::{prepared, Solo};
+use super::probe::{one_request, prepared, Solo};
 use crate::client::PreparedRequest;
 use crate::config::{LoadPattern, RunConfig, Warmup};
 use crate::record::run::WarmupReport;
@@ -194,15 +194,13 @@ async fn probe(
     shared: &Shared,
     tokenizer: &SharedTokenizer,
 ) -> (Vec<f64>, bool) {
-    let spec = WorkloadSpec::fixed(128, 32);
-    let (seed, tok) = (config.seed ^ 0xF00D, tokenizer.clone());
-    // Built off the runtime: a server tokenizer makes blocking calls.
-    let built = tokio::task::spawn_blocking(move || {
-        crate::workload::Generator::new(&spec, seed, tok.as_ref(), None)
-            .and_then(|mut g| g.next_request(tok.as_ref()))
-    })
-    .await;
-    let Ok(Ok(req_spec)) = built else {
+    let Some(req_spec) = one_request(
+        WorkloadSpec::fixed(128, 32),
+        config.seed ^ 0xF00D,
+        tokenizer,
+    )
+    .await
+    else {
         return (Vec::new(), false);
     };
     let req = prepared(
@@ -213,13 +211,7 @@ async fn probe(
         req_spec.input_tokens,
         u64::MAX,
     );
-    let solo = Solo {
-        pool: &shared.pool,
-        clock: &shared.clock,
-        url: &shared.url,
-        limits: &shared.limits,
-        timeout: shared.timeout,
-    };
+    let solo = Solo::of(shared);
     let mut probes: Vec<f64> = Vec::new();
     for i in 0..10u64 {
         let req = PreparedRequest {

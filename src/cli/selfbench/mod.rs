@@ -6,6 +6,7 @@
 //! a test: the numbers depend on the machine. Compare ratios within one run.
 
 mod bare_client;
+mod cpu_ratio;
 mod summary_speed;
 
 use super::args::{Cli, Command, SelfbenchArgs};
@@ -18,6 +19,7 @@ use crate::runner::{self, RunOutput, ServerInfo};
 use crate::sim::{SimConfig, SimServer};
 use anyhow::{Context, Result};
 use clap::Parser;
+use cpu_ratio::{cpu_against_bare, CpuPerChunk};
 use std::collections::HashMap;
 
 fn config_for(
@@ -215,44 +217,6 @@ fn peak_rss_kib() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// The same closed-loop load as [`throughput`] sent by the bare reference client against a
-/// fresh simulator; returns its CPU per chunk written by the server, µs.
-fn bare_cpu_per_chunk(cfg: SimConfig, streams: u32, args: &SelfbenchArgs) -> Result<f64> {
-    let sim = SimServer::spawn(cfg, 0)?;
-    let addr = sim.addr().to_string();
-    let body = serde_json::json!({
-        "model": "sim",
-        "messages": [{"role": "user", "content": "selfbench reference request"}],
-        "max_tokens": args.output_tokens,
-        "ignore_eos": true,
-        "stream": true,
-        "stream_options": {"include_usage": true},
-    });
-    let load = bare_client::BareLoad {
-        addr: &addr,
-        path: "/v1/chat/completions",
-        body: serde_json::to_vec(&body)?,
-        streams,
-        requests_per_stream: 2,
-        threads: args.client_threads,
-    };
-    let result = bare_client::run(&load)?;
-    let truth = sim.truth().wait_for(
-        (streams * load.requests_per_stream) as usize,
-        std::time::Duration::from_secs(10),
-    );
-    let chunks: usize = truth.iter().map(|t| t.chunk_writes.len()).sum();
-    anyhow::ensure!(
-        chunks > 0 && result.events > 0,
-        "the bare client received nothing"
-    );
-    println!(
-        "  bare client drove {:.0} chunks/s",
-        chunks as f64 / result.wall_seconds.max(1e-9)
-    );
-    Ok(result.cpu_seconds * 1e6 / chunks as f64)
-}
-
 /// Throughput: `streams` streams of one token per ms against a one-thread server, either with
 /// fixed timing or through the engine model (`fast` preset: 1 ms steps).
 fn throughput(streams: u32, args: &SelfbenchArgs, engine_model: bool) -> Result<()> {
@@ -289,84 +253,6 @@ fn throughput(streams: u32, args: &SelfbenchArgs, engine_model: bool) -> Result<
         cpu_against_bare(cpu, streams, args);
     }
     Ok(())
-}
-
-/// servebench's CPU per chunk against the bare reference client's, on the same load: the
-/// run just made and a bare run, then `bare_pairs - 1` more pairs, each servebench run right
-/// before its bare run so both meet the same machine; the median of the pairs' ratios. Two
-/// ratios: the whole generator (request preparation on the feeder thread and the record
-/// writer included), and its runtime threads alone, which do what the bare client does
-/// (send, read, frame) plus what measuring adds (timestamps, parsing, records).
-fn cpu_against_bare(first: CpuPerChunk, streams: u32, args: &SelfbenchArgs) {
-    let (mut whole, mut runtime) = (Vec::new(), Vec::new());
-    for pair in 0..args.bare_pairs {
-        let ours = if pair == 0 {
-            Ok(first)
-        } else {
-            closed_run(SimConfig::fixed(0.0, 1.0), streams, args, "tput", "kernel")
-                .map(|(_, report, truth)| CpuPerChunk::of(&report, &truth, args.client_threads))
-        };
-        let bare = ours.and_then(|ours| {
-            bare_cpu_per_chunk(SimConfig::fixed(0.0, 1.0), streams, args).map(|b| (ours, b))
-        });
-        match bare {
-            Ok((ours, bare)) => {
-                println!(
-                    "  pair {}: bare tokio + hyper client {bare:.1} µs CPU per chunk; servebench {:.1} µs in all ({:.2}x), {:.1} µs on its runtime threads ({:.2}x)",
-                    pair + 1,
-                    ours.whole_us,
-                    ours.whole_us / bare,
-                    ours.runtime_us,
-                    ours.runtime_us / bare,
-                );
-                whole.push(ours.whole_us / bare);
-                runtime.push(ours.runtime_us / bare);
-            }
-            Err(e) => println!("  bare client comparison failed: {e:#}"),
-        }
-    }
-    if let (Some(w), Some(r)) = (median_and_range(&mut whole), median_and_range(&mut runtime)) {
-        println!(
-            "  servebench costs {:.2}x the bare client in all, {:.2}x on its runtime threads (medians of {} pairs; ranges {:.2}-{:.2}, {:.2}-{:.2})",
-            w.0,
-            r.0,
-            whole.len(),
-            w.1,
-            w.2,
-            r.1,
-            r.2
-        );
-    }
-}
-
-/// The median, least and greatest of `v` (sorted in place); None when empty.
-fn median_and_range(v: &mut [f64]) -> Option<(f64, f64, f64)> {
-    v.sort_by(f64::total_cmp);
-    Some((*v.get(v.len() / 2)?, v[0], v[v.len() - 1]))
-}
-
-/// A run's client CPU per chunk the server wrote, µs.
-#[derive(Debug, Clone, Copy)]
-struct CpuPerChunk {
-    /// Every generator thread: runtime, feeder, record writer.
-    whole_us: f64,
-    /// The runtime threads that send and read.
-    runtime_us: f64,
-}
-
-impl CpuPerChunk {
-    fn of(report: &GeneratorReport, truth: &[crate::sim::TruthRecord], threads: usize) -> Self {
-        let written_chunks = truth.iter().map(|t| t.chunk_writes.len()).sum::<usize>().max(1);
-        // The report gives the runtime threads as a busy share of their wall time.
-        let wall_seconds = report.cpu_seconds / report.cpu_cores_used.max(1e-12);
-        let runtime_seconds = report.timestamps.client_busy_share.unwrap_or(f64::NAN)
-            * wall_seconds
-            * threads.max(1) as f64;
-        Self {
-            whole_us: report.cpu_seconds * 1e6 / written_chunks as f64,
-            runtime_us: runtime_seconds * 1e6 / written_chunks as f64,
-        }
-    }
 }
 
 /// Tokens the simulator wrote per second, from the first request's receipt to the last

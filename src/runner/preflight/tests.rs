@@ -3,6 +3,7 @@
 
 use super::verdict::quote;
 use super::*;
+use crate::record::FailureKind;
 use crate::record::Outcome;
 
 fn route() -> Route {
