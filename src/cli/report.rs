@@ -149,7 +149,7 @@ pub fn load_test(dir: &Path) -> Result<TestReport> {
     let path = TestFolder::new(dir).test_json();
     let text =
         std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-    serde_json::from_str(&text).with_context(|| {
+    crate::procedure::report::read_test_json(&text).with_context(|| {
         format!(
             "{} is not a test.json this version of servebench reads",
             path.display()

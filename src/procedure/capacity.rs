@@ -87,7 +87,7 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
     Finding {
         answered: result.max_concurrency.is_some(),
         levels: s.levels,
-        result: serde_json::to_value(&result).expect("plain data"),
+        result: super::TestResult::Capacity(result.clone()),
         answer,
         compliance,
         parameters: serde_json::json!({

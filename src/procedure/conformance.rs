@@ -47,7 +47,7 @@ pub use readings::{
 use super::level::Bench;
 use super::report::Finding;
 use super::throughput::ThroughputResult;
-use super::{Disclosure, Options, TestName};
+use super::{Disclosure, OneResult, Options, TestName};
 use crate::sim::config::{PrefillPolicy, StepModel};
 use crate::sim::SimConfig;
 use crate::workload::lengths::LengthDist;
@@ -261,8 +261,7 @@ impl CaseRun {
 /// `servebench test throughput` on a case with a seed (`--quick` when `quick`).
 pub fn run_case(case: &Case, seed: u64, quick: bool) -> anyhow::Result<CaseRun> {
     let (finding, bench) = run_test_with(case, TestName::Throughput, seed, quick)?;
-    let result: ThroughputResult =
-        serde_json::from_value(finding.result).context("the throughput result")?;
+    let result = ThroughputResult::of(&finding.result).context("the throughput result")?;
     Ok(CaseRun {
         seed,
         answer_per_s: result.sustained_rate_per_s,

@@ -149,7 +149,7 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
     Finding {
         answered: !result.points.is_empty(),
         levels: s.levels,
-        result: serde_json::to_value(&result).expect("plain data"),
+        result: super::TestResult::Curve(result),
         answer,
         compliance,
         parameters: serde_json::json!({

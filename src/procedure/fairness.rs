@@ -104,7 +104,7 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
     Finding {
         answered: result.jain_index.is_some(),
         levels: s.levels,
-        result: serde_json::to_value(&result).expect("plain data"),
+        result: super::TestResult::Fairness(result),
         answer,
         compliance,
         parameters: serde_json::json!({

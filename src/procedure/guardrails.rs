@@ -170,7 +170,7 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
     Finding {
         answered: result.capacity.len() >= 2,
         levels: s.levels,
-        result: serde_json::to_value(&result).expect("plain data"),
+        result: super::TestResult::Guardrails(result),
         answer,
         compliance,
         parameters: serde_json::json!({

@@ -189,7 +189,7 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
     Finding {
         answered: !result.levels.is_empty(),
         levels: s.levels,
-        result: serde_json::to_value(&result).expect("plain data"),
+        result: super::TestResult::Itl(result),
         answer,
         compliance,
         parameters: serde_json::json!({

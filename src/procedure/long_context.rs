@@ -143,7 +143,7 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
     Finding {
         answered: result.best_fit.is_some(),
         levels: s.levels,
-        result: serde_json::to_value(&result).expect("plain data"),
+        result: super::TestResult::LongContext(result),
         answer,
         compliance,
         parameters: serde_json::json!({

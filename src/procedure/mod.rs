@@ -30,6 +30,7 @@ pub mod memory;
 pub mod pace;
 pub mod prefix_cache;
 pub mod report;
+pub mod result;
 pub mod saturation;
 pub mod search;
 pub mod session;
@@ -39,6 +40,7 @@ pub mod ttft;
 
 pub use level::{Bench, LevelOutcome, LevelSpec, LevelVerdict, Load, Role, Stop};
 pub use report::{TestReport, TestStatus};
+pub use result::{OneResult, TestResult};
 
 use serde::{Deserialize, Serialize};
 

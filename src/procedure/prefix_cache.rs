@@ -143,7 +143,7 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
     Finding {
         answered: result.ttft_reduction.is_some(),
         levels: s.levels,
-        result: serde_json::to_value(&result).expect("plain data"),
+        result: super::TestResult::PrefixCache(result.clone()),
         answer,
         compliance,
         parameters: serde_json::json!({

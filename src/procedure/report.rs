@@ -4,6 +4,7 @@
 
 use super::compliance::Compliance;
 use super::level::LevelOutcome;
+use super::result::TestResult;
 use super::TestName;
 use crate::artifacts::{SystemInfo, ToolInfo};
 use serde::{Deserialize, Serialize};
@@ -36,9 +37,13 @@ pub struct TargetInfo {
     pub targets: BTreeMap<String, String>,
 }
 
-/// Everything `test.json` holds.
+/// Everything `test.json` holds, its result typed by its test ([`TestResult`]).
+pub type TestReport = TestReportOf<TestResult>;
+
+/// `test.json` with its result as `R`: [`TestReport`] in the program; as read from disk,
+/// `serde_json::Value` until [`TestReportOf::typed`] reads the result as its test's type.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct TestReport {
+pub struct TestReportOf<R> {
     pub schema_version: u32,
     pub test: TestName,
     /// The draft's section, e.g. `5.2`.
@@ -73,15 +78,51 @@ pub struct TestReport {
     pub parameters: serde_json::Value,
     pub levels: Vec<LevelOutcome>,
     /// The derived points (keys per test in docs/procedures.md).
-    pub result: serde_json::Value,
+    pub result: R,
     pub compliance: Compliance,
+}
+
+impl TestReportOf<serde_json::Value> {
+    /// The report with its result read as its test's type.
+    pub fn typed(self) -> Result<TestReport, serde_json::Error> {
+        let result = TestResult::read(self.test, self.result)?;
+        Ok(TestReport {
+            schema_version: self.schema_version,
+            test: self.test,
+            section: self.section,
+            title: self.title,
+            status: self.status,
+            stopped: self.stopped,
+            answer: self.answer,
+            started_at: self.started_at,
+            finished_at: self.finished_at,
+            started_at_us: self.started_at_us,
+            finished_at_us: self.finished_at_us,
+            duration_s: self.duration_s,
+            exit_status: self.exit_status,
+            interrupted: self.interrupted,
+            tool: self.tool,
+            command_line: self.command_line,
+            target: self.target,
+            system: self.system,
+            parameters: self.parameters,
+            levels: self.levels,
+            result,
+            compliance: self.compliance,
+        })
+    }
+}
+
+/// Reads a `test.json`'s text, its result typed.
+pub fn read_test_json(text: &str) -> Result<TestReport, serde_json::Error> {
+    serde_json::from_str::<TestReportOf<serde_json::Value>>(text)?.typed()
 }
 
 /// What a procedure hands back.
 #[derive(Debug, Clone)]
 pub struct Finding {
     pub levels: Vec<LevelOutcome>,
-    pub result: serde_json::Value,
+    pub result: TestResult,
     pub answer: String,
     pub compliance: Compliance,
     /// Test-specific parameters, merged into `parameters`.

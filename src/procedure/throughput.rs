@@ -87,7 +87,7 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
     Finding {
         answered: result.max_output_tokens_per_s.is_some(),
         levels: s.levels,
-        result: serde_json::to_value(&result).expect("plain data"),
+        result: super::TestResult::Throughput(result),
         answer,
         compliance,
         parameters: serde_json::json!({

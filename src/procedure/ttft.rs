@@ -90,7 +90,7 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
     Finding {
         answered: result.ttft_ms.is_some(),
         levels: s.levels,
-        result: serde_json::to_value(&result).expect("plain data"),
+        result: super::TestResult::Ttft(result.clone()),
         answer,
         compliance,
         parameters: serde_json::json!({

@@ -23,10 +23,10 @@ use crate::procedure::level::Load;
 use crate::procedure::long_context::LongContextResult;
 use crate::procedure::prefix_cache::PrefixCacheResult;
 use crate::procedure::report::{TestReport, TestStatus};
+use crate::procedure::OneResult;
 use crate::procedure::TestName;
 use crate::report::test_tables::{level_parts, results, Part, Parts};
 use crate::stats::fit::{Fit, ModelKind};
-use serde::de::DeserializeOwned;
 
 /// One level's run as the page shows it: its folder (relative to the test folder) and its
 /// `run.json`.
@@ -71,8 +71,8 @@ pub fn page(r: &TestReport, levels: &[LevelReport]) -> Page {
     page.section(reproduction(r))
 }
 
-fn result<T: DeserializeOwned>(r: &TestReport) -> Option<T> {
-    serde_json::from_value(r.result.clone()).ok()
+fn result<T: OneResult + Clone>(r: &TestReport) -> Option<T> {
+    T::of(&r.result).cloned()
 }
 
 /// The one-line answer as a call-out: pass when answered, a warning when incomplete, a

@@ -18,10 +18,10 @@ use super::terminal::{fmt_ms, wrap, WIDTH};
 use crate::procedure::compliance::Strength;
 use crate::procedure::level::rate;
 use crate::procedure::report::{TestReport, TestStatus};
+use crate::procedure::OneResult;
 use crate::procedure::TestName;
 use features::{fairness, guardrails, prefix_cache};
 use limits::{capacity, long_context, memory};
-use serde::de::DeserializeOwned;
 use std::fmt::Write;
 use sweep::curve;
 use timing::{itl, throughput, ttft};
@@ -78,8 +78,8 @@ fn pct(v: f64) -> String {
     }
 }
 
-fn result<T: DeserializeOwned>(r: &TestReport) -> Option<T> {
-    serde_json::from_value(r.result.clone()).ok()
+fn result<T: OneResult + Clone>(r: &TestReport) -> Option<T> {
+    T::of(&r.result).cloned()
 }
 
 /// The whole test report for the terminal.

@@ -278,19 +278,11 @@ fn skipped(test: TestName, options: &Options) -> Option<&'static str> {
 
 /// Capacities found feed the tests after (the first found is kept).
 fn feed_capacities(options: &mut Options, report: &TestReport) {
-    if let Some(r) = report
-        .result
-        .get("sustainable_rate_per_s")
-        .and_then(|v| v.as_f64())
-    {
+    if let Some(r) = report.result.sustainable_rate_per_s() {
         options.capacity_rate_per_s.get_or_insert(r);
     }
-    if let Some(c) = report
-        .result
-        .get("max_concurrency")
-        .and_then(|v| v.as_u64())
-    {
-        options.capacity_concurrency.get_or_insert(c as u32);
+    if let Some(c) = report.result.max_concurrency() {
+        options.capacity_concurrency.get_or_insert(c);
     }
 }
 

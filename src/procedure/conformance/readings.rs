@@ -48,8 +48,10 @@ use super::{case, flat, options_for, Case, VirtualBench, SEEDS};
 use crate::procedure::curve::{first_saturated, CurvePoint, CurveResult};
 use crate::procedure::guardrails::GuardrailResult;
 use crate::procedure::level::Role;
+use crate::procedure::long_context::LongContextResult;
 use crate::procedure::prefix_cache::PrefixCacheResult;
 use crate::procedure::report::Finding;
+use crate::procedure::OneResult;
 use crate::procedure::{Options, TestName};
 use crate::sim::config::PrefillPolicy;
 use crate::sim::SimConfig;
@@ -309,8 +311,9 @@ pub fn run_reading(reading: Reading, seed: u64, quick: bool) -> anyhow::Result<R
         Reading::CurveSaturation | Reading::CurveKnee => {
             let c = case("fixed").context("the fixed case")?;
             let (finding, bench) = run_on(&c, reading.test(), seed, quick, &[], |_| {})?;
-            let r: CurveResult =
-                serde_json::from_value(finding.result.clone()).context("the curve result")?;
+            let r = CurveResult::of(&finding.result)
+                .context("the curve result")?
+                .clone();
             let (point, value) = if reading == Reading::CurveSaturation {
                 (first_saturated(&r), r.saturation_onset_rate_per_s)
             } else {
@@ -329,7 +332,7 @@ pub fn run_reading(reading: Reading, seed: u64, quick: bool) -> anyhow::Result<R
             let (finding, bench) = run_on(&c, reading.test(), seed, quick, &[], |o| {
                 o.output_tokens = Some(output)
             })?;
-            let value = finding.result["max_concurrency"].as_u64().map(|x| x as f64);
+            let value = finding.result.max_concurrency().map(f64::from);
             let truth = capacity_truth(&c.sim, prompt, output).map(f64::from);
             (value, truth, finding, bench)
         }
@@ -337,7 +340,9 @@ pub fn run_reading(reading: Reading, seed: u64, quick: bool) -> anyhow::Result<R
             let quadratic = reading == Reading::QuadraticExponent;
             let c = exponent_case(quadratic);
             let (finding, bench) = run_on(&c, reading.test(), seed, quick, &[], |_| {})?;
-            let value = finding.result["scaling_exponent"].as_f64();
+            let value = LongContextResult::of(&finding.result)
+                .context("the long-context result")?
+                .scaling_exponent;
             (
                 value,
                 Some(if quadratic { 2.0 } else { 1.0 }),
@@ -348,8 +353,9 @@ pub fn run_reading(reading: Reading, seed: u64, quick: bool) -> anyhow::Result<R
         Reading::PrefixHitRate => {
             let c = prefix_case();
             let (finding, bench) = run_on(&c, reading.test(), seed, quick, &[], |_| {})?;
-            let r: PrefixCacheResult = serde_json::from_value(finding.result.clone())
-                .context("the prefix-cache result")?;
+            let r = PrefixCacheResult::of(&finding.result)
+                .context("the prefix-cache result")?
+                .clone();
             let truth = finding
                 .levels
                 .iter()
@@ -363,8 +369,9 @@ pub fn run_reading(reading: Reading, seed: u64, quick: bool) -> anyhow::Result<R
             let (finding, bench) = run_on(&c, reading.test(), seed, quick, &configurations, |o| {
                 o.targets = names
             })?;
-            let r: GuardrailResult =
-                serde_json::from_value(finding.result.clone()).context("the guardrail result")?;
+            let r = GuardrailResult::of(&finding.result)
+                .context("the guardrail result")?
+                .clone();
             (largest_reduction(&r), Some(0.0), finding, bench)
         }
     };
