@@ -20,5 +20,6 @@ mod reports;
 mod scaleout;
 mod sim_engine;
 mod telemetry;
+mod trace_context;
 mod trustworthy;
 mod workloads;

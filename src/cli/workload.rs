@@ -44,6 +44,7 @@ fn generate(
                 proxy: None,
                 websocket: None,
                 grpc_backend: None,
+                trace_id_prefix: None,
             };
             crate::client::server_tokenizer::load_for("server", &target)?
         }

@@ -21,6 +21,7 @@ pub mod server_tokenizer;
 pub mod simple;
 pub mod sse;
 pub mod target;
+pub mod trace;
 pub mod websocket;
 
 pub use base_url::{BaseUrl, Secret, UrlError};

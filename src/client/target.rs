@@ -166,6 +166,10 @@ pub struct Target {
     /// `--endpoint grpc`: which Triton backend's inputs to send.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grpc_backend: Option<crate::client::apis::kserve::GrpcBackend>,
+    /// The first half of every request's W3C trace id (16 hex digits; the second half is the
+    /// record's id): `None` when `--no-trace-context` sends no `traceparent` header.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_id_prefix: Option<String>,
 }
 
 /// The generic JSON-over-WebSocket mode (`--endpoint websocket`, docs/apis.md): one message

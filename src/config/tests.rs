@@ -71,6 +71,7 @@ fn secrets_and_credential_headers_are_redacted() {
         proxy: None,
         websocket: None,
         grpc_backend: None,
+        trace_id_prefix: None,
     };
     let s = serde_json::to_string(&t).unwrap();
     assert!(!s.contains("sk-"), "{s}");

@@ -10,6 +10,7 @@
 
 pub mod aiperf;
 pub mod csv;
+pub mod otlp;
 pub mod vllm;
 
 use crate::record::wire::{WireOutcome, WireRecord};

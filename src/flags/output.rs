@@ -24,6 +24,11 @@ pub struct TelemetryArgs {
     /// Seconds of GPU power sampled before the run to know the idle draw.
     #[arg(long, default_value_t = 3.0)]
     pub idle_power_s: f64,
+    /// After the run, export one OpenTelemetry span per request (its chunks' arrivals as
+    /// events) to this OTLP/HTTP collector, e.g. http://127.0.0.1:4318 (POST
+    /// {url}/v1/traces, JSON). Default: none.
+    #[arg(long, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
 }
 
 /// Where results go and how the run reports itself.

@@ -47,6 +47,11 @@ pub struct TargetArgs {
     /// Extra request header 'Name: value' (repeatable). Credential-like values are redacted in outputs.
     #[arg(long = "header", value_name = "'K: V'")]
     pub headers: Vec<String>,
+    /// Send no W3C `traceparent` header. By default every HTTP request carries one whose
+    /// trace id is the run's `target.trace_id_prefix` then the record's id, so the server's
+    /// own traces join the records (docs/apis.md, "Joining server traces").
+    #[arg(long)]
+    pub no_trace_context: bool,
     /// Accelerators serving the model, for the report, e.g. 'H100 80GB x 8'.
     #[arg(long)]
     pub hardware: Option<String>,

@@ -114,6 +114,7 @@ pub fn execute(
             report.config.out_dir.display()
         );
     }
+    super::otlp::export_after_run(&config);
     Ok(Ok((report, output.records)))
 }
 

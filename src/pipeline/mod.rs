@@ -10,6 +10,7 @@ pub mod execute;
 pub mod exit;
 pub mod host;
 pub mod merge;
+pub mod otlp;
 pub mod pages;
 pub mod resolve;
 pub mod verdict;

@@ -151,7 +151,7 @@ fn prepare(
         arrival_ms: spec.arrival_ms,
         session: spec.session.map(|s| (s, spec.turn)),
         think_ms: spec.think_ms,
-        http_bytes: http_request(target, &body),
+        http_bytes: http_request(target, &body, spec.index),
         ws_frame: crate::client::exchange::ws_frame(target, &body),
     }
 }

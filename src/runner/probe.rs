@@ -39,7 +39,7 @@ pub fn prepared(
         arrival_ms: None,
         session: None,
         think_ms: 0.0,
-        http_bytes: crate::client::exchange::http_request(target, &body),
+        http_bytes: crate::client::exchange::http_request(target, &body, id),
         ws_frame: crate::client::exchange::ws_frame(target, &body),
     }
 }

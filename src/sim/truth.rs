@@ -29,6 +29,8 @@ pub struct TruthRecord {
     pub error_event: bool,
     /// The stand-in content filter refused the request part-way (`faults.refusal_rate`).
     pub refused: bool,
+    /// The request's W3C `traceparent` header, as a traced server would read it.
+    pub traceparent: Option<String>,
 }
 
 impl Default for TruthRecord {
@@ -47,6 +49,7 @@ impl Default for TruthRecord {
             cut: false,
             error_event: false,
             refused: false,
+            traceparent: None,
         }
     }
 }
@@ -78,6 +81,7 @@ impl TruthRecord {
             "cut": self.cut,
             "error_event": self.error_event,
             "refused": self.refused,
+            "traceparent": self.traceparent,
         })
     }
 }

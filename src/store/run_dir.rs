@@ -121,7 +121,7 @@ pub fn for_each_request(
 
 /// Hands each line of `requests.jsonl` to `f`, parsed; the truncated-last-line rule of
 /// [`read_requests`].
-fn for_each_wire(path: &Path, mut f: impl FnMut(WireRecord)) -> Result<()> {
+pub fn for_each_wire(path: &Path, mut f: impl FnMut(WireRecord)) -> Result<()> {
     use std::io::BufRead;
     let file = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
     let mut reader = std::io::BufReader::with_capacity(1 << 20, file);

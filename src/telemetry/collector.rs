@@ -44,6 +44,9 @@ pub struct TelemetryConfig {
     pub gpu: GpuSource,
     /// Between samples, s.
     pub interval_s: f64,
+    /// An OTLP/HTTP collector the run's spans are exported to after it (`--otlp-endpoint`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub otlp_endpoint: Option<String>,
 }
 
 impl TelemetryConfig {
@@ -54,6 +57,7 @@ impl TelemetryConfig {
             metrics_url_given: false,
             gpu: GpuSource::Nvml,
             interval_s: 1.0,
+            otlp_endpoint: None,
         }
     }
 
@@ -64,6 +68,7 @@ impl TelemetryConfig {
             metrics_url_given: false,
             gpu: GpuSource::Off,
             interval_s: 1.0,
+            otlp_endpoint: None,
         }
     }
 }

@@ -264,6 +264,7 @@ mod tests {
             proxy: None,
             websocket: None,
             grpc_backend: None,
+            trace_id_prefix: None,
         }
     }
 

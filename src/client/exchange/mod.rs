@@ -53,7 +53,7 @@ pub fn ws_frame(target: &Target, body: &[u8]) -> Vec<u8> {
 
 /// Builds the bytes of a `POST` to the target's endpoint (for a WebSocket target, its
 /// opening handshake; the message goes in [`ws_frame`]).
-pub fn http_request(target: &Target, body: &[u8]) -> Vec<u8> {
+pub fn http_request(target: &Target, body: &[u8], id: u64) -> Vec<u8> {
     use std::fmt::Write;
     match target.endpoint {
         Endpoint::Websocket => {
@@ -86,6 +86,13 @@ pub fn http_request(target: &Target, body: &[u8]) -> Vec<u8> {
         let _ = write!(head, "Proxy-Authorization: {}\r\n", auth.expose());
     }
     super::apis::write_auth_headers(target, &mut head);
+    if let Some(prefix) = &target.trace_id_prefix {
+        let _ = write!(
+            head,
+            "traceparent: {}\r\n",
+            super::trace::traceparent(prefix, id)
+        );
+    }
     for (k, v) in &target.headers {
         let _ = write!(head, "{k}: {v}\r\n");
     }

@@ -9,14 +9,16 @@ use serde_json::Value as Json;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Keys of a run's configuration view that are bookkeeping, not configuration: where it
-/// wrote, how it was typed, how it printed, and the seed (checked on its own).
-const IGNORED: [&str; 6] = [
+/// wrote, how it was typed, how it printed, the seed (checked on its own), and the trace
+/// id prefix (fresh every run).
+const IGNORED: [&str; 7] = [
     "/config/out_dir",
     "/config/command_line",
     "/config/quiet",
     "/config/client_threads",
     "/config/seed",
     "/config/target/api_key",
+    "/config/target/trace_id_prefix",
 ];
 
 /// Settings whose value differs between systems, each with its per-system value.

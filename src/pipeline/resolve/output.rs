@@ -28,6 +28,10 @@ pub(crate) fn telemetry(
         }
         (None, false) => crate::telemetry::collector::GpuSource::Nvml,
     };
+    if let Some(u) = &tl.otlp_endpoint {
+        BaseUrl::parse(u).context("--otlp-endpoint")?;
+        tc.otlp_endpoint = Some(u.clone());
+    }
     Ok(tc)
 }
 

@@ -60,6 +60,7 @@ pub(crate) fn target(args: &RunArgs, url: &str, builtin: bool) -> Result<Target>
         websocket,
         grpc_backend: (t.endpoint == crate::config::Endpoint::Grpc)
             .then_some(args.websocket.grpc_backend),
+        trace_id_prefix: (!t.no_trace_context).then(crate::client::trace::new_prefix),
     })
 }
 

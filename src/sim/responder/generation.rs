@@ -107,6 +107,19 @@ fn spawn_fixed(
     });
 }
 
+/// What is known of a request before the engine sees it: its id, arrival, prompt, planned
+/// length and the trace context it carried.
+fn first_truth(req: &Request, id: &str, prompt_tokens: u32, completion_tokens: u32) -> TruthRecord {
+    TruthRecord {
+        response_id: id.to_owned(),
+        received: req.received,
+        prompt_tokens,
+        completion_tokens,
+        traceparent: req.header("traceparent").map(str::to_owned),
+        ..Default::default()
+    }
+}
+
 /// Answers one generation request of `api` (the HTTP routes and the WebSocket alike).
 pub async fn completion(
     r: &Responder,
@@ -128,13 +141,7 @@ pub async fn completion(
     let n = output_length(&r.config, &parsed, api, cap, &mut rng);
     let faults = draw_faults(&r.config, &mut rng, n);
     let id = format!("{}-sim{:08x}-{seq}", api.id_prefix(), r.instance);
-    let mut truth = TruthRecord {
-        response_id: id.clone(),
-        received,
-        prompt_tokens,
-        completion_tokens: n,
-        ..Default::default()
-    };
+    let mut truth = first_truth(req, &id, prompt_tokens, n);
     if let Some(status) = faults.status {
         return injected_error(r, w, truth, status).await;
     }
