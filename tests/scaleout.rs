@@ -307,9 +307,14 @@ fn closed_loop_shards_split_streams_and_ordinals() {
     args.extend_from_slice(&load);
     args.extend(["--out", single.to_str().unwrap()]);
     ok(&servebench(&args), "single run");
-    let (_, merged) = sharded(&root, &url, &load, 2, &[]);
+    let (shards, merged) = sharded(&root, &url, &load, 2, &[]);
     assert_eq!(sequence(&records(&merged)), sequence(&records(&single)));
     assert_eq!(run_json(&merged)["summary"]["requests"]["completed"], 40);
+    // The plan gave every shard one trace id prefix, so the merged run's names every trace.
+    let prefix = |dir: &Path| run_json(dir)["config"]["target"]["trace_id_prefix"].clone();
+    assert!(prefix(&merged).is_string());
+    assert_eq!(prefix(&shards[0]), prefix(&merged));
+    assert_eq!(prefix(&shards[1]), prefix(&merged));
 }
 
 #[test]

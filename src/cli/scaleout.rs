@@ -64,6 +64,10 @@ pub fn plan(mut args: PlanArgs) -> Result<u8> {
     if !has("--seed") {
         run_args.extend(["--seed".into(), config.seed.to_string()]);
     }
+    // One trace id prefix for every shard, so the merged run's records name their traces.
+    if let (false, Some(prefix)) = (has("--trace-id-prefix"), &config.target.trace_id_prefix) {
+        run_args.extend(["--trace-id-prefix".into(), prefix.clone()]);
+    }
     let mut notes = Vec::new();
     if args.shards > 1 && !has("--no-fluidity") && !has("--prefill-curve") {
         // Profiling prefill in every shard at once would not be isolated.

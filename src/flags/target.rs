@@ -52,6 +52,10 @@ pub struct TargetArgs {
     /// own traces join the records (docs/apis.md, "Joining server traces").
     #[arg(long)]
     pub no_trace_context: bool,
+    /// The run's trace id prefix (16 lowercase hex digits, not all zero) instead of a fresh
+    /// one: scale-out plans give every shard the same, so one prefix joins all their records.
+    #[arg(long, value_name = "HEX", conflicts_with = "no_trace_context")]
+    pub trace_id_prefix: Option<String>,
     /// Accelerators serving the model, for the report, e.g. 'H100 80GB x 8'.
     #[arg(long)]
     pub hardware: Option<String>,

@@ -60,8 +60,22 @@ pub(crate) fn target(args: &RunArgs, url: &str, builtin: bool) -> Result<Target>
         websocket,
         grpc_backend: (t.endpoint == crate::config::Endpoint::Grpc)
             .then_some(args.websocket.grpc_backend),
-        trace_id_prefix: (!t.no_trace_context).then(crate::client::trace::new_prefix),
+        trace_id_prefix: trace_id_prefix(t)?,
     })
+}
+
+/// The run's trace id prefix: `--trace-id-prefix`, checked, else a fresh one; none with
+/// `--no-trace-context`.
+fn trace_id_prefix(t: &TargetArgs) -> Result<Option<String>> {
+    use crate::client::trace::{new_prefix, valid_prefix};
+    match &t.trace_id_prefix {
+        _ if t.no_trace_context => Ok(None),
+        Some(p) if valid_prefix(p) => Ok(Some(p.clone())),
+        Some(p) => bail!(
+            "--trace-id-prefix {p}: give 16 lowercase hex digits, not all zero (e.g. 3f9c0a17d2b4e861)"
+        ),
+        None => Ok(Some(new_prefix())),
+    }
 }
 
 /// The API key: read from `--api-key-file`, else from the environment variable; none when
