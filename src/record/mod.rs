@@ -142,6 +142,10 @@ pub struct RequestRecord {
     pub input_tokens: u32,
     /// `max_tokens` sent.
     pub max_tokens: u32,
+    /// Items a non-generative request carried (embeddings inputs, rerank documents; the
+    /// rerank query not counted); 0 for the generative APIs. Such a request has no
+    /// chunks: its latency is the whole answer's.
+    pub items: u32,
     /// Output tokens `N`: every token generated, reasoning included (from
     /// `output_tokens_source`). For a failed request, what was counted before it ended.
     pub output_tokens: u32,
@@ -205,6 +209,16 @@ impl RequestRecord {
     /// Time of the last content event.
     pub fn last_token_at(&self) -> Option<Nanos> {
         self.chunks.last().map(|c| c.at)
+    }
+
+    /// When the answer ended: the last content event, or for a non-generative request
+    /// (`items > 0`, answered whole) the end of its body.
+    pub fn answer_end_at(&self) -> Option<Nanos> {
+        if self.items > 0 {
+            (self.finished_at > 0).then_some(self.finished_at)
+        } else {
+            self.last_token_at()
+        }
     }
 
     /// Time of the first reasoning event.

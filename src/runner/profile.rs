@@ -182,6 +182,7 @@ fn profile_request(
     );
     PreparedRequest {
         endpoint: config.target.endpoint,
+        items: config.target.endpoint.items_of(spec.messages.len()),
         parser: crate::client::apis::parser_for_target(&config.target),
         id: u64::MAX - 1_000 - (li as u64 * 100 + rep as u64),
         class: None,

@@ -229,7 +229,7 @@ async fn probe(
         let ex = solo.send(&req, Phase::Probe).await;
         let r = ex.record();
         let e2e = r
-            .last_token_at()
+            .answer_end_at()
             .zip(r.sent_at)
             .filter(|_| r.outcome.is_ok())
             .map(|(t, s)| (t - s) as f64 / 1e6);

@@ -68,6 +68,13 @@ pub async fn execute(
         if head.status != 200 {
             return fail_http_status(ex, pool, conn, decoder, &head, clock, limits).await;
         }
+        if !req.endpoint.is_generative() {
+            let (keep_alive, endpoint) = (head.keep_alive, req.endpoint);
+            return super::whole::read_answer(
+                ex, pool, conn, decoder, keep_alive, endpoint, clock, limits,
+            )
+            .await;
+        }
         let mut sse = SseParser::with_max_line(limits.max_line_bytes);
         let keep_start = !declares_event_stream(&head);
         let end = read_body(
