@@ -56,7 +56,11 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
     let slo = limits::slo(&args.slo)?;
     limits::slo_fits(slo.as_ref(), target.endpoint)?;
     let request = workload::request_options(&args.body)?;
-    let prefill = ux::prefill(&args.ux)?;
+    // Fluidity is per token: a non-generative endpoint has no prefill curve to profile.
+    let prefill = match target.endpoint.is_generative() {
+        true => ux::prefill(&args.ux)?,
+        false => crate::config::PrefillSetup::Off,
+    };
     let baseline = ux::baseline(&args.ux)?;
     let ux_params = ux::ux_params(args)?;
     let telemetry = output::telemetry(&args.telemetry, &target.url)?;
