@@ -343,15 +343,9 @@ fn steady_state(measured: &[&RequestRecord], ok: &[&RequestRecord], window: Wind
     let steady_done = ok.iter().filter(|r| r.finished_at >= cut).count();
     let steady_input: u64 = measured
         .iter()
-        .filter(|r| {
-            // Prefill is done when the first token (answer or reasoning) streams.
-            let first = r
-                .chunks
-                .first()
-                .into_iter()
-                .chain(r.reasoning_chunks.first());
-            first.map(|c| c.at).min().is_some_and(|t| t >= cut)
-        })
+        // Prefill is done when the first token (answer or reasoning) streams, or a
+        // non-generative answer comes.
+        .filter(|r| r.input_done_at().is_some_and(|t| t >= cut))
         .map(|r| input_tokens(r))
         .sum();
     let steady_per_s = |x: f64| if steady_s > 0.0 { x / steady_s } else { 0.0 };

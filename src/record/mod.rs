@@ -221,6 +221,16 @@ impl RequestRecord {
         }
     }
 
+    /// When the server had taken the whole input in: the first token (answer or reasoning),
+    /// or for a non-generative request its answer (`items > 0` and completed).
+    pub fn input_done_at(&self) -> Option<Nanos> {
+        if self.items > 0 {
+            return self.outcome.is_ok().then_some(self.finished_at);
+        }
+        let first = self.chunks.first().into_iter().chain(self.reasoning_chunks.first());
+        first.map(|c| c.at).min()
+    }
+
     /// Time of the first reasoning event.
     pub fn first_reasoning_at(&self) -> Option<Nanos> {
         self.reasoning_chunks.first().map(|c| c.at)

@@ -316,12 +316,7 @@ impl StreamSummary {
         if r.outcome.is_ok() {
             self.steady_done.add(r.finished_at, 1.0);
         }
-        let first = r
-            .chunks
-            .first()
-            .into_iter()
-            .chain(r.reasoning_chunks.first());
-        if let Some(at) = first.map(|c| c.at).min() {
+        if let Some(at) = r.input_done_at() {
             self.steady_input.add(at, input_tokens(r) as f64);
         }
         if let Some(s) = r.scheduled_at {
