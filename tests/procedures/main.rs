@@ -707,16 +707,17 @@ fn llama_cpp_answers_the_quick_procedures() {
     assert!(r["best_fit"].is_string(), "{r}");
 }
 
-/// 5.2 on the embeddings route (issue 22): the `cpu-tiny` costs 4× faster, 4 inputs of 32
-/// tokens a request, under a request-latency SLO. The simulator serves each request in one of
-/// 4 slots for (10 + 1.2·128) / 4 = 40.9 ms, so its capacity is 4 / 40.9 ms = 97.8 req/s
-/// (`SimConfig::pooling_capacity`); the sustained rate lands within the same bounds as the
-/// generative search's.
+/// 5.2 on the embeddings route (issue 22): the `cpu-tiny` costs with 16 slots, 4 inputs of
+/// 32 tokens a request, under a request-latency SLO. The simulator serves each request in one
+/// of 16 slots for 10 + 1.2·128 = 163.6 ms, so its capacity is 16 / 163.6 ms = 97.8 req/s
+/// (`SimConfig::pooling_capacity`); the sustained rate lands within 10 % of it. (With 4 slots
+/// a queue's random walk at 90 % load already reads as growth within a 4 s level, and the
+/// search stopped near 90 %; 16 slots keep the queue short up to about 95 %.)
 #[test]
 fn throughput_search_finds_the_embeddings_capacity() {
     let (dir, sim) = sim_toml(
         "proc-embeddings",
-        "preset = \"cpu-tiny\"\ntime_scale = 4.0\n",
+        "preset = \"cpu-tiny\"\nmax_num_seqs = 16\n",
     );
     let v = test(
         &dir,
@@ -734,12 +735,12 @@ fn throughput_search_finds_the_embeddings_capacity() {
             "--items-per-request",
             "4",
             "--slo",
-            "p99(e2e_ms)<=1000",
+            "p99(e2e_ms)<=2000",
         ],
     );
     let r = &v["result"];
     let mut cfg = SimConfig::preset("cpu-tiny").unwrap();
-    cfg.time_scale = 4.0;
+    cfg.max_num_seqs = 16;
     let cap = cfg.pooling_capacity(4, 32, false);
     let sustained = r["sustained_rate_per_s"].as_f64().expect("a sustained rate");
     let failing_rate = r["failing_rate_per_s"].as_f64().unwrap();
@@ -751,7 +752,7 @@ fn throughput_search_finds_the_embeddings_capacity() {
         .find(|l| l["verdict"] == "fail" && l["load"]["rate_per_s"].as_f64() == Some(failing_rate))
         .and_then(|l| l["summary"]["steady_state"]["requests_per_s"].as_f64())
         .unwrap_or(cap.requests_per_s);
-    let floor = cap.requests_per_s.min(achieved_when_failing) * 0.85;
+    let floor = cap.requests_per_s.min(achieved_when_failing) * 0.90;
     assert!(
         sustained <= cap.requests_per_s * 1.10 && sustained >= floor,
         "sustained {sustained:.2} req/s, analytic {:.2} req/s",
