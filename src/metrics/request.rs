@@ -153,9 +153,7 @@ fn measure_whole(r: &RequestRecord) -> Option<RequestMetrics> {
         ttfb_ms: r.first_byte_at.map(|t| ms(t.saturating_sub(sent))),
         time_to_first_reasoning_ms: None,
         ttft_from_schedule_ms: None,
-        e2e_from_schedule_ms: r
-            .scheduled_at
-            .map(|s| ms(r.finished_at.saturating_sub(s))),
+        e2e_from_schedule_ms: r.scheduled_at.map(|s| ms(r.finished_at.saturating_sub(s))),
         output_tokens: 0,
         answer_tokens: 0,
     })

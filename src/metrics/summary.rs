@@ -225,14 +225,7 @@ fn aggregate(
     RunSummary {
         failures: breakdown(measured),
         window,
-        // A non-generative request (items > 0) has no first token: its latency is E2E only.
-        ttft_ms: dist(
-            per_request
-                .iter()
-                .zip(measured)
-                .filter(|(_, r)| r.items == 0)
-                .filter_map(|(m, _)| m.as_ref().map(|m| m.ttft_ms)),
-        ),
+        ttft_ms: generative_ttft(measured, per_request),
         tpot_ms,
         itl_tail_ratio: itl_ms.filter(|d| d.p50 > 0.0).map(|d| d.p99 / d.p50),
         itl_shape: shape(&itl_values, itl_ms.as_ref()),
@@ -273,6 +266,21 @@ fn aggregate(
         warnings: Vec::new(),
         streamed: None,
     }
+}
+
+/// TTFT over the requests that have a first token: a non-generative request (`items > 0`,
+/// answered whole) has only its end-to-end latency.
+fn generative_ttft(
+    measured: &[&RequestRecord],
+    per_request: &[Option<RequestMetrics>],
+) -> Option<Distribution> {
+    dist(
+        per_request
+            .iter()
+            .zip(measured)
+            .filter(|(_, r)| r.items == 0)
+            .filter_map(|(m, _)| m.as_ref().map(|m| m.ttft_ms)),
+    )
 }
 
 /// Token totals and rates over the measurement window.

@@ -332,8 +332,7 @@ fn read_sustainable(s: &Session, o: &Options, result: &mut ThroughputResult) {
     result.max_output_tokens_per_s = Some(st.output_tokens_per_s);
     result.max_requests_per_s = Some(st.requests_per_s);
     result.max_input_tokens_per_s = Some(st.input_tokens_per_s);
-    result.max_items_per_s =
-        (level.summary.total_items > 0).then_some(level.summary.items_per_s);
+    result.max_items_per_s = (level.summary.total_items > 0).then_some(level.summary.items_per_s);
     result.tokens_per_gpu_s = o
         .gpus
         .filter(|&g| g > 0)

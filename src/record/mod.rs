@@ -227,7 +227,11 @@ impl RequestRecord {
         if self.items > 0 {
             return self.outcome.is_ok().then_some(self.finished_at);
         }
-        let first = self.chunks.first().into_iter().chain(self.reasoning_chunks.first());
+        let first = self
+            .chunks
+            .first()
+            .into_iter()
+            .chain(self.reasoning_chunks.first());
         first.map(|c| c.at).min()
     }
 

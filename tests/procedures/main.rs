@@ -742,7 +742,9 @@ fn throughput_search_finds_the_embeddings_capacity() {
     let mut cfg = SimConfig::preset("cpu-tiny").unwrap();
     cfg.max_num_seqs = 16;
     let cap = cfg.pooling_capacity(4, 32, false);
-    let sustained = r["sustained_rate_per_s"].as_f64().expect("a sustained rate");
+    let sustained = r["sustained_rate_per_s"]
+        .as_f64()
+        .expect("a sustained rate");
     let failing_rate = r["failing_rate_per_s"].as_f64().unwrap();
     // As for the generative search: a loaded machine slows the simulator, never speeds it up.
     let achieved_when_failing = v["levels"]
@@ -761,7 +763,10 @@ fn throughput_search_finds_the_embeddings_capacity() {
     // Items, not tokens: 4 a request, and the input tokens of 4 × 32.
     let items = r["max_items_per_s"].as_f64().expect("items per second");
     let requests = r["max_requests_per_s"].as_f64().unwrap();
-    assert!((items / requests - 4.0).abs() < 0.5, "{items} items/s, {requests} req/s");
+    assert!(
+        (items / requests - 4.0).abs() < 0.5,
+        "{items} items/s, {requests} req/s"
+    );
     assert!(r["max_input_tokens_per_s"].as_f64().unwrap() > 0.0);
     assert!(v["answer"].as_str().unwrap().contains("items/s"));
 }

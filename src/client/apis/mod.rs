@@ -19,8 +19,8 @@
 //! | `embeddings` | `{base}/embeddings` | one JSON answer ([`embeddings`], [`answer`]) |
 //! | `rerank` | `{base}/rerank` | one JSON answer ([`rerank`], [`answer`]) |
 
-pub mod anthropic;
 pub mod answer;
+pub mod anthropic;
 pub mod embeddings;
 pub mod event;
 pub mod kserve;

@@ -31,7 +31,11 @@ fn latency(out: &mut String, r: &RunReport) {
                 opt_ms(s.e2e_ms, |d| d.max),
             ),
         );
-        row(out, "TTFT", "n/a: non-generative endpoint (no tokens are streamed)");
+        row(
+            out,
+            "TTFT",
+            "n/a: non-generative endpoint (no tokens are streamed)",
+        );
         return;
     }
     row(
