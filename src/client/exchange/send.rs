@@ -64,7 +64,7 @@ pub async fn execute(
         };
         ex.draft.record.http_status = Some(head.status);
         ex.draft.content_type = head.content_type.clone();
-        let mut decoder = BodyDecoder::new(head.body);
+        let decoder = BodyDecoder::new(head.body);
         if head.status != 200 {
             return fail_http_status(ex, pool, conn, decoder, &head, clock, limits).await;
         }
