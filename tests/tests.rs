@@ -7,6 +7,7 @@ mod client_at_scale;
 mod common;
 mod crash;
 mod e2e_sim;
+mod embeddings;
 mod experience;
 mod failures;
 mod fault_matrix;

@@ -50,11 +50,21 @@ pub enum Endpoint {
         help = "KServe v2 / Triton ModelStreamInfer over gRPC (--url http://host:8001; --model is the Triton model, e.g. ensemble)"
     )]
     Grpc,
+    /// OpenAI embeddings, `POST {base}/embeddings` (non-generative: one JSON answer)
+    #[value(
+        help = "OpenAI embeddings: {base}/embeddings (vLLM, TEI, llama.cpp --embeddings; non-generative, --items-per-request inputs each)"
+    )]
+    Embeddings,
+    /// Rerank in the Cohere/Jina shape, `POST {base}/rerank` (non-generative: one JSON answer)
+    #[value(
+        help = "Rerank, Cohere/Jina shape: {base}/rerank (vLLM, TEI's /v1/rerank; non-generative, a query and --items-per-request documents)"
+    )]
+    Rerank,
 }
 
 impl Endpoint {
     /// Every endpoint, in `--endpoint` order.
-    pub const ALL: [Endpoint; 9] = [
+    pub const ALL: [Endpoint; 11] = [
         Endpoint::Chat,
         Endpoint::Completions,
         Endpoint::Responses,
@@ -64,6 +74,8 @@ impl Endpoint {
         Endpoint::Sglang,
         Endpoint::Websocket,
         Endpoint::Grpc,
+        Endpoint::Embeddings,
+        Endpoint::Rerank,
     ];
 
     /// The route, below the base URL (OpenAI and Anthropic APIs) or below the server root
@@ -79,6 +91,8 @@ impl Endpoint {
             Endpoint::Sglang => "/generate",
             Endpoint::Websocket => "/ws",
             Endpoint::Grpc => "/inference.GRPCInferenceService/ModelStreamInfer",
+            Endpoint::Embeddings => "/embeddings",
+            Endpoint::Rerank => "/rerank",
         }
     }
 
@@ -113,6 +127,8 @@ impl Endpoint {
             Endpoint::Sglang => "SGLang /generate",
             Endpoint::Websocket => "JSON messages",
             Endpoint::Grpc => "KServe v2 / Triton ModelStreamInfer",
+            Endpoint::Embeddings => "OpenAI embeddings",
+            Endpoint::Rerank => "Cohere/Jina rerank",
         }
     }
 
@@ -121,7 +137,25 @@ impl Endpoint {
         match self {
             Endpoint::Websocket => "WebSocket",
             Endpoint::Grpc => "gRPC (HTTP/2)",
+            Endpoint::Embeddings | Endpoint::Rerank => "HTTP/1.1, one JSON answer",
             _ => "HTTP/1.1, server-sent events",
+        }
+    }
+
+    /// Whether the API generates tokens. Embeddings and rerank answer once, whole: their
+    /// records have a request latency and items, but no first token, ITL or output tokens.
+    pub fn is_generative(self) -> bool {
+        !matches!(self, Endpoint::Embeddings | Endpoint::Rerank)
+    }
+
+    /// The items a request of `texts` workload texts carries: every text is an input to
+    /// embed; for rerank the first is the query, the rest the documents. 0 for the
+    /// generative APIs.
+    pub fn items_of(self, texts: usize) -> u32 {
+        match self {
+            Endpoint::Embeddings => texts as u32,
+            Endpoint::Rerank => texts.saturating_sub(1) as u32,
+            _ => 0,
         }
     }
 

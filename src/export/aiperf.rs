@@ -386,6 +386,8 @@ fn aiperf_endpoint_type(e: Endpoint) -> &'static str {
         Endpoint::Completions => "completions",
         Endpoint::Responses => "responses",
         Endpoint::Tgi => "huggingface_generate",
+        Endpoint::Embeddings => "embeddings",
+        Endpoint::Rerank => "rankings",
         Endpoint::Messages
         | Endpoint::Llamacpp
         | Endpoint::Sglang

@@ -68,6 +68,8 @@ fn backend_name(endpoint: &Endpoint) -> &'static str {
         Endpoint::Sglang => "sglang",
         Endpoint::Websocket => "websocket",
         Endpoint::Grpc => "kserve-grpc",
+        Endpoint::Embeddings => "openai-embeddings",
+        Endpoint::Rerank => "rerank",
     }
 }
 

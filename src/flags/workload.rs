@@ -41,6 +41,12 @@ pub struct WorkloadFlags {
     /// Fixed output length in tokens (max_tokens, with EOS ignored by default).
     #[arg(long)]
     pub output_tokens: Option<u32>,
+    /// --endpoint embeddings and rerank: items per request, `N` or `MIN..MAX` (uniform),
+    /// each of --input-tokens (or the workload's input length); rerank adds one more
+    /// item-sized text as the query. Default: 1 on those endpoints (or the scenario file's
+    /// `items`); refused on the generative ones (docs/workloads.md).
+    #[arg(long, value_name = "N|MIN..MAX")]
+    pub items_per_request: Option<String>,
     /// Tokenizer that counts input and (without server usage) output tokens: cl100k_base
     /// (the draft's reference, Option B), o200k_base, a tokenizer.json path, or `server`
     /// (the server's /tokenize with its chat template: Option A).

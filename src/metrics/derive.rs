@@ -21,7 +21,8 @@ pub fn derive(r: &RequestRecord, p: &DeriveParams) -> Derived {
     let lat = latencies(r);
     let deadlines = evaluate(r, &p.ux.scheme);
     Derived {
-        ttft_ms: lat.map(|l| l.0),
+        // A non-generative request (items, answered whole) has no first token.
+        ttft_ms: lat.filter(|_| r.items == 0).map(|l| l.0),
         e2e_ms: lat.map(|l| l.1),
         tpot_ms: lat.and_then(|l| l.2),
         user_idle_ms: deadlines.user_idle_ms,

@@ -76,6 +76,11 @@ pub fn latencies(r: &RequestRecord) -> Option<(f64, f64, Option<f64>)> {
         return None;
     }
     let sent = r.sent_at?;
+    if r.items > 0 {
+        // Answered whole (embeddings, rerank): the request latency stands for both ends.
+        let e2e_ms = ms(r.finished_at.saturating_sub(sent));
+        return Some((e2e_ms, e2e_ms, None));
+    }
     let first = r.first_token_at()?;
     let last = r.last_token_at()?;
     let n = answer_tokens_from_first(r);
@@ -96,6 +101,9 @@ fn answer_tokens_from_first(r: &RequestRecord) -> u32 {
 
 /// Measurements of a request that completed with at least one content event.
 pub fn measure(r: &RequestRecord, itl: ItlOption) -> Option<RequestMetrics> {
+    if r.items > 0 {
+        return measure_whole(r);
+    }
     let (ttft_ms, e2e_ms, tpot_ms) = latencies(r)?;
     let sent = r.sent_at?;
     let first = r.first_token_at()?;
@@ -124,6 +132,30 @@ pub fn measure(r: &RequestRecord, itl: ItlOption) -> Option<RequestMetrics> {
         e2e_from_schedule_ms: r.scheduled_at.map(|s| ms(last.saturating_sub(s))),
         output_tokens: n_all,
         answer_tokens: r.answer_tokens(),
+    })
+}
+
+/// Measurements of a non-generative request that completed (embeddings, rerank): only its
+/// request latency is real. `ttft_ms` repeats it so the type stays one, but summaries and
+/// SLOs never read TTFT, ITL or token figures of such requests.
+fn measure_whole(r: &RequestRecord) -> Option<RequestMetrics> {
+    let (_, e2e_ms, _) = latencies(r)?;
+    let sent = r.sent_at?;
+    Some(RequestMetrics {
+        ttft_ms: e2e_ms,
+        e2e_ms,
+        tpot_ms: None,
+        itl_ms: Vec::new(),
+        jitter_ms: None,
+        max_pause_ms: None,
+        normalized_ms_per_token: None,
+        decode_tokens_per_s: None,
+        ttfb_ms: r.first_byte_at.map(|t| ms(t.saturating_sub(sent))),
+        time_to_first_reasoning_ms: None,
+        ttft_from_schedule_ms: None,
+        e2e_from_schedule_ms: r.scheduled_at.map(|s| ms(r.finished_at.saturating_sub(s))),
+        output_tokens: 0,
+        answer_tokens: 0,
     })
 }
 

@@ -64,6 +64,23 @@ pub struct SloSpec {
     pub target_attainment: f64,
 }
 
+impl SloSpec {
+    /// The terms that need generated tokens (TTFT, TPOT, ITL, pauses, idle time, output
+    /// tokens/s): a non-generative endpoint (embeddings, rerank) has none of them, so only
+    /// `e2e_ms` bounds, `requests_per_s` and `success_rate` apply there.
+    pub fn token_terms(&self) -> Vec<SloTerm> {
+        self.terms
+            .iter()
+            .copied()
+            .filter(|t| match t {
+                SloTerm::PerRequest { metric, .. } => *metric != RequestMetric::E2eMs,
+                SloTerm::RunStat { metric, .. } => *metric != RunMetric::E2eMs,
+                SloTerm::AtLeast { metric, .. } => *metric == RateMetric::OutputTokensPerS,
+            })
+            .collect()
+    }
+}
+
 #[derive(Debug, Error, PartialEq)]
 pub enum SloParseError {
     #[error("SLO term `{0}` is not of a known form: `ttft_ms<=500` (every request), `p99(ttft_ms)<=500` (the run's P99) or `output_tokens_per_s>=2000` (a floor)")]

@@ -120,6 +120,13 @@ pub struct RunSummary {
     /// Answer tokens only, per second of the window.
     pub answer_tokens_per_s: f64,
     pub input_tokens_per_s: f64,
+    /// Items answered per second of the window: embeddings inputs, or rerank documents
+    /// scored, by the requests that completed (0 for the generative APIs).
+    #[serde(default)]
+    pub items_per_s: f64,
+    /// Items answered by the requests that completed (non-generative APIs).
+    #[serde(default)]
+    pub total_items: u64,
     pub requests_per_s: f64,
     pub total_output_tokens: u64,
     pub total_reasoning_tokens: u64,
@@ -218,7 +225,7 @@ fn aggregate(
     RunSummary {
         failures: breakdown(measured),
         window,
-        ttft_ms: dist(metrics.iter().map(|m| m.ttft_ms)),
+        ttft_ms: generative_ttft(measured, per_request),
         tpot_ms,
         itl_tail_ratio: itl_ms.filter(|d| d.p50 > 0.0).map(|d| d.p99 / d.p50),
         itl_shape: shape(&itl_values, itl_ms.as_ref()),
@@ -240,6 +247,8 @@ fn aggregate(
         output_tokens_per_s: rates.output_tokens_per_s,
         answer_tokens_per_s: rates.answer_tokens_per_s,
         input_tokens_per_s: rates.input_tokens_per_s,
+        items_per_s: rates.items_per_s,
+        total_items: rates.total_items,
         requests_per_s: rates.requests_per_s,
         total_output_tokens: rates.total_output_tokens,
         total_reasoning_tokens: rates.total_reasoning_tokens,
@@ -259,11 +268,28 @@ fn aggregate(
     }
 }
 
+/// TTFT over the requests that have a first token: a non-generative request (`items > 0`,
+/// answered whole) has only its end-to-end latency.
+fn generative_ttft(
+    measured: &[&RequestRecord],
+    per_request: &[Option<RequestMetrics>],
+) -> Option<Distribution> {
+    dist(
+        per_request
+            .iter()
+            .zip(measured)
+            .filter(|(_, r)| r.items == 0)
+            .filter_map(|(m, _)| m.as_ref().map(|m| m.ttft_ms)),
+    )
+}
+
 /// Token totals and rates over the measurement window.
 struct Rates {
     output_tokens_per_s: f64,
     answer_tokens_per_s: f64,
     input_tokens_per_s: f64,
+    items_per_s: f64,
+    total_items: u64,
     requests_per_s: f64,
     total_output_tokens: u64,
     total_reasoning_tokens: u64,
@@ -287,7 +313,14 @@ impl Rates {
             .filter(|r| r.http_status == Some(200))
             .map(|r| input_tokens(r))
             .sum();
+        let total_items: u64 = measured
+            .iter()
+            .filter(|r| r.outcome.is_ok())
+            .map(|r| r.items as u64)
+            .sum();
         Rates {
+            items_per_s: per_s(total_items as f64),
+            total_items,
             output_tokens_per_s: per_s(total_output_tokens as f64),
             answer_tokens_per_s: per_s(total_answer_tokens as f64),
             input_tokens_per_s: per_s(total_input_tokens as f64),
@@ -318,15 +351,9 @@ fn steady_state(measured: &[&RequestRecord], ok: &[&RequestRecord], window: Wind
     let steady_done = ok.iter().filter(|r| r.finished_at >= cut).count();
     let steady_input: u64 = measured
         .iter()
-        .filter(|r| {
-            // Prefill is done when the first token (answer or reasoning) streams.
-            let first = r
-                .chunks
-                .first()
-                .into_iter()
-                .chain(r.reasoning_chunks.first());
-            first.map(|c| c.at).min().is_some_and(|t| t >= cut)
-        })
+        // Prefill is done when the first token (answer or reasoning) streams, or a
+        // non-generative answer comes.
+        .filter(|r| r.input_done_at().is_some_and(|t| t >= cut))
         .map(|r| input_tokens(r))
         .sum();
     let steady_per_s = |x: f64| if steady_s > 0.0 { x / steady_s } else { 0.0 };

@@ -54,6 +54,10 @@ pub struct CapacityResult {
     pub failing_concurrency: Option<u32>,
     /// Output tokens per second at the maximum (steady window).
     pub achieved_output_tokens_per_s: Option<f64>,
+    /// Items per second at that concurrency (embeddings inputs, rerank documents;
+    /// non-generative endpoints only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub achieved_items_per_s: Option<f64>,
     /// Approximate tokens held by the requests in flight at the maximum: concurrency ×
     /// (mean input + half the mean output).
     pub tokens_in_flight: Option<f64>,
@@ -73,8 +77,11 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
     let (result, stop, min_s, per_slot) = find(&mut s, o);
     let answer = match (result.max_concurrency, result.achieved_output_tokens_per_s) {
         (Some(c), Some(t)) => format!(
-            "max concurrency meeting the criteria: {c} ({} tok/s; {}){}",
-            thousands(t),
+            "max concurrency meeting the criteria: {c} ({}; {}){}",
+            match result.achieved_items_per_s {
+                Some(items) => format!("{} items/s", thousands(items)),
+                None => format!("{} tok/s", thousands(t)),
+            },
             result.criteria,
             result
                 .failing_concurrency
@@ -274,6 +281,7 @@ fn read_maximum(s: &Session, result: &mut CapacityResult) {
     {
         let sm = &l.summary;
         result.achieved_output_tokens_per_s = Some(sm.steady_state.output_tokens_per_s);
+        result.achieved_items_per_s = (sm.total_items > 0).then_some(sm.items_per_s);
         let done = sm.requests.completed.max(1) as f64;
         let mean_in = sm.total_input_tokens as f64 / done;
         let mean_out = sm.total_output_tokens as f64 / done;

@@ -194,14 +194,18 @@ pub fn point(l: &super::LevelOutcome, share: f64) -> CurvePoint {
             Load::Concurrency { .. } => s.requests_per_s,
         },
         // Tokens received over the steady span (its interval is what can show a fall);
-        // the completion-based steady figure when the level was too short for one.
-        achieved_tokens_per_s: l
+        // the completion-based steady figure when the level was too short for one. A
+        // non-generative endpoint (items) receives none: its input tokens served stand in.
+        achieved_tokens_per_s: match (s.total_items > 0, l.signals.steady_throughput) {
+            (true, _) => s.steady_state.input_tokens_per_s,
+            (false, Some(t)) => t.output_tokens_per_s,
+            (false, None) => s.steady_state.output_tokens_per_s,
+        },
+        achieved_ci: l
             .signals
             .steady_throughput
-            .map_or(s.steady_state.output_tokens_per_s, |t| {
-                t.output_tokens_per_s
-            }),
-        achieved_ci: l.signals.steady_throughput.map(|t| t.ci),
+            .filter(|_| s.total_items == 0)
+            .map(|t| t.ci),
         achieved_requests_per_s: s.steady_state.requests_per_s,
         ttft_p50_ms: pick(s.ttft_ms, |d| d.p50),
         ttft_p95_ms: pick(s.ttft_ms, |d| d.p95),
@@ -221,7 +225,8 @@ pub fn point(l: &super::LevelOutcome, share: f64) -> CurvePoint {
     }
 }
 
-/// The points as the statistics (and the curve chart) read them: TTFT is the latency.
+/// The points as the statistics (and the curve chart) read them: TTFT is the latency (the
+/// request latency on a non-generative endpoint).
 pub fn stats_levels(points: &[CurvePoint]) -> Vec<Level> {
     points
         .iter()
@@ -230,8 +235,9 @@ pub fn stats_levels(points: &[CurvePoint]) -> Vec<Level> {
             achieved_tokens_per_s: p.achieved_tokens_per_s,
             // Without an interval (too few completions) only a collapse shows a fall.
             achieved_ci: p.achieved_ci.unwrap_or((f64::NAN, f64::NAN)),
-            p99_latency_ms: p.ttft_p99_ms.unwrap_or(f64::NAN),
-            p50_latency_ms: p.ttft_p50_ms.unwrap_or(f64::NAN),
+            // A non-generative endpoint has no TTFT: its request latency is the latency.
+            p99_latency_ms: p.ttft_p99_ms.or(p.e2e_p99_ms).unwrap_or(f64::NAN),
+            p50_latency_ms: p.ttft_p50_ms.or(p.e2e_p50_ms).unwrap_or(f64::NAN),
             slo_attained: p.slo_met,
         })
         .collect()

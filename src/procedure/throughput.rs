@@ -43,6 +43,10 @@ pub struct ThroughputResult {
     pub max_requests_per_s: Option<f64>,
     /// Input tokens per second at the sustainable level.
     pub max_input_tokens_per_s: Option<f64>,
+    /// Items per second at the sustainable level (embeddings inputs, rerank documents;
+    /// non-generative endpoints only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_items_per_s: Option<f64>,
     /// Output tokens per second per GPU (`--gpus`).
     pub tokens_per_gpu_s: Option<f64>,
     /// The capacity the search started from, requests per second: the closed-loop probe's
@@ -328,6 +332,7 @@ fn read_sustainable(s: &Session, o: &Options, result: &mut ThroughputResult) {
     result.max_output_tokens_per_s = Some(st.output_tokens_per_s);
     result.max_requests_per_s = Some(st.requests_per_s);
     result.max_input_tokens_per_s = Some(st.input_tokens_per_s);
+    result.max_items_per_s = (level.summary.total_items > 0).then_some(level.summary.items_per_s);
     result.tokens_per_gpu_s = o
         .gpus
         .filter(|&g| g > 0)
@@ -355,22 +360,31 @@ fn answer(r: &ThroughputResult, o: &Options) -> String {
         r.max_output_tokens_per_s,
     ) {
         (Some(rate_per_s), _, Some(tok)) => format!(
-            "max sustainable: {} req/s{}, {} tok/s{under}{}",
+            "max sustainable: {} req/s{}, {}{under}{}",
             rate(r.sustained_rate_per_s.unwrap_or(rate_per_s)),
             asked(r.sustained_rate_per_s, rate_per_s),
-            thousands(tok),
+            per_s(r, tok),
             r.failing_rate_per_s
                 .map(|f| format!(" ({} req/s failed)", rate(f)))
                 .unwrap_or_default()
         ),
         (_, Some(c), Some(tok)) => format!(
-            "max sustainable: concurrency {c}, {} tok/s{under}{}",
-            thousands(tok),
+            "max sustainable: concurrency {c}, {}{under}{}",
+            per_s(r, tok),
             r.failing_concurrency
                 .map(|f| format!(" (concurrency {f} failed)"))
                 .unwrap_or_default()
         ),
         _ => format!("no load level was sustained{under}: {}", r.search),
+    }
+}
+
+/// The sustainable level's throughput in its own unit: output tokens, or for a
+/// non-generative endpoint items.
+fn per_s(r: &ThroughputResult, tok: f64) -> String {
+    match r.max_items_per_s {
+        Some(items) => format!("{} items/s", thousands(items)),
+        None => format!("{} tok/s", thousands(tok)),
     }
 }
 

@@ -142,6 +142,10 @@ pub struct RequestRecord {
     pub input_tokens: u32,
     /// `max_tokens` sent.
     pub max_tokens: u32,
+    /// Items a non-generative request carried (embeddings inputs, rerank documents; the
+    /// rerank query not counted); 0 for the generative APIs. Such a request has no
+    /// chunks: its latency is the whole answer's.
+    pub items: u32,
     /// Output tokens `N`: every token generated, reasoning included (from
     /// `output_tokens_source`). For a failed request, what was counted before it ended.
     pub output_tokens: u32,
@@ -205,6 +209,30 @@ impl RequestRecord {
     /// Time of the last content event.
     pub fn last_token_at(&self) -> Option<Nanos> {
         self.chunks.last().map(|c| c.at)
+    }
+
+    /// When the answer ended: the last content event, or for a non-generative request
+    /// (`items > 0`, answered whole) the end of its body.
+    pub fn answer_end_at(&self) -> Option<Nanos> {
+        if self.items > 0 {
+            (self.finished_at > 0).then_some(self.finished_at)
+        } else {
+            self.last_token_at()
+        }
+    }
+
+    /// When the server had taken the whole input in: the first token (answer or reasoning),
+    /// or for a non-generative request its answer (`items > 0` and completed).
+    pub fn input_done_at(&self) -> Option<Nanos> {
+        if self.items > 0 {
+            return self.outcome.is_ok().then_some(self.finished_at);
+        }
+        let first = self
+            .chunks
+            .first()
+            .into_iter()
+            .chain(self.reasoning_chunks.first());
+        first.map(|c| c.at).min()
     }
 
     /// Time of the first reasoning event.

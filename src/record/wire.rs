@@ -71,6 +71,9 @@ pub struct WireRecord {
     pub output_tokens_source: TokenSource,
     pub chunk_tokens_source: ChunkTokenSource,
     pub max_tokens: u32,
+    /// Items of a non-generative request (embeddings inputs, rerank documents).
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub items: u32,
     pub finish_reason: Option<String>,
     pub usage: Option<serde_json::Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -125,6 +128,7 @@ impl WireRecord {
             output_tokens_source: r.output_tokens_source,
             chunk_tokens_source: r.chunk_tokens_source,
             max_tokens: r.max_tokens,
+            items: r.items,
             finish_reason: r.finish_reason.clone(),
             usage: r.usage.clone(),
             server_timing: r.server_timing.clone(),
@@ -170,6 +174,7 @@ impl WireRecord {
             },
             input_tokens: self.input_tokens,
             max_tokens: self.max_tokens,
+            items: self.items,
             output_tokens: self.output_tokens,
             reasoning_tokens: self.reasoning_tokens,
             output_tokens_source: self.output_tokens_source,

@@ -102,7 +102,10 @@ pub fn warmup_line(w: &WarmupReport) -> String {
         return "none: a cold-start measurement (draft 4.5)".into();
     }
     let mut s = format!("{} requests, {} output tokens", w.requests, w.output_tokens);
-    if let (Some(rr), Some(rt)) = (w.required_requests, w.required_output_tokens) {
+    if let (Some(rr), Some(0)) = (w.required_requests, w.required_output_tokens) {
+        // A non-generative endpoint: requests are what it counts.
+        let _ = write!(s, " (draft 4.5 requires >= {rr} requests)");
+    } else if let (Some(rr), Some(rt)) = (w.required_requests, w.required_output_tokens) {
         let _ = write!(s, " (draft 4.5 requires >= {rr} and >= {rt})");
     } else {
         let _ = write!(s, " ({})", w.policy);

@@ -143,6 +143,7 @@ fn prepare(
     );
     PreparedRequest {
         endpoint: target.endpoint,
+        items: target.endpoint.items_of(spec.messages.len()),
         parser: crate::client::apis::parser_for_target(target),
         id: spec.index,
         class: spec.class,

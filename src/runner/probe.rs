@@ -31,6 +31,7 @@ pub fn prepared(
     let body = crate::client::apis::request_body(target, &prompt, opts);
     PreparedRequest {
         endpoint: target.endpoint,
+        items: target.endpoint.items_of(messages.len()),
         parser: crate::client::apis::parser_for_target(target),
         id,
         class: None,

@@ -81,7 +81,8 @@ pub async fn warm_up(
             ..Default::default()
         };
     }
-    let (max_requests, done_when) = limits(config.warmup, counters, &mut report);
+    let tokens_needed = required_output_tokens(config);
+    let (max_requests, done_when) = limits(config.warmup, tokens_needed, counters, &mut report);
     let end = run_phase(
         warmup_plan(config, max_requests, done_when),
         feed.clone(),
@@ -106,7 +107,7 @@ pub async fn warm_up(
     }
     let targets_met = match config.warmup {
         Warmup::Auto => {
-            report.requests >= REQUIRED_REQUESTS && report.output_tokens >= REQUIRED_OUTPUT_TOKENS
+            report.requests >= REQUIRED_REQUESTS && report.output_tokens >= tokens_needed
         }
         _ => !report.capped,
     };
@@ -141,10 +142,21 @@ fn policy(warmup: Warmup) -> String {
     }
 }
 
+/// The output tokens the draft's warm-up asks for: none on a non-generative endpoint
+/// (embeddings, rerank), which generates none; there the requests alone count.
+fn required_output_tokens(config: &RunConfig) -> u64 {
+    if config.target.endpoint.is_generative() {
+        REQUIRED_OUTPUT_TOKENS
+    } else {
+        0
+    }
+}
+
 /// When the warm-up's load phase stops sending: after the requests asked for, or once the
 /// draft's targets are met (which `report` then notes as required).
 fn limits(
     warmup: Warmup,
+    tokens_needed: u64,
     counters: &Arc<Counters>,
     report: &mut WarmupReport,
 ) -> (Option<u64>, Option<DoneWhen>) {
@@ -153,14 +165,14 @@ fn limits(
         Warmup::Requests(n) => (Some(n), None),
         _ => {
             report.required_requests = Some(REQUIRED_REQUESTS);
-            report.required_output_tokens = Some(REQUIRED_OUTPUT_TOKENS);
+            report.required_output_tokens = Some(tokens_needed);
             (
                 None,
                 Some(Arc::new(move || {
                     let w = &c.warmup;
                     w.completed.load(Ordering::Relaxed) + w.failed.load(Ordering::Relaxed)
                         >= REQUIRED_REQUESTS
-                        && w.output_tokens.load(Ordering::Relaxed) >= REQUIRED_OUTPUT_TOKENS
+                        && w.output_tokens.load(Ordering::Relaxed) >= tokens_needed
                 })),
             )
         }
@@ -221,7 +233,7 @@ async fn probe(
         let ex = solo.send(&req, Phase::Probe).await;
         let r = ex.record();
         let e2e = r
-            .last_token_at()
+            .answer_end_at()
             .zip(r.sent_at)
             .filter(|_| r.outcome.is_ok())
             .map(|(t, s)| (t - s) as f64 / 1e6);

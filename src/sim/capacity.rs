@@ -23,6 +23,11 @@
 //!
 //! Requests per second = requests per step ÷ step time × `time_scale`. Speculative decoding
 //! and fixed timing are not modelled (`None`).
+//!
+//! The non-generative routes (embeddings, rerank) bypass the engine: a request holds one of
+//! `max_num_seqs` slots for S = base + prefill·T ms (T: all its input tokens, rerank's query
+//! included), so at saturation `max_num_seqs` ÷ S requests finish per ms
+//! ([`SimConfig::pooling_capacity`]).
 
 use super::config::{PrefillPolicy, SimConfig};
 
@@ -91,9 +96,64 @@ impl SimConfig {
     }
 }
 
+/// What the non-generative routes sustain for one request shape.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PoolingCapacity {
+    /// One request's service time, ms (wall clock, `time_scale` applied): its least latency.
+    pub service_ms: f64,
+    /// Requests completed per second at saturation.
+    pub requests_per_s: f64,
+    /// Items (embeddings inputs, rerank documents) answered per second at saturation.
+    pub items_per_s: f64,
+    /// Input tokens per second at saturation (rerank's query included).
+    pub input_tokens_per_s: f64,
+    /// Requests served at once: the most served without queueing.
+    pub slots: u32,
+}
+
+impl SimConfig {
+    /// A non-generative request's cost on the simulator's clock, ms: one forward pass over
+    /// `prompt_tokens`, plus the fixed cost of a step (before `time_scale`).
+    pub fn pooling_service_ms(&self, prompt_tokens: u32) -> f64 {
+        self.step.base_ms + self.step.prefill_ms_per_token * prompt_tokens as f64
+    }
+
+    /// The analytic capacity of the embeddings (`query: false`) or rerank (`query: true`)
+    /// route for `items` items of `item_tokens` tokens each; rerank's query is one more
+    /// text of `item_tokens`.
+    pub fn pooling_capacity(&self, items: u32, item_tokens: u32, query: bool) -> PoolingCapacity {
+        let texts = items + u32::from(query);
+        let tokens = texts * item_tokens;
+        let service_ms = self.pooling_service_ms(tokens) / self.time_scale.max(1e-9);
+        let slots = self.max_num_seqs.max(1);
+        let requests_per_s = slots as f64 / service_ms * 1000.0;
+        PoolingCapacity {
+            service_ms,
+            requests_per_s,
+            items_per_s: requests_per_s * items as f64,
+            input_tokens_per_s: requests_per_s * tokens as f64,
+            slots,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pooling_by_hand() {
+        // cpu-tiny: base 10, prefill 1.2/token, 4 slots. Rerank of 3 documents of 20 tokens
+        // and a 20-token query: T = 80, S = 10 + 96 = 106 ms → 4 / 0.106 = 37.736 req/s.
+        let c = SimConfig::preset("cpu-tiny")
+            .unwrap()
+            .pooling_capacity(3, 20, true);
+        assert!((c.service_ms - 106.0).abs() < 1e-9);
+        assert!((c.requests_per_s - 4000.0 / 106.0).abs() < 1e-9);
+        assert!((c.items_per_s - 3.0 * 4000.0 / 106.0).abs() < 1e-9);
+        assert!((c.input_tokens_per_s - 80.0 * 4000.0 / 106.0).abs() < 1e-9);
+        assert_eq!(c.slots, 4);
+    }
 
     #[test]
     fn cpu_tiny_by_hand() {

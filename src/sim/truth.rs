@@ -18,6 +18,8 @@ pub struct TruthRecord {
     /// When each content chunk's bytes were handed to the socket, with its token count.
     pub chunk_writes: Vec<(Instant, u32)>,
     pub prompt_tokens: u32,
+    /// Items of a non-generative request (embeddings inputs, rerank documents); 0 otherwise.
+    pub items: u32,
     pub completion_tokens: u32,
     pub cached_tokens: u32,
     pub preemptions: u32,
@@ -42,6 +44,7 @@ impl Default for TruthRecord {
             token_times: Vec::new(),
             chunk_writes: Vec::new(),
             prompt_tokens: 0,
+            items: 0,
             completion_tokens: 0,
             cached_tokens: 0,
             preemptions: 0,
@@ -74,6 +77,7 @@ impl TruthRecord {
             "token_times_ms": self.token_times.iter().map(|&(t, n)| (ms(t), n)).collect::<Vec<_>>(),
             "chunk_writes_ms": self.chunk_writes.iter().map(|&(t, n)| (ms(t), n)).collect::<Vec<_>>(),
             "prompt_tokens": self.prompt_tokens,
+            "items": self.items,
             "completion_tokens": self.completion_tokens,
             "cached_tokens": self.cached_tokens,
             "preemptions": self.preemptions,

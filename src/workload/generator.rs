@@ -12,6 +12,8 @@ use rand_chacha::ChaCha8Rng;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+mod items;
+
 /// Generates the request sequence of a workload.
 pub struct Generator {
     scenario: Scenario,
@@ -268,6 +270,9 @@ impl Generator {
             .and_then(|c| c.2.clone())
             .unwrap_or_else(|| self.scenario.output.clone());
         let class_name = class.map(|c| c.0);
+        if let Some(items) = self.scenario.items.clone() {
+            return self.items_request(index, &items, &input_dist, class_name, tokenizer);
+        }
         let system = self.system_prompt(tokenizer).map_err(text_err)?;
 
         match self.dataset.clone().as_deref() {

@@ -123,6 +123,28 @@ impl LengthDist {
         }
     }
 
+    /// A count from the command line (`--items-per-request`): `N` (fixed) or `MIN..MAX`
+    /// (uniform over the integers, both ends included); at least 1.
+    pub fn parse_count(text: &str) -> Result<Self, String> {
+        let int = |s: &str| {
+            s.trim()
+                .parse::<u32>()
+                .ok()
+                .filter(|&v| v >= 1)
+                .ok_or_else(|| format!("`{text}` is not N or MIN..MAX with whole numbers >= 1"))
+        };
+        match text.split_once("..") {
+            Some((lo, hi)) => {
+                let (min, max) = (int(lo)?, int(hi.trim_start_matches('='))?);
+                if min > max {
+                    return Err(format!("`{text}`: MIN is above MAX"));
+                }
+                Ok(LengthDist::Uniform { min, max })
+            }
+            None => Ok(LengthDist::fixed(int(text)?)),
+        }
+    }
+
     pub fn sample(&self, rng: &mut ChaCha8Rng) -> u32 {
         let clamp = |v: f64, min: u32, max: u32| {
             (v.round().max(0.0) as u64).clamp(min as u64, max as u64) as u32
@@ -197,6 +219,18 @@ impl fmt::Display for LengthDist {
 mod tests {
     use super::*;
     use rand::SeedableRng;
+
+    #[test]
+    fn counts_parse_as_fixed_or_uniform() {
+        assert_eq!(LengthDist::parse_count("8"), Ok(LengthDist::fixed(8)));
+        assert_eq!(
+            LengthDist::parse_count("4..16"),
+            Ok(LengthDist::Uniform { min: 4, max: 16 })
+        );
+        assert!(LengthDist::parse_count("0").is_err());
+        assert!(LengthDist::parse_count("9..3").is_err());
+        assert!(LengthDist::parse_count("x").is_err());
+    }
 
     fn draws(d: &LengthDist, n: usize) -> Vec<f64> {
         let mut rng = ChaCha8Rng::seed_from_u64(7);

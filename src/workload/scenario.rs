@@ -102,6 +102,13 @@ pub struct Scenario {
     /// Request-body fields for every request of the workload.
     #[serde(default)]
     pub body: serde_json::Map<String, serde_json::Value>,
+    /// Non-generative APIs (embeddings, rerank): items per request (`--items-per-request`),
+    /// each an independent text of `input` tokens. `None` for the generative APIs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub items: Option<LengthDist>,
+    /// Rerank: one more `input`-sized text, the query, goes before the items.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub items_query: bool,
     /// Draws other requests from the same shared content: the shared contexts and system
     /// prompt stay those of the seed, while which requests start with them, their own text
     /// and their lengths come from the seed mixed with this salt (0: the seed's own
@@ -150,6 +157,8 @@ impl Scenario {
             classes: Vec::new(),
             sessions: None,
             body: Default::default(),
+            items: None,
+            items_query: false,
             request_salt: 0,
         }
     }

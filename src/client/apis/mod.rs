@@ -16,12 +16,17 @@
 //! | `sglang` | `{root}/generate` | SSE, cumulative text ([`sglang`]) |
 //! | `websocket` | `{base}/ws` | JSON messages over WebSocket ([`websocket`]) |
 //! | `grpc` | `ModelStreamInfer` | gRPC messages ([`kserve`]; not JSON: read directly) |
+//! | `embeddings` | `{base}/embeddings` | one JSON answer ([`embeddings`], [`answer`]) |
+//! | `rerank` | `{base}/rerank` | one JSON answer ([`rerank`], [`answer`]) |
 
+pub mod answer;
 pub mod anthropic;
+pub mod embeddings;
 pub mod event;
 pub mod kserve;
 pub mod llamacpp;
 pub mod openai;
+pub mod rerank;
 pub mod responses;
 pub mod sglang;
 pub mod tgi;
@@ -73,6 +78,8 @@ pub fn request_body(target: &Target, prompt: &Prompt<'_>, opts: &RequestOptions)
             (openai::request_body(endpoint, model, prompt, opts), None)
         }
         Endpoint::Responses => (responses::request_body(model, prompt, opts), None),
+        Endpoint::Embeddings => (embeddings::request_body(model, prompt), None),
+        Endpoint::Rerank => (rerank::request_body(model, prompt), None),
         Endpoint::Messages => (anthropic::request_body(model, prompt, opts), None),
         Endpoint::Llamacpp => (llamacpp::request_body(prompt, opts), None),
         Endpoint::Tgi => (tgi::request_body(prompt, opts), Some("parameters")),
@@ -149,8 +156,9 @@ pub fn parser_for(endpoint: Endpoint) -> Parser {
         Endpoint::Llamacpp => Parser::LlamaCpp(llamacpp::LlamaCppStream::new()),
         Endpoint::Tgi => Parser::Tgi(tgi::TgiStream::new()),
         Endpoint::Sglang => Parser::Sglang(sglang::SglangStream::new()),
-        // gRPC messages are protobuf, read by `client::grpc` without a text parser.
-        Endpoint::Grpc => Parser::default(),
+        // gRPC messages are protobuf, read by `client::grpc` without a text parser; the
+        // non-generative answers are read whole (`answer`), not as events.
+        Endpoint::Grpc | Endpoint::Embeddings | Endpoint::Rerank => Parser::default(),
         Endpoint::Websocket => Parser::WebSocket(websocket::WsJsonStream::new(Arc::new(
             websocket::WsPaths::new(&WebSocketOptions::default())
                 .expect("the default paths are valid"),

@@ -12,6 +12,7 @@ mod body;
 mod send;
 #[cfg(test)]
 mod tests;
+mod whole;
 
 use super::apis::openai::parse_timings;
 use super::apis::{parser_for, Parser, StreamParser};
@@ -29,6 +30,8 @@ pub struct PreparedRequest {
     pub class: Option<String>,
     pub input_tokens: u32,
     pub max_tokens: u32,
+    /// Items sent to a non-generative API (embeddings, rerank documents); 0 otherwise.
+    pub items: u32,
     /// Trace replay: arrival in ms from the trace start.
     pub arrival_ms: Option<f64>,
     /// Multi-turn: session id and 0-based turn.
@@ -70,9 +73,15 @@ pub fn http_request(target: &Target, body: &[u8], id: u64) -> Vec<u8> {
         Some(p) if !p.tunnel => format!("{}{path}", target.url.root()),
         _ => path,
     };
+    // The non-generative APIs answer one JSON document, not a stream.
+    let accept = if target.endpoint.is_generative() {
+        "text/event-stream"
+    } else {
+        "application/json"
+    };
     let _ = write!(
         head,
-        "POST {request_target} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nUser-Agent: servebench/{}\r\nContent-Length: {}\r\n",
+        "POST {request_target} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: {accept}\r\nUser-Agent: servebench/{}\r\nContent-Length: {}\r\n",
         target.url.host_header(),
         env!("CARGO_PKG_VERSION"),
         body.len()
@@ -124,6 +133,7 @@ impl Exchange {
                     scheduled_at,
                     input_tokens: req.input_tokens,
                     max_tokens: req.max_tokens,
+                    items: req.items,
                     ..Default::default()
                 },
                 ..Default::default()

@@ -64,33 +64,55 @@ pub async fn execute(
         };
         ex.draft.record.http_status = Some(head.status);
         ex.draft.content_type = head.content_type.clone();
-        let mut decoder = BodyDecoder::new(head.body);
+        let decoder = BodyDecoder::new(head.body);
         if head.status != 200 {
             return fail_http_status(ex, pool, conn, decoder, &head, clock, limits).await;
         }
-        let mut sse = SseParser::with_max_line(limits.max_line_bytes);
-        let keep_start = !declares_event_stream(&head);
-        let end = read_body(
-            &mut conn,
-            &mut decoder,
-            stream_consumer(ex, &mut sse, keep_start, limits.max_line_bytes),
-            clock,
-            &BodyLimits::stream(limits, clock, sent),
-        )
-        .await;
-        settle_stream_end(
-            ex,
-            pool,
-            conn,
-            &mut decoder,
-            &sse,
-            head.keep_alive,
-            end,
-            clock,
-        )
-        .await;
-        return;
+        if !req.endpoint.is_generative() {
+            let (keep_alive, endpoint) = (head.keep_alive, req.endpoint);
+            return super::whole::read_answer(
+                ex, pool, conn, decoder, keep_alive, endpoint, clock, limits,
+            )
+            .await;
+        }
+        return read_stream(ex, pool, conn, decoder, &head, sent, clock, limits).await;
     }
+}
+
+/// Reads a 200 answer's event stream, handing each event to the exchange, and settles the
+/// record by how it ended.
+#[allow(clippy::too_many_arguments)]
+async fn read_stream(
+    ex: &mut Exchange,
+    pool: &Pool,
+    mut conn: Conn,
+    mut decoder: BodyDecoder,
+    head: &ResponseHead,
+    sent: Nanos,
+    clock: &RunClock,
+    limits: &ExchangeLimits,
+) {
+    let mut sse = SseParser::with_max_line(limits.max_line_bytes);
+    let keep_start = !declares_event_stream(head);
+    let end = read_body(
+        &mut conn,
+        &mut decoder,
+        stream_consumer(ex, &mut sse, keep_start, limits.max_line_bytes),
+        clock,
+        &BodyLimits::stream(limits, clock, sent),
+    )
+    .await;
+    settle_stream_end(
+        ex,
+        pool,
+        conn,
+        &mut decoder,
+        &sse,
+        head.keep_alive,
+        end,
+        clock,
+    )
+    .await;
 }
 
 /// A connection for the exchange: a pooled (or new) one first, a fresh one on the retry after

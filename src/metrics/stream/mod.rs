@@ -114,13 +114,17 @@ impl Latencies {
         }
     }
 
-    fn add(&mut self, m: &RequestMetrics) {
+    /// Adds one request's figures; `generative`: it has a first token (not embeddings or
+    /// rerank, whose `ttft_ms` only repeats the latency).
+    fn add(&mut self, m: &RequestMetrics, generative: bool) {
         let opt = |s: &mut Sketch, v: Option<f64>| {
             if let Some(v) = v {
                 s.add(v);
             }
         };
-        self.ttft.add(m.ttft_ms);
+        if generative {
+            self.ttft.add(m.ttft_ms);
+        }
         self.e2e.add(m.e2e_ms);
         opt(&mut self.tpot, m.tpot_ms);
         opt(&mut self.ttfb, m.ttfb_ms);
@@ -148,7 +152,8 @@ pub struct StreamSummary {
     counts: RequestCounts,
     failures: FailureTally,
     window: (Nanos, Nanos),
-    totals: (u64, u64, u64),
+    /// Output, answer and input tokens, and items answered.
+    totals: (u64, u64, u64, u64),
     steady_tokens: TimeBins,
     steady_done: TimeBins,
     steady_input: TimeBins,
@@ -195,7 +200,7 @@ impl StreamSummary {
             counts: RequestCounts::default(),
             failures: FailureTally::default(),
             window: (Nanos::MAX, 0),
-            totals: (0, 0, 0),
+            totals: (0, 0, 0, 0),
             steady_tokens: TimeBins::default(),
             steady_done: TimeBins::default(),
             steady_input: TimeBins::default(),
@@ -266,14 +271,16 @@ impl StreamSummary {
                 o.slo.add(spec, m.as_ref());
             }
             if option == ItlOption::A {
-                if let Some(m) = &m {
-                    self.latencies.add(m);
+                if let Some(m) = m.as_ref().filter(|_| r.items == 0) {
+                    self.latencies.add(m, true);
                     if let Some(i) = INPUT_BUCKETS
                         .iter()
                         .position(|&(lo, hi, _)| input >= lo as u64 && input < hi as u64)
                     {
                         self.ttft_by_input[i].add(m.ttft_ms);
                     }
+                } else if let Some(m) = &m {
+                    self.latencies.add(m, false);
                 }
             }
         }
@@ -294,6 +301,9 @@ impl StreamSummary {
         if r.http_status == Some(200) {
             self.totals.2 += input_tokens(r);
         }
+        if r.outcome.is_ok() {
+            self.totals.3 += u64::from(r.items);
+        }
     }
 
     fn time(&mut self, r: &RequestRecord) {
@@ -306,12 +316,7 @@ impl StreamSummary {
         if r.outcome.is_ok() {
             self.steady_done.add(r.finished_at, 1.0);
         }
-        let first = r
-            .chunks
-            .first()
-            .into_iter()
-            .chain(r.reasoning_chunks.first());
-        if let Some(at) = first.map(|c| c.at).min() {
+        if let Some(at) = r.input_done_at() {
             self.steady_input.add(at, input_tokens(r) as f64);
         }
         if let Some(s) = r.scheduled_at {
@@ -490,6 +495,8 @@ impl StreamSummary {
             output_tokens_per_s: per_s(self.totals.0 as f64),
             answer_tokens_per_s: per_s(self.totals.1 as f64),
             input_tokens_per_s: per_s(self.totals.2 as f64),
+            items_per_s: per_s(self.totals.3 as f64),
+            total_items: self.totals.3,
             requests_per_s: per_s(counts.completed as f64),
             total_output_tokens: self.totals.0,
             total_reasoning_tokens: self.totals.0 - self.totals.1,

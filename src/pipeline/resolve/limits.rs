@@ -67,3 +67,19 @@ pub(crate) fn retry(lim: &LimitArgs) -> RetryPolicy {
         ..Default::default()
     }
 }
+
+/// Refuses SLO terms a non-generative endpoint cannot meet: embeddings and rerank answer
+/// whole, so they have a request latency (`e2e_ms`) but no TTFT, TPOT, ITL or output tokens.
+pub(crate) fn slo_fits(slo: Option<&SloSpec>, endpoint: crate::client::Endpoint) -> Result<()> {
+    let Some(spec) = slo.filter(|_| !endpoint.is_generative()) else {
+        return Ok(());
+    };
+    let terms = spec.token_terms();
+    if let Some(first) = terms.first() {
+        anyhow::bail!(
+            "--slo term `{first}` needs generated tokens, which --endpoint {} does not stream: bound the request latency instead (`e2e_ms<=500`, `p99(e2e_ms)<=500`), or requests_per_s / success_rate",
+            endpoint.path().trim_start_matches('/')
+        );
+    }
+    Ok(())
+}

@@ -38,19 +38,29 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
     let target = target::target(args, url, builtin)?;
     let w = &args.workload;
     let (dataset, dataset_info) = workload::dataset(w)?;
-    let workload = workload_of(
+    let mut workload = workload_of(
         w.workload.as_deref(),
         w.input_tokens,
         w.output_tokens,
         dataset.as_deref(),
+    )?;
+    workload::items(
+        &mut workload,
+        w.items_per_request.as_deref(),
+        target.endpoint,
     )?;
     let l = &args.load;
     let load = load::load(l, dataset.as_deref(), builtin)?;
     let lim = &args.limits;
     let (limits, warmup) = limits::limits(lim)?;
     let slo = limits::slo(&args.slo)?;
+    limits::slo_fits(slo.as_ref(), target.endpoint)?;
     let request = workload::request_options(&args.body)?;
-    let prefill = ux::prefill(&args.ux)?;
+    // Fluidity is per token: a non-generative endpoint has no prefill curve to profile.
+    let prefill = match target.endpoint.is_generative() {
+        true => ux::prefill(&args.ux)?,
+        false => crate::config::PrefillSetup::Off,
+    };
     let baseline = ux::baseline(&args.ux)?;
     let ux_params = ux::ux_params(args)?;
     let telemetry = output::telemetry(&args.telemetry, &target.url)?;

@@ -61,6 +61,35 @@ pub fn workload_of(
     Ok(w)
 }
 
+/// The items of a non-generative endpoint's requests (`--items-per-request`, else the
+/// scenario file's `items`, else 1), and rerank's query; refused on a generative endpoint,
+/// where a request is one prompt.
+pub(crate) fn items(
+    w: &mut WorkloadSpec,
+    flag: Option<&str>,
+    endpoint: crate::client::Endpoint,
+) -> Result<()> {
+    use crate::workload::lengths::LengthDist;
+    if endpoint.is_generative() {
+        if flag.is_some() || w.items.is_some() {
+            bail!("--items-per-request (a scenario's `items`) applies to --endpoint embeddings and rerank only");
+        }
+        return Ok(());
+    }
+    if let Some(text) = flag {
+        w.items = Some(
+            LengthDist::parse_count(text)
+                .map_err(|e| anyhow::anyhow!("--items-per-request: {e}"))?,
+        );
+    }
+    w.items.get_or_insert(LengthDist::fixed(1));
+    w.items_query = endpoint == crate::client::Endpoint::Rerank;
+    if w.sessions.is_some() || w.content == crate::workload::Content::Dataset {
+        bail!("--endpoint {endpoint:?} sends independent items: multi-turn workloads and datasets do not apply (use --input-tokens and --items-per-request)");
+    }
+    Ok(())
+}
+
 /// What every request body carries, `--extra-body` checked to be a JSON object.
 pub(crate) fn request_options(b: &BodyArgs) -> Result<RequestOptions> {
     let mut extra_body = Vec::new();

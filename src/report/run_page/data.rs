@@ -84,7 +84,10 @@ impl RunData {
         let mut all = Vec::new();
         for r in &measured {
             if let Some(m) = measure(r, itl) {
-                data.ttft_ms.push(m.ttft_ms);
+                // A non-generative answer (items) has no first token to chart.
+                if r.items == 0 {
+                    data.ttft_ms.push(m.ttft_ms);
+                }
                 data.itl_ms.extend(m.itl_ms.iter().copied());
             }
             if let Some(t) = timeline(r) {

@@ -102,27 +102,8 @@ fn ms(
         .unwrap_or_else(|| "- (no completed request)".into())
 }
 
-/// The draft's Appendix C.1 minimum report, filled in, as plain text in the template's
-/// own layout.
-pub fn minimum_report(r: &RunReport, deviations: &[String]) -> String {
-    let s = &r.summary;
-    let c = &r.config;
-    let mut out =
-        String::from("=== LLM Benchmark Report (Minimum) ===\n\nSystem Identification:\n");
-    let _ = writeln!(out, "- Model: {}", model(r));
-    let _ = writeln!(out, "- Hardware: {}", hardware(r));
-    let _ = writeln!(out, "- Software: {}", software(r));
-    let _ = writeln!(out, "- SUT Boundary: {}", boundary(r));
-    out.push_str("\nTest Configuration:\n");
-    let _ = writeln!(out, "- Workload: {} (seed {})", c.workload.name, c.seed);
-    let _ = writeln!(out, "- Load Model: {}", load_model(c));
-    let _ = writeln!(
-        out,
-        "- Request Count: {} ({} completed, {} failed)",
-        s.requests.total, s.requests.completed, s.requests.failed
-    );
-    let _ = writeln!(out, "- Test Duration: {:.1} seconds", s.window.duration_s);
-    out.push_str("\nKey Results:\n");
+/// C.1's key results of a generative endpoint: TTFT, TPOT and output throughput.
+fn token_results(out: &mut String, s: &crate::metrics::RunSummary) {
     let _ = writeln!(out, "- TTFT P50: {} ms", ms(s.ttft_ms, |d| d.p50));
     let _ = writeln!(out, "- TTFT P99: {} ms", ms(s.ttft_ms, |d| d.p99));
     let _ = writeln!(out, "- TPOT P50: {} ms", ms(s.tpot_ms, |d| d.p50));
@@ -145,6 +126,50 @@ pub fn minimum_report(r: &RunReport, deviations: &[String]) -> String {
             None => "- (no completed request)".into(),
         }
     );
+}
+
+/// C.1's key results of a non-generative endpoint (embeddings, rerank): the request
+/// latency stands where TTFT and TPOT would, and items per second beside requests.
+fn whole_answer_results(out: &mut String, s: &crate::metrics::RunSummary) {
+    let na = "n/a: non-generative endpoint";
+    let _ = writeln!(out, "- TTFT P50, P99, TPOT P50, P99: {na}");
+    let _ = writeln!(out, "- Request latency P50: {} ms", ms(s.e2e_ms, |d| d.p50));
+    let _ = writeln!(out, "- Request latency P99: {} ms", ms(s.e2e_ms, |d| d.p99));
+    let _ = writeln!(
+        out,
+        "- Max Throughput: {} items/s, {} input tok/s, {} req/s (at this run's load; `servebench test throughput` searches for the maximum)",
+        fmt_rate(s.items_per_s),
+        fmt_rate(s.input_tokens_per_s),
+        fmt_rate(s.requests_per_s)
+    );
+}
+
+/// The draft's Appendix C.1 minimum report, filled in, as plain text in the template's
+/// own layout.
+pub fn minimum_report(r: &RunReport, deviations: &[String]) -> String {
+    let s = &r.summary;
+    let c = &r.config;
+    let mut out =
+        String::from("=== LLM Benchmark Report (Minimum) ===\n\nSystem Identification:\n");
+    let _ = writeln!(out, "- Model: {}", model(r));
+    let _ = writeln!(out, "- Hardware: {}", hardware(r));
+    let _ = writeln!(out, "- Software: {}", software(r));
+    let _ = writeln!(out, "- SUT Boundary: {}", boundary(r));
+    out.push_str("\nTest Configuration:\n");
+    let _ = writeln!(out, "- Workload: {} (seed {})", c.workload.name, c.seed);
+    let _ = writeln!(out, "- Load Model: {}", load_model(c));
+    let _ = writeln!(
+        out,
+        "- Request Count: {} ({} completed, {} failed)",
+        s.requests.total, s.requests.completed, s.requests.failed
+    );
+    let _ = writeln!(out, "- Test Duration: {:.1} seconds", s.window.duration_s);
+    out.push_str("\nKey Results:\n");
+    if c.target.endpoint.is_generative() {
+        token_results(&mut out, s);
+    } else {
+        whole_answer_results(&mut out, s);
+    }
     out.push_str("\nNotes:\n");
     if deviations.is_empty() {
         out.push_str("- Deviations from methodology: none found\n");

@@ -107,6 +107,9 @@ pub fn summary_section(r: &RunReport, id: &str, heading: &str) -> Section {
 /// The load and the figures a reader looks for first, as `label: value` facts.
 pub fn key_numbers(r: &RunReport) -> Vec<(&'static str, String)> {
     let s = &r.summary;
+    if !r.config.target.endpoint.is_generative() {
+        return whole_answer_numbers(r);
+    }
     vec![
         ("Load", tables::describe_load(&r.config)),
         (
@@ -137,6 +140,41 @@ pub fn key_numbers(r: &RunReport) -> Vec<(&'static str, String)> {
             format!(
                 "{} tok/s output, {} req/s",
                 fmt_rate(s.output_tokens_per_s),
+                fmt_rate(s.requests_per_s)
+            ),
+        ),
+    ]
+}
+
+/// The key numbers of a non-generative endpoint (embeddings, rerank): request latency,
+/// items and input tokens per second, and no token figures.
+fn whole_answer_numbers(r: &RunReport) -> Vec<(&'static str, String)> {
+    let s = &r.summary;
+    vec![
+        ("Load", tables::describe_load(&r.config)),
+        (
+            "Requests",
+            format!(
+                "{} measured, {} completed, {} failed, over {:.1} s",
+                s.requests.total, s.requests.completed, s.requests.failed, s.window.duration_s
+            ),
+        ),
+        (
+            "Latency",
+            format!(
+                "P50 {} · P90 {} · P99 {} (request, whole answer)",
+                opt_ms(s.e2e_ms, |d| d.p50),
+                opt_ms(s.e2e_ms, |d| d.p90),
+                opt_ms(s.e2e_ms, |d| d.p99)
+            ),
+        ),
+        ("TTFT, TPOT", "n/a: non-generative endpoint".into()),
+        (
+            "Throughput",
+            format!(
+                "{} items/s, {} input tok/s, {} req/s",
+                fmt_rate(s.items_per_s),
+                fmt_rate(s.input_tokens_per_s),
                 fmt_rate(s.requests_per_s)
             ),
         ),

@@ -93,10 +93,23 @@ pub fn itl(s: &RunSummary) -> Vec<Table> {
 /// Throughput over the measurement window (draft Table 3).
 pub fn throughput(s: &RunSummary) -> Table {
     let mut t = table(&["Metric", "Value"]).titled("Throughput (draft Table 3)");
-    t.push([
-        "Output throughput".into(),
-        format!("{} tok/s", fmt_rate(s.output_tokens_per_s)),
-    ]);
+    // Embeddings and rerank answer items, not tokens: no output figure is a zero to read.
+    let whole = s.total_items > 0;
+    if whole {
+        t.push([
+            "Item throughput".into(),
+            format!("{} items/s", fmt_rate(s.items_per_s)),
+        ]);
+        t.push([
+            "Output throughput".to_string(),
+            "n/a: non-generative endpoint".to_string(),
+        ]);
+    } else {
+        t.push([
+            "Output throughput".into(),
+            format!("{} tok/s", fmt_rate(s.output_tokens_per_s)),
+        ]);
+    }
     if s.total_reasoning_tokens > 0 {
         t.push([
             "  of which answer".into(),
@@ -111,14 +124,16 @@ pub fn throughput(s: &RunSummary) -> Table {
         "Input throughput".into(),
         format!("{} tok/s", fmt_rate(s.input_tokens_per_s)),
     ]);
-    t.push([
-        "Steady-state output".into(),
-        format!(
-            "{} tok/s (first {:.1} s excluded)",
-            fmt_rate(s.steady_state.output_tokens_per_s),
-            s.steady_state.excluded_s
-        ),
-    ]);
+    if !whole {
+        t.push([
+            "Steady-state output".into(),
+            format!(
+                "{} tok/s (first {:.1} s excluded)",
+                fmt_rate(s.steady_state.output_tokens_per_s),
+                s.steady_state.excluded_s
+            ),
+        ]);
+    }
     t.push([
         "Success rate".into(),
         format!("{:.2} %", s.success_rate * 100.0),
@@ -137,6 +152,11 @@ pub fn latency(s: &RunSummary) -> Table {
         ("First reasoning token", s.time_to_first_reasoning_ms),
         ("Connection wait", s.connect_ms),
     ] {
+        if s.total_items > 0 && matches!(name, "TTFT" | "TPOT") {
+            let na = "n/a: non-generative endpoint".to_string();
+            t.push([name.to_string(), na, "-".into(), "-".into()]);
+            continue;
+        }
         if d.is_none() && name != "TTFT" && name != "TPOT" && name != "End-to-End" {
             continue;
         }

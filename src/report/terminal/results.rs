@@ -16,9 +16,28 @@ pub(super) fn results(out: &mut String, r: &RunReport) {
     failures(out, r);
 }
 
-/// The TTFT and TPOT lines.
+/// The TTFT and TPOT lines; for a non-generative endpoint, the request latency instead.
 fn latency(out: &mut String, r: &RunReport) {
     let s = &r.summary;
+    if !r.config.target.endpoint.is_generative() {
+        row(
+            out,
+            "Latency",
+            &format!(
+                "P50 {} · P90 {} · P99 {} · max {} (request, whole answer)",
+                opt_ms(s.e2e_ms, |d| d.p50),
+                opt_ms(s.e2e_ms, |d| d.p90),
+                opt_ms(s.e2e_ms, |d| d.p99),
+                opt_ms(s.e2e_ms, |d| d.max),
+            ),
+        );
+        row(
+            out,
+            "TTFT",
+            "n/a: non-generative endpoint (no tokens are streamed)",
+        );
+        return;
+    }
     row(
         out,
         "TTFT",
@@ -40,9 +59,21 @@ fn latency(out: &mut String, r: &RunReport) {
     );
 }
 
-/// The Throughput line and C.1's throughput at P99 TTFT < 500 ms.
+/// The Throughput line and C.1's throughput at P99 TTFT < 500 ms; for a non-generative
+/// endpoint, items, input tokens and requests per second.
 fn throughput(out: &mut String, r: &RunReport) {
     let s = &r.summary;
+    if !r.config.target.endpoint.is_generative() {
+        let thr = format!(
+            "{} items/s, {} input tok/s, {} req/s ({} items in all)",
+            fmt_rate(s.items_per_s),
+            fmt_rate(s.input_tokens_per_s),
+            fmt_rate(s.requests_per_s),
+            s.total_items
+        );
+        row(out, "Throughput", &thr);
+        return;
+    }
     let mut thr = format!(
         "{} tok/s output, {} req/s",
         fmt_rate(s.output_tokens_per_s),
@@ -77,6 +108,9 @@ fn throughput(out: &mut String, r: &RunReport) {
 /// The Users line (user experience) and its legend.
 fn users(out: &mut String, r: &RunReport) {
     let s = &r.summary;
+    if !r.config.target.endpoint.is_generative() {
+        return; // Idle time and goodput are per token: none is streamed.
+    }
     let e = &s.experience;
     let mut ux = format!(
         "idle P99 {} · smooth goodput {}",

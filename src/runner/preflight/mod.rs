@@ -111,8 +111,24 @@ pub async fn check(
         limits,
         timeout: timeout.min(LONGEST),
     };
-    let messages = [("user".to_owned(), "Say hello.".to_owned())];
-    let req = prepared(target, opts, &messages, MAX_TOKENS, 3, u64::MAX - 100);
+    // Two texts: rerank's query and one document (an empty document list is refused).
+    let messages = [
+        ("user".to_owned(), "Say hello.".to_owned()),
+        ("user".to_owned(), "Say hello.".to_owned()),
+    ];
+    let texts = if target.endpoint == crate::client::Endpoint::Rerank {
+        2
+    } else {
+        1
+    };
+    let req = prepared(
+        target,
+        opts,
+        &messages[..texts],
+        MAX_TOKENS,
+        3,
+        u64::MAX - 100,
+    );
     let mut last = String::new();
     for attempt in 1..=ATTEMPTS {
         let ex = solo.send(&req, Phase::Probe).await;

@@ -10,6 +10,7 @@
 
 mod answer;
 mod generation;
+mod pooling;
 mod request;
 
 use super::config::SimConfig;
@@ -38,6 +39,8 @@ pub struct Responder {
     tokenizer: TiktokenTokenizer,
     counter: AtomicU64,
     engine: EngineHandle,
+    /// Slots of the non-generative routes (`max_num_seqs` passes at once; `pooling`).
+    pooling_slots: tokio::sync::Semaphore,
     /// Requests answered with an injected error status.
     errors: AtomicU64,
     /// Distinguishes this server's response ids from another instance's (a restarted
@@ -49,11 +52,12 @@ impl Responder {
     pub fn new(config: SimConfig, truth: TruthLog) -> Self {
         let engine = engine::spawn(config.clone());
         Self {
-            config,
+            config: config.clone(),
             truth,
             tokenizer: TiktokenTokenizer::cl100k(),
             counter: AtomicU64::new(0),
             engine,
+            pooling_slots: tokio::sync::Semaphore::new(config.max_num_seqs.max(1) as usize),
             errors: AtomicU64::new(0),
             instance: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -151,6 +155,10 @@ pub async fn handle(r: &Responder, req: Request, w: &mut ResponseWriter<'_>) -> 
             w.full(200, "application/json", body.to_string().as_bytes(), "")
                 .await?
         }
+        ("POST", p) if pooling::PoolingApi::for_path(p).is_some() => {
+            let api = pooling::PoolingApi::for_path(p).expect("checked");
+            return pooling::pooling(r, &req, w, api).await;
+        }
         ("POST", p) if SimApi::for_path(p).is_some() => {
             let api = SimApi::for_path(p).expect("checked");
             return completion(r, &req, w, api).await;
@@ -158,6 +166,7 @@ pub async fn handle(r: &Responder, req: Request, w: &mut ResponseWriter<'_>) -> 
         // A known route, the wrong method.
         (_, p)
             if SimApi::for_path(p).is_some()
+                || pooling::PoolingApi::for_path(p).is_some()
                 || matches!(
                     p,
                     "/health" | "/v1/models" | "/metrics" | "/tokenize" | "/reset_prefix_cache"
