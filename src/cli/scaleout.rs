@@ -43,6 +43,35 @@ fn dataset_bytes(path: Option<&Path>) -> Result<Option<Vec<u8>>> {
         .transpose()
 }
 
+/// Options every shard must resolve alike, added to the plan's `run_args` when not typed:
+/// the seed, one trace id prefix, and no prefill profile when shards would profile at once.
+/// Returns what the plan notes about them.
+fn make_explicit(
+    run_args: &mut Vec<String>,
+    raw: &[String],
+    config: &crate::config::RunConfig,
+    shards: u32,
+) -> Vec<&'static str> {
+    let has = |flag: &str| {
+        raw.iter()
+            .any(|a| a == flag || a.starts_with(&format!("{flag}=")))
+    };
+    if !has("--seed") {
+        run_args.extend(["--seed".into(), config.seed.to_string()]);
+    }
+    // One trace id prefix for every shard, so the merged run's records name their traces.
+    if let (false, Some(prefix)) = (has("--trace-id-prefix"), &config.target.trace_id_prefix) {
+        run_args.extend(["--trace-id-prefix".into(), prefix.clone()]);
+    }
+    let mut notes = Vec::new();
+    if shards > 1 && !has("--no-fluidity") && !has("--prefill-curve") {
+        // Profiling prefill in every shard at once would not be isolated.
+        run_args.push("--no-fluidity".into());
+        notes.push("fluidity-index off (--no-fluidity): shards cannot profile prefill in isolation; give a --prefill-curve file present on every shard to keep it");
+    }
+    notes
+}
+
 /// `servebench plan`: validates the run options exactly as `run` would, then freezes them.
 pub fn plan(mut args: PlanArgs) -> Result<u8> {
     // The options as typed, after `plan`: what every shard will parse again.
@@ -57,23 +86,7 @@ pub fn plan(mut args: PlanArgs) -> Result<u8> {
     let _ = std::fs::remove_dir_all(&scratch);
     let config = resolved?.config;
     check_shardable(&config, args.shards)?;
-    let has = |flag: &str| {
-        raw.iter()
-            .any(|a| a == flag || a.starts_with(&format!("{flag}=")))
-    };
-    if !has("--seed") {
-        run_args.extend(["--seed".into(), config.seed.to_string()]);
-    }
-    // One trace id prefix for every shard, so the merged run's records name their traces.
-    if let (false, Some(prefix)) = (has("--trace-id-prefix"), &config.target.trace_id_prefix) {
-        run_args.extend(["--trace-id-prefix".into(), prefix.clone()]);
-    }
-    let mut notes = Vec::new();
-    if args.shards > 1 && !has("--no-fluidity") && !has("--prefill-curve") {
-        // Profiling prefill in every shard at once would not be isolated.
-        run_args.push("--no-fluidity".into());
-        notes.push("fluidity-index off (--no-fluidity): shards cannot profile prefill in isolation; give a --prefill-curve file present on every shard to keep it");
-    }
+    let notes = make_explicit(&mut run_args, &raw, &config, args.shards);
     let bytes = dataset_bytes(args.run.workload.dataset.as_deref())?;
     let now_us = now_unix_us();
     let start_unix_ms = match args.start_at {
