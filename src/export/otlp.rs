@@ -50,13 +50,14 @@ pub fn span(w: &WireRecord, c: &SpanContext<'_>) -> Json {
             json!({"code": 2, "message": detail})
         }
     };
-    let first_content = w.leading_blank_chunks.unwrap_or(0) as usize;
+    // `None`: no chunk carried content, so none is the first token.
+    let first_content = w.leading_blank_chunks.map(|n| n as usize);
     let events: Vec<Json> = w
         .chunks
         .iter()
         .enumerate()
         .map(|(i, &(at_us, tokens))| {
-            let name = if i == first_content {
+            let name = if Some(i) == first_content {
                 "servebench.first_token"
             } else {
                 "servebench.chunk"
@@ -162,6 +163,15 @@ mod tests {
         assert_eq!(events[1]["name"], "servebench.first_token");
         assert_eq!(events[1]["timeUnixNano"], "1300000");
         assert_eq!(events[2]["attributes"][0]["value"]["intValue"], "2");
+    }
+
+    #[test]
+    fn an_answer_without_content_has_no_first_token_event() {
+        let mut w = record(WireOutcome::Ok(crate::record::wire::OkTag::Ok));
+        w.leading_blank_chunks = None;
+        let s = span(&w, &context());
+        let events = s["events"].as_array().unwrap();
+        assert!(events.iter().all(|e| e["name"] == "servebench.chunk"));
     }
 
     #[test]

@@ -118,6 +118,31 @@ pub(super) async fn read_body(
     }
 }
 
+/// Reads a whole body (bounded by `--max-response-bytes`), keeping its first `keep` bytes:
+/// how it ended and what was kept.
+pub(super) async fn read_whole(
+    conn: &mut Conn,
+    decoder: &mut BodyDecoder,
+    clock: &RunClock,
+    limits: &ExchangeLimits,
+    keep: usize,
+) -> (Result<BodyEnd, Outcome>, Vec<u8>) {
+    let mut body = Vec::new();
+    let end = read_body(
+        conn,
+        decoder,
+        |bytes, _| {
+            let room = keep.saturating_sub(body.len());
+            body.extend_from_slice(&bytes[..bytes.len().min(room)]);
+            Ok(Progress::default())
+        },
+        clock,
+        &BodyLimits::error_body(limits),
+    )
+    .await;
+    (end, body)
+}
+
 /// Most body bytes read after the stream's end marker before giving the connection up.
 const DRAIN_MAX_BYTES: u64 = 64 * 1024;
 /// Longest wait for the rest of the body after the end marker.

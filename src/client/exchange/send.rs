@@ -2,7 +2,7 @@
 //! kept-alive one turns out closed), write, read the head, then the body as events; every
 //! failure becomes the record's outcome.
 
-use super::body::{drain_body, read_body, BodyEnd, BodyLimits, Progress};
+use super::body::{drain_body, read_body, read_whole, BodyEnd, BodyLimits, Progress};
 use super::{Exchange, ExchangeLimits, PreparedRequest};
 use crate::client::http::{BodyDecoder, Conn, HttpError, ResponseHead};
 use crate::client::pool::{Acquired, Pool};
@@ -207,20 +207,7 @@ async fn fail_http_status(
     clock: &RunClock,
     limits: &ExchangeLimits,
 ) {
-    let mut body = Vec::new();
-    let end = read_body(
-        &mut conn,
-        &mut decoder,
-        |bytes, _| {
-            if body.len() < 4096 {
-                body.extend_from_slice(&bytes[..bytes.len().min(4096 - body.len())]);
-            }
-            Ok(Progress::default())
-        },
-        clock,
-        &BodyLimits::error_body(limits),
-    )
-    .await;
+    let (end, body) = read_whole(&mut conn, &mut decoder, clock, limits, 4096).await;
     ex.draft.record.finished_at = clock.now();
     let text = String::from_utf8_lossy(&body);
     let mut detail = if text.trim().is_empty() {

@@ -3,7 +3,7 @@
 //! items sent. The request's latency ends with the body's last byte; there is no first
 //! token, and no chunk is recorded.
 
-use super::body::{read_body, BodyEnd, BodyLimits, Progress};
+use super::body::{read_whole, BodyEnd};
 use super::{Exchange, ExchangeLimits};
 use crate::client::apis::answer;
 use crate::client::http::{BodyDecoder, Conn};
@@ -25,18 +25,8 @@ pub(super) async fn read_answer(
     clock: &RunClock,
     limits: &ExchangeLimits,
 ) {
-    let mut body = Vec::new();
-    let end = read_body(
-        &mut conn,
-        &mut decoder,
-        |bytes, _| {
-            body.extend_from_slice(bytes);
-            Ok(Progress::default())
-        },
-        clock,
-        &BodyLimits::error_body(limits),
-    )
-    .await;
+    // The body is bounded by `--max-response-bytes` as it is read: keep all of it.
+    let (end, body) = read_whole(&mut conn, &mut decoder, clock, limits, usize::MAX).await;
     let now = clock.now();
     let complete = match end {
         Ok(BodyEnd::Complete | BodyEnd::Marker) => true,

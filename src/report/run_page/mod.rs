@@ -110,15 +110,8 @@ pub fn key_numbers(r: &RunReport) -> Vec<(&'static str, String)> {
     if !r.config.target.endpoint.is_generative() {
         return whole_answer_numbers(r);
     }
-    vec![
-        ("Load", tables::describe_load(&r.config)),
-        (
-            "Requests",
-            format!(
-                "{} measured, {} completed, {} failed, over {:.1} s",
-                s.requests.total, s.requests.completed, s.requests.failed, s.window.duration_s
-            ),
-        ),
+    let mut numbers = load_and_requests(r);
+    numbers.extend([
         (
             "TTFT",
             format!(
@@ -143,12 +136,12 @@ pub fn key_numbers(r: &RunReport) -> Vec<(&'static str, String)> {
                 fmt_rate(s.requests_per_s)
             ),
         ),
-    ]
+    ]);
+    numbers
 }
 
-/// The key numbers of a non-generative endpoint (embeddings, rerank): request latency,
-/// items and input tokens per second, and no token figures.
-fn whole_answer_numbers(r: &RunReport) -> Vec<(&'static str, String)> {
+/// The first two key numbers of every run: its load and what became of its requests.
+fn load_and_requests(r: &RunReport) -> Vec<(&'static str, String)> {
     let s = &r.summary;
     vec![
         ("Load", tables::describe_load(&r.config)),
@@ -159,6 +152,15 @@ fn whole_answer_numbers(r: &RunReport) -> Vec<(&'static str, String)> {
                 s.requests.total, s.requests.completed, s.requests.failed, s.window.duration_s
             ),
         ),
+    ]
+}
+
+/// The key numbers of a non-generative endpoint (embeddings, rerank): request latency,
+/// items and input tokens per second, and no token figures.
+fn whole_answer_numbers(r: &RunReport) -> Vec<(&'static str, String)> {
+    let s = &r.summary;
+    let mut numbers = load_and_requests(r);
+    numbers.extend([
         (
             "Latency",
             format!(
@@ -178,7 +180,8 @@ fn whole_answer_numbers(r: &RunReport) -> Vec<(&'static str, String)> {
                 fmt_rate(s.requests_per_s)
             ),
         ),
-    ]
+    ]);
+    numbers
 }
 
 /// C.2 item 3: requests, latency and throughput summaries, SLO verdicts.
