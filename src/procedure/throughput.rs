@@ -145,7 +145,7 @@ pub fn search(
             if o.closed_loop {
                 search_closed(s, o, duration, &mut result)
             } else {
-                search_open(s, o, duration, est, &mut result)
+                search_open(s, o, duration, (est, pace.sync_rate_per_s), &mut result)
             }
         }
     };
@@ -237,19 +237,30 @@ const CRITERIA: Criteria = Criteria {
     no_out_of_memory: false,
 };
 
-/// The open-loop rate search from `est`; fills the result's search fields.
+/// The lowest rate the search halves to, requests per second: an eighth of the pace one
+/// request at a time (`sync_rate_per_s`), where an open-loop queue is busy an eighth of the
+/// time and waits average a fourteenth of a request's own latency (M/D/1). A level that
+/// fails there does not fail for the load: the server's own pace changed during the test
+/// (a shared or throttled machine), or the SLO is not met even unloaded. Halving further
+/// only makes each level longer (a slow server's quick test once halved for 30 minutes).
+pub fn rate_floor_per_s(est_per_s: f64, sync_rate_per_s: f64) -> f64 {
+    (sync_rate_per_s / 8.0).max(est_per_s / 1024.0)
+}
+
+/// The open-loop rate search from `est` (the capacity estimate, and the pace one request
+/// at a time, both requests per second); fills the result's search fields.
 fn search_open(
     s: &mut Session,
     o: &Options,
     duration: Duration,
-    est: f64,
+    (est, sync_rate_per_s): (f64, f64),
     result: &mut ThroughputResult,
 ) -> Option<Stop> {
     let plan = RatePlan {
         start_per_s: est,
         tolerance: o.tolerance,
         max_doublings: 8,
-        min_rate_per_s: est / 1024.0,
+        min_rate_per_s: rate_floor_per_s(est, sync_rate_per_s),
     };
     let (found, stopped) = search_levels(s, duration, &plan, |r: f64| {
         (
@@ -261,6 +272,14 @@ fn search_open(
     result.failing_rate_per_s = found.failing;
     result.converged = found.converged;
     result.search = found.note;
+    if found.sustainable.is_none() && stopped.is_none() && est >= plan.min_rate_per_s {
+        result.search.push_str(&format!(
+            ", an eighth of the pace one request at a time ({} req/s): at that load the \
+             server is idle most of the time, so its own pace changed during the test (a \
+             shared or throttled machine?) or the SLO is missed even unloaded",
+            rate(sync_rate_per_s)
+        ));
+    }
     stopped
 }
 
@@ -497,6 +516,15 @@ fn compliance(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The search halves to an eighth of the one-at-a-time pace, not to 1/1024 of the
+    /// estimate (a slow server's quick test once halved to 0.009 req/s over 30 minutes).
+    #[test]
+    fn the_rate_search_stops_halving_at_an_eighth_of_the_pace_alone() {
+        assert_eq!(rate_floor_per_s(0.4, 0.2), 0.025);
+        // A far higher estimate (a batching server) keeps its own floor.
+        assert_eq!(rate_floor_per_s(1024.0, 0.2), 1.0);
+    }
 
     /// Issue 19, item 12: the answer states what the sustainable level sustained, beside
     /// the rate asked when they differ (the old answer gave the rate asked alone).
