@@ -26,6 +26,7 @@ fn generate(
         None => (None, None),
     };
     let scenario = workload_of(
+        a.profile.as_deref(),
         a.workload.as_deref(),
         a.input_tokens,
         a.output_tokens,
@@ -75,6 +76,10 @@ pub fn workload(cmd: WorkloadCommand) -> Result<u8> {
     match cmd {
         WorkloadCommand::Show(a) => show(&a)?,
         WorkloadCommand::Export(a) => export(&a)?,
+        WorkloadCommand::Profiles => print!(
+            "{}",
+            crate::report::tables::to_terminal(&crate::report::profiles::table())
+        ),
     }
     Ok(exit::OK)
 }

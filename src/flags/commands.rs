@@ -10,12 +10,18 @@ pub enum WorkloadCommand {
     /// Write the request sequence as JSONL to stdout (index, input_tokens, max_tokens,
     /// class, messages), for others to replay.
     Export(WorkloadArgs),
+    /// List the workload profiles (`--profile ID`): group, latency class, token ranges,
+    /// output structure, concurrency pattern, caching and SLO default.
+    Profiles,
 }
 
 #[derive(Debug, Args)]
 pub struct WorkloadArgs {
     /// Workload name or scenario .toml file (as `run --workload`).
     pub workload: Option<String>,
+    /// Workload profile (as `run --profile`), e.g. CHAT.
+    #[arg(long, value_name = "ID", conflicts_with_all = ["workload", "input_tokens", "output_tokens"])]
+    pub profile: Option<String>,
     #[arg(long)]
     pub dataset: Option<PathBuf>,
     #[arg(long, value_enum)]

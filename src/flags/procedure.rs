@@ -19,6 +19,12 @@ pub struct SuiteArgs {
     /// Tests to leave out, e.g. --skip fairness,guardrails.
     #[arg(long, value_enum, value_delimiter = ',')]
     pub skip: Vec<crate::procedure::TestName>,
+    /// Run the suite once per workload profile, e.g. --profiles CHAT,SUMM,EMBED or
+    /// --profiles all: a folder per profile, each a whole suite judged by the profile's
+    /// SLO default (unless --slo), and a table of every profile's answers
+    /// (`servebench workload profiles` lists them).
+    #[arg(long, value_name = "IDS", value_delimiter = ',', conflicts_with_all = ["workload", "profile"])]
+    pub profiles: Vec<String>,
     #[command(flatten)]
     pub procedure: ProcedureArgs,
     #[command(flatten)]

@@ -11,6 +11,10 @@ pub enum SutBoundaryArg {
     Gateway,
     /// An application with retrieval, tools or guardrails around the model.
     Compound,
+    /// An AI firewall (a safety or policy proxy inspecting prompts and answers) in front
+    /// of the model: the third role of the benchmarking-profiles draft, beside the engine
+    /// and the gateway.
+    Firewall,
 }
 
 /// The server under test (flags shared by `run`, `profile-prefill` and the tests).
@@ -62,7 +66,8 @@ pub struct TargetArgs {
     /// Number of GPUs serving the model (per-GPU figures in reports).
     #[arg(long)]
     pub gpus: Option<u32>,
-    /// Where the measurement boundary lies (draft 4.1).
+    /// Where the measurement boundary lies (the methodology's 4.1; `firewall` from the
+    /// benchmarking-profiles draft), written into every report.
     #[arg(long, value_enum, default_value = "engine")]
     pub sut_boundary: SutBoundaryArg,
     /// A note for the report, e.g. the guardrail configuration (repeatable).

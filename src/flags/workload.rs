@@ -29,6 +29,12 @@ pub struct WorkloadFlags {
     /// scenario .toml file (docs/workloads.md).
     #[arg(long, conflicts_with_all = ["input_tokens", "output_tokens"])]
     pub workload: Option<String>,
+    /// Workload profile (the workload-profiles draft): EMBED, XRANK, LOGPR, CLAS, SFQA, FUNC,
+    /// CHAT, COMP, PERS, SUMM, LDQA, RAGN, CGEN, REAS, DGEN, TRNS, AGNT or PLAN. Sets the
+    /// workload, the SLO when --slo is not given, and --endpoint embeddings or rerank for
+    /// EMBED and XRANK (`servebench workload profiles` lists them; docs/workloads.md).
+    #[arg(long, value_name = "ID", conflicts_with_all = ["workload", "input_tokens", "output_tokens"])]
+    pub profile: Option<String>,
     /// Local dataset: ShareGPT JSON, JSONL of prompts/messages, or a trace (Mooncake format).
     #[arg(long)]
     pub dataset: Option<PathBuf>,

@@ -286,6 +286,7 @@ pub fn common_parameters(o: &Options) -> serde_json::Value {
         "slo_target": o.slo.as_ref().map(|s| s.target_attainment),
         "seed": o.seed,
         "workload": o.workload.name,
+        "profile": o.workload.profile,
         "gpus": o.gpus,
         "prefix_caching": o.disclosure.prefix_caching,
         "guardrails": o.disclosure.guardrails,

@@ -11,6 +11,7 @@
 pub mod chart;
 pub mod json;
 pub mod page;
+pub mod profiles;
 pub mod run_page;
 pub mod schema;
 pub mod tables;

@@ -207,6 +207,9 @@ fn test_section(out: &mut String, r: &RunReport) {
         "Workload",
         &format!("{} (seed {})", c.workload.name, c.seed),
     );
+    if let Some(p) = &c.workload.profile {
+        row(out, "Profile", &super::profiles::line(p));
+    }
     row(out, "Load", &tables::describe_load(c));
     row(
         out,

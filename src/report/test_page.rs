@@ -451,6 +451,13 @@ fn system(r: &TestReport) -> Section {
         ),
         ("SUT boundary".to_string(), r.system.sut_boundary.clone()),
     ];
+    let profile = r.parameters.pointer("/common/profile").cloned();
+    if let Some(p) = profile.and_then(|p| serde_json::from_value(p).ok()) {
+        facts.push((
+            "Workload profile".to_string(),
+            crate::report::profiles::line(&p),
+        ));
+    }
     for (name, url) in &t.targets {
         facts.push((format!("Configuration {name}"), url.clone()));
     }

@@ -11,6 +11,7 @@
 pub mod datasets;
 mod generator;
 pub mod lengths;
+pub mod profile;
 pub mod scenario;
 #[cfg(test)]
 mod tests;

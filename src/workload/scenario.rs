@@ -118,6 +118,10 @@ pub struct Scenario {
     /// says so.
     #[serde(skip)]
     pub request_salt: u64,
+    /// The workload profile this scenario stands for (`--profile`, or a scenario file's
+    /// `[profile]` table): the dimensions its lengths and sharing do not hold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<super::profile::Profile>,
 }
 
 fn question_tokens() -> u32 {
@@ -160,6 +164,7 @@ impl Scenario {
             items: None,
             items_query: false,
             request_salt: 0,
+            profile: None,
         }
     }
 
@@ -349,6 +354,9 @@ impl Scenario {
         }
         if !self.classes.is_empty() && self.classes.iter().map(|c| c.weight).sum::<f64>() <= 0.0 {
             return Err("class weights must have a positive sum".into());
+        }
+        if let Some(p) = &self.profile {
+            p.check(self)?;
         }
         Ok(())
     }

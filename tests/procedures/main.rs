@@ -770,3 +770,99 @@ fn throughput_search_finds_the_embeddings_capacity() {
     assert!(r["max_input_tokens_per_s"].as_f64().unwrap() > 0.0);
     assert!(v["answer"].as_str().unwrap().contains("items/s"));
 }
+
+/// Issue 22, item 4: `suite --profiles` runs the suite per workload profile. EMBED's
+/// throughput search is checked against the simulator's analytic pooling capacity for the
+/// tokens it served (`slots / (base + prefill × mean tokens per request)`: the slots serve
+/// one request each, so a mix of lengths costs its mean), and every profile's folder
+/// records its profile, its endpoint and its SLO default.
+#[test]
+fn suite_per_profile_finds_the_embeddings_profile_capacity() {
+    let (dir, sim) = sim_toml(
+        "proc-profiles",
+        "preset = \"cpu-tiny\"\nmax_num_seqs = 16\ntime_scale = 20.0\n",
+    );
+    let out = dir.join("suite");
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let o = servebench(&[
+        "suite",
+        "--profiles",
+        "embed,XRANK",
+        "--quick",
+        "--skip",
+        "ttft,curve,itl,capacity,fairness,prefix-cache,memory-pressure,long-context,guardrails",
+        "--level-duration",
+        "4s",
+        "--sim-config",
+        sim.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--warmup",
+        "10",
+        "--quiet",
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let read = |p: PathBuf| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(&p).unwrap_or_else(|e| {
+            panic!(
+                "{}: {e}\n{stdout}\n{}",
+                p.display(),
+                String::from_utf8_lossy(&o.stderr)
+            )
+        }))
+        .unwrap()
+    };
+    let index = read(out.join("profiles.json"));
+    let ids: Vec<&str> = index["profiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["profile"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["EMBED", "XRANK"]);
+    assert!(stdout.contains("Answers per workload profile"), "{stdout}");
+    assert!(out.join("report.html").exists());
+    // EMBED: throughput-oriented, judged on saturation alone, on the embeddings route.
+    let v = read(out.join("embed/throughput/test.json"));
+    assert_eq!(v["parameters"]["common"]["profile"]["id"], "EMBED");
+    assert_eq!(v["parameters"]["common"]["slo"], serde_json::Value::Null);
+    let r = &v["result"];
+    let level = &v["levels"][r["sustainable_level"]
+        .as_u64()
+        .expect("a sustainable level") as usize];
+    let run = read(
+        out.join("embed/throughput")
+            .join(level["run"].as_str().unwrap())
+            .join("run.json"),
+    );
+    assert_eq!(run["config"]["target"]["endpoint"], "embeddings");
+    assert_eq!(run["config"]["workload"]["profile"]["id"], "EMBED");
+    let s = &level["summary"];
+    let tokens =
+        s["total_input_tokens"].as_f64().unwrap() / s["requests"]["completed"].as_f64().unwrap();
+    let mut cfg = SimConfig::preset("cpu-tiny").unwrap();
+    cfg.max_num_seqs = 16;
+    cfg.time_scale = 20.0;
+    let service_ms = (cfg.step.base_ms + cfg.step.prefill_ms_per_token * tokens) / 20.0;
+    let cap = 16.0 * 1000.0 / service_ms;
+    let sustained = r["sustained_rate_per_s"]
+        .as_f64()
+        .expect("a sustained rate");
+    assert!(
+        sustained <= cap * 1.10 && sustained >= cap * 0.80,
+        "sustained {sustained:.2} req/s, analytic {cap:.2} req/s for {tokens:.0} tokens a request"
+    );
+    // Items 1–16 a request: about 8.5 on average.
+    let items = r["max_items_per_s"].as_f64().unwrap() / r["max_requests_per_s"].as_f64().unwrap();
+    assert!((6.0..11.0).contains(&items), "{items} items a request");
+    // XRANK: near-real-time, judged by its SLO default on the rerank route.
+    let x = read(out.join("xrank/throughput/test.json"));
+    assert_eq!(x["parameters"]["common"]["slo"], "e2e_ms<=3000");
+    let first = out
+        .join("xrank/throughput")
+        .join(x["levels"][0]["run"].as_str().unwrap());
+    assert_eq!(
+        read(first.join("run.json"))["config"]["target"]["endpoint"],
+        "rerank"
+    );
+}

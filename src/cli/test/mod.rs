@@ -13,6 +13,7 @@
 mod between_levels;
 mod levels;
 mod prepare;
+mod profiles;
 
 use super::args::{RunArgs, SuiteArgs, TestArgs};
 use super::exit;
@@ -201,9 +202,17 @@ const SUITE_ORDER: [TestName; 10] = [
     TestName::Guardrails,
 ];
 
-/// `servebench suite`.
+/// `servebench suite`: once, or once per workload profile (`--profiles`).
 pub fn suite(args: SuiteArgs) -> Result<u8> {
     watch_interrupts();
+    match args.profiles.is_empty() {
+        true => suite_once(args).map(|(code, _)| code),
+        false => profiles::suite_per_profile(args),
+    }
+}
+
+/// One suite in one folder; its exit status and its `suite.json`.
+fn suite_once(args: SuiteArgs) -> Result<(u8, Option<serde_json::Value>)> {
     let wanted: Vec<TestName> = SUITE_ORDER
         .iter()
         .copied()
@@ -215,7 +224,7 @@ pub fn suite(args: SuiteArgs) -> Result<u8> {
         system,
     } = match setup(&args.run, &args.procedure, &wanted)? {
         Ok(s) => s,
-        Err(code) => return Ok(code),
+        Err(code) => return Ok((code, None)),
     };
     if let (Some(line), false) = (runner.suite_plan(&wanted, &options), runner.quiet) {
         eprintln!("{line}");
@@ -261,7 +270,7 @@ pub fn suite(args: SuiteArgs) -> Result<u8> {
         );
     }
     print_suite(&summary, &suite_dir);
-    Ok(worst)
+    Ok((worst, Some(summary)))
 }
 
 /// Why the suite skips `test`, if it does: Ctrl-C was pressed, or the guardrail test has

@@ -221,6 +221,7 @@ fn options(
         seed: w.seed,
         workload: config.workload.clone(),
         workload_given: w.workload.is_some()
+            || w.profile.is_some()
             || w.dataset.is_some()
             || w.input_tokens.is_some()
             || w.output_tokens.is_some(),

@@ -36,13 +36,15 @@ pub(crate) fn limits(lim: &LimitArgs) -> Result<(Limits, Warmup)> {
 }
 
 /// The SLO of `--slo`, judged at `--slo-target`.
-pub(crate) fn slo(s: &SloArgs) -> Result<Option<SloSpec>> {
+/// `--slo`, else the workload profile's default (`profile_default`), at `--slo-target`.
+pub(crate) fn slo(s: &SloArgs, profile_default: Option<&str>) -> Result<Option<SloSpec>> {
     if !(0.0..=1.0).contains(&s.slo_target) {
         bail!("--slo-target must be between 0 and 1 (0.99 = 99 % of requests)");
     }
     let slo = s
         .slo
         .as_deref()
+        .or(profile_default)
         .map(|v| SloSpec::parse(v, s.slo_target))
         .transpose()?;
     Ok(slo)

@@ -35,15 +35,28 @@ pub struct Resolved {
 /// Validates flags into a configuration. `url` is the target (the simulator's when built in).
 /// Reads every file the flags name, so nothing starts on a configuration that cannot run.
 pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
-    let target = target::target(args, url, builtin)?;
     let w = &args.workload;
     let (dataset, dataset_info) = workload::dataset(w)?;
     let mut workload = workload_of(
+        w.profile.as_deref(),
         w.workload.as_deref(),
         w.input_tokens,
         w.output_tokens,
         dataset.as_deref(),
     )?;
+    // A profile of embeddings or rerank answers turns the default chat endpoint into theirs.
+    let endpoint = workload::profile_endpoint(&workload, args.target.endpoint)?;
+    let with_endpoint;
+    let args = match endpoint == args.target.endpoint {
+        true => args,
+        false => {
+            let mut a = args.clone();
+            a.target.endpoint = endpoint;
+            with_endpoint = a;
+            &with_endpoint
+        }
+    };
+    let target = target::target(args, url, builtin)?;
     workload::items(
         &mut workload,
         w.items_per_request.as_deref(),
@@ -53,7 +66,8 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
     let load = load::load(l, dataset.as_deref(), builtin)?;
     let lim = &args.limits;
     let (limits, warmup) = limits::limits(lim)?;
-    let slo = limits::slo(&args.slo)?;
+    let profile_slo = workload.profile.as_ref().and_then(|p| p.slo.as_deref());
+    let slo = limits::slo(&args.slo, profile_slo)?;
     limits::slo_fits(slo.as_ref(), target.endpoint)?;
     let request = workload::request_options(&args.body)?;
     // Fluidity is per token: a non-generative endpoint has no prefill curve to profile.

@@ -161,6 +161,7 @@ pub(crate) fn system_info(t: &TargetArgs) -> SystemInfo {
             SutBoundaryArg::Engine => "engine",
             SutBoundaryArg::Gateway => "gateway",
             SutBoundaryArg::Compound => "compound",
+            SutBoundaryArg::Firewall => "firewall",
         }
         .into(),
         notes: t.notes.clone(),

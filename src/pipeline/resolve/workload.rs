@@ -28,8 +28,10 @@ pub(crate) fn dataset(w: &WorkloadFlags) -> Result<(Option<Arc<Dataset>>, Option
     })
 }
 
-/// The workload named by `--workload` (a name or a .toml file), fixed lengths, or a dataset.
+/// The workload of a profile (`--profile`), named by `--workload` (a name or a .toml
+/// file), of fixed lengths, or a dataset's.
 pub fn workload_of(
+    profile: Option<&str>,
     workload: Option<&str>,
     input_tokens: Option<u32>,
     output_tokens: Option<u32>,
@@ -40,6 +42,7 @@ pub fn workload_of(
         bail!("--input-tokens and --output-tokens must be at least 1");
     }
     let mut w = match (workload, input_tokens, output_tokens) {
+        _ if profile.is_some() => profile_scenario(profile.unwrap_or_default())?,
         (Some(name), _, _) if name.ends_with(".toml") => {
             let text = std::fs::read_to_string(name)
                 .with_context(|| format!("reading the scenario file {name}"))?;
@@ -59,6 +62,58 @@ pub fn workload_of(
         w.content = Content::Dataset;
     }
     Ok(w)
+}
+
+/// The preset profile `id`, or an error that lists them.
+fn profile_scenario(id: &str) -> Result<WorkloadSpec> {
+    use crate::workload::profile::{preset, PRESET_IDS};
+    preset(id).ok_or_else(|| {
+        anyhow::anyhow!(
+            "unknown profile `{id}`: use one of {} (`servebench workload profiles` describes them), or a scenario file with a [profile] table",
+            PRESET_IDS.join(", ")
+        )
+    })
+}
+
+/// The endpoint a profile asks for: a non-generative profile (EMBED, XRANK) turns the
+/// default `--endpoint chat` into embeddings or rerank; any other mismatch is refused.
+pub(crate) fn profile_endpoint(
+    w: &WorkloadSpec,
+    endpoint: crate::client::Endpoint,
+) -> Result<crate::client::Endpoint> {
+    use crate::client::Endpoint;
+    use crate::workload::profile::ProfileApi;
+    let Some(p) = &w.profile else {
+        return Ok(endpoint);
+    };
+    let wanted = match p.output_structure.api() {
+        ProfileApi::Generate if endpoint.is_generative() => return Ok(endpoint),
+        ProfileApi::Generate => bail!(
+            "profile {} generates text: --endpoint {} does not (use chat, completions, or another generative API)",
+            p.id,
+            flag(endpoint)
+        ),
+        ProfileApi::Embed => Endpoint::Embeddings,
+        ProfileApi::Rerank => Endpoint::Rerank,
+    };
+    match endpoint {
+        e if e == wanted => Ok(e),
+        Endpoint::Chat => Ok(wanted),
+        other => bail!(
+            "profile {} is served by --endpoint {}, not {}",
+            p.id,
+            flag(wanted),
+            flag(other)
+        ),
+    }
+}
+
+/// An endpoint as `--endpoint` spells it.
+fn flag(e: crate::client::Endpoint) -> String {
+    use clap::ValueEnum;
+    e.to_possible_value()
+        .map(|v| v.get_name().to_owned())
+        .unwrap_or_default()
 }
 
 /// The items of a non-generative endpoint's requests (`--items-per-request`, else the

@@ -60,6 +60,7 @@ pub fn boundary(r: &RunReport) -> &'static str {
         "engine" => "Model Engine",
         "gateway" => "Gateway",
         "compound" => "Compound",
+        "firewall" => "AI Firewall",
         _ => "not declared",
     }
 }
@@ -157,6 +158,13 @@ pub fn minimum_report(r: &RunReport, deviations: &[String]) -> String {
     let _ = writeln!(out, "- SUT Boundary: {}", boundary(r));
     out.push_str("\nTest Configuration:\n");
     let _ = writeln!(out, "- Workload: {} (seed {})", c.workload.name, c.seed);
+    if let Some(p) = &c.workload.profile {
+        let _ = writeln!(
+            out,
+            "- Workload Profile: {}",
+            crate::report::profiles::line(p)
+        );
+    }
     let _ = writeln!(out, "- Load Model: {}", load_model(c));
     let _ = writeln!(
         out,
@@ -298,6 +306,9 @@ fn workload_facts(r: &RunReport) -> Vec<(&'static str, String)> {
         ("Input length (tokens)", w.input.to_string()),
         ("Output length (max_tokens)", w.output.to_string()),
     ];
+    if let Some(p) = &w.profile {
+        facts.push(("Workload profile", crate::report::profiles::line(p)));
+    }
     if !w.classes.is_empty() {
         let classes: Vec<String> = w
             .classes

@@ -1,0 +1,125 @@
+//! `servebench suite --profiles CHAT,SUMM,…`: the suite once per workload profile, as the
+//! workload-profiles draft asks (the methodology's tests run against each profile).
+//!
+//! Each profile gets a folder of its own holding a whole suite (its workload, its endpoint,
+//! its SLO default unless `--slo`); the top folder gets `profiles.json` and a page with
+//! every profile's answers side by side. A profile whose suite cannot start (an embeddings
+//! profile against a server without embeddings) is recorded with why, and the others run.
+
+use super::{suite_once, SuiteArgs};
+use crate::store::prepare_run_dir;
+use crate::workload::profile::{preset, PRESET_IDS};
+use anyhow::{bail, Context, Result};
+use std::path::Path;
+
+/// The profile ids `--profiles` names (`all`: every preset), checked and upper-cased.
+fn wanted(names: &[String]) -> Result<Vec<String>> {
+    if names.iter().any(|n| n.eq_ignore_ascii_case("all")) {
+        return Ok(PRESET_IDS.iter().map(|s| s.to_string()).collect());
+    }
+    let mut out: Vec<String> = Vec::new();
+    for n in names {
+        if preset(n).is_none() {
+            bail!(
+                "--profiles: unknown profile `{n}`; use all or some of {}",
+                PRESET_IDS.join(", ")
+            );
+        }
+        let id = n.to_ascii_uppercase();
+        if !out.contains(&id) {
+            out.push(id);
+        }
+    }
+    Ok(out)
+}
+
+/// Runs the suite per profile; the worst exit status of them all.
+pub(super) fn suite_per_profile(args: SuiteArgs) -> Result<u8> {
+    let ids = wanted(&args.profiles)?;
+    let top = prepare_run_dir(args.run.output.out.as_deref(), args.run.output.force)?;
+    let mut worst = crate::cli::exit::OK;
+    let mut entries = Vec::new();
+    for id in &ids {
+        if super::INTERRUPTED.load(std::sync::atomic::Ordering::Acquire) {
+            entries.push(serde_json::json!({"profile": id, "skipped": "interrupted"}));
+            continue;
+        }
+        let folder = id.to_ascii_lowercase();
+        if !args.run.output.quiet {
+            eprintln!(
+                "\n=== Profile {id}: the suite in {}",
+                top.join(&folder).display()
+            );
+        }
+        let mut run = args.run.clone();
+        run.workload.profile = Some(id.clone());
+        run.output.out = Some(top.join(&folder));
+        run.output.force = false;
+        let one = SuiteArgs {
+            skip: args.skip.clone(),
+            profiles: Vec::new(),
+            procedure: args.procedure.clone(),
+            run,
+        };
+        let entry = match suite_once(one) {
+            Ok((code, summary)) => {
+                worst = worst.max(code);
+                entry(id, &folder, code, summary.as_ref())
+            }
+            Err(e) => {
+                worst = worst.max(crate::cli::exit::FAILED);
+                serde_json::json!({"profile": id, "folder": folder, "error": format!("{e:#}")})
+            }
+        };
+        entries.push(entry);
+    }
+    write(&top, &entries)?;
+    Ok(worst)
+}
+
+/// A profile's entry in `profiles.json`: its suite's tests, or why it did not start.
+fn entry(
+    id: &str,
+    folder: &str,
+    code: u8,
+    summary: Option<&serde_json::Value>,
+) -> serde_json::Value {
+    match summary {
+        Some(s) => serde_json::json!({
+            "profile": id,
+            "folder": folder,
+            "exit_status": code,
+            "tests": s["tests"],
+        }),
+        None => serde_json::json!({
+            "profile": id,
+            "folder": folder,
+            "exit_status": code,
+            "error": "the suite did not start: the target was not ready for this profile (its messages are above)",
+        }),
+    }
+}
+
+/// `profiles.json`, `report.md` and `report.html` of the top folder, and the table on the
+/// terminal.
+fn write(top: &Path, entries: &[serde_json::Value]) -> Result<()> {
+    let doc = serde_json::json!({
+        "schema_version": crate::procedure::report::TEST_SCHEMA_VERSION,
+        "profiles": entries,
+        "command_line": crate::pipeline::resolve::redacted_command_line(),
+    });
+    std::fs::write(top.join("profiles.json"), serde_json::to_vec_pretty(&doc)?)
+        .context("writing profiles.json")?;
+    let table = crate::report::profiles::suites_table(entries);
+    let page = crate::report::page::Page::new("Suite per workload profile").section(
+        crate::report::page::Section::new("profiles", "Answers per profile").table(table.clone()),
+    );
+    std::fs::write(top.join("report.md"), page.to_markdown()).context("writing report.md")?;
+    std::fs::write(top.join("report.html"), page.to_html()).context("writing report.html")?;
+    println!("\n{}", crate::report::tables::to_terminal(&table));
+    println!(
+        "Profiles folder: {} (profiles.json, report.md, report.html; a suite folder per profile)",
+        top.display()
+    );
+    Ok(())
+}
