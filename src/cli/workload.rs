@@ -25,12 +25,13 @@ fn generate(
         }
         None => (None, None),
     };
-    let scenario = workload_of(
+    let mut scenario = workload_of(
         a.workload.as_deref(),
         a.input_tokens,
         a.output_tokens,
         dataset.as_deref(),
     )?;
+    crate::pipeline::resolve::media(&mut scenario, &a.media, dataset.as_deref(), None)?;
     let tok = match (&a.tokenizer[..], &a.url) {
         ("server", Some(url)) => {
             let target = Target {
@@ -211,6 +212,10 @@ fn export_line(scenario: &crate::workload::Scenario, r: RequestSpec) -> serde_js
         line["session"] = session.into();
         line["turn"] = r.turn.into();
         line["think_ms"] = r.think_ms.into();
+    }
+    if !r.media.is_empty() {
+        // What each part is (format, size, fingerprint), not its megabytes of base64.
+        line["media"] = serde_json::to_value(&r.media).unwrap_or_default();
     }
     line
 }

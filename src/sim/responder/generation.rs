@@ -115,6 +115,7 @@ fn first_truth(req: &Request, id: &str, prompt_tokens: u32, completion_tokens: u
         received: req.received,
         prompt_tokens,
         completion_tokens,
+        body_bytes: req.body.len() as u64,
         traceparent: req.header("traceparent").map(str::to_owned),
         ..Default::default()
     }
@@ -132,7 +133,10 @@ pub async fn completion(
         return Ok(true);
     };
     let prompt = parsed.prompt_text(api);
-    let prompt_ids = r.tokenizer.encode(&prompt);
+    let mut prompt_ids = r.tokenizer.encode(&prompt);
+    // Images and audio join the prompt as the tokens their tiles and seconds cost.
+    let media = super::vision::media_of(&parsed.content_parts(api), &r.config.vision);
+    prompt_ids.extend_from_slice(&media.token_ids);
     let prompt_tokens = prompt_ids.len() as u32;
     let seq = r.counter.fetch_add(1, Ordering::Relaxed);
     let seed = r.config.seed ^ seq.wrapping_mul(0x9E37_79B9_7F4A_7C15);
@@ -142,6 +146,13 @@ pub async fn completion(
     let faults = draw_faults(&r.config, &mut rng, n);
     let id = format!("{}-sim{:08x}-{seq}", api.id_prefix(), r.instance);
     let mut truth = first_truth(req, &id, prompt_tokens, n);
+    truth.media = crate::sim::truth::MediaTruth {
+        images: media.images,
+        image_tiles: media.image_tiles,
+        audio: media.audio,
+        audio_ms: media.audio_ms,
+        tokens: media.tokens,
+    };
     if let Some(status) = faults.status {
         return injected_error(r, w, truth, status).await;
     }
