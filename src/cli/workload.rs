@@ -115,6 +115,14 @@ fn show(a: &WorkloadArgs) -> Result<()> {
     );
     print_classes(&reqs);
     print_sharing(&reqs);
+    if reqs.iter().any(|r| !r.media.is_empty()) {
+        let per = |f: &dyn Fn(&crate::workload::media::MediaPart) -> f64| -> Vec<f64> {
+            reqs.iter().map(|r| r.media.iter().map(f).sum()).collect()
+        };
+        stats_line("images", per(&|m| f64::from(u8::from(m.is_image()))));
+        stats_line("audio clips", per(&|m| f64::from(u8::from(m.is_audio()))));
+        stats_line("media KB", per(&|m| m.bytes as f64 / 1e3));
+    }
     Ok(())
 }
 
