@@ -24,7 +24,7 @@ pub struct MediaFlags {
     #[arg(long, value_name = "N|MIN..MAX")]
     pub image_height: Option<String>,
     /// Synthetic images' encoding: png (stored, about 3 bytes a pixel of noise) or jpeg
-    /// (quality 90, about 1.3). Default: png.
+    /// (quality 90, about 1.9). Default: png.
     #[arg(long, value_enum)]
     pub image_format: Option<crate::workload::media::MediaFormat>,
     /// Images from this folder instead of synthetic ones: its .png, .jpg, .jpeg, .webp and
