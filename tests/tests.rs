@@ -14,6 +14,7 @@ mod fault_matrix;
 mod first_hour;
 mod history;
 mod hostile;
+mod images;
 mod profiles;
 mod real_apis;
 mod real_first_hour;

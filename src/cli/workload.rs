@@ -25,13 +25,14 @@ fn generate(
         }
         None => (None, None),
     };
-    let scenario = workload_of(
+    let mut scenario = workload_of(
         a.profile.as_deref(),
         a.workload.as_deref(),
         a.input_tokens,
         a.output_tokens,
         dataset.as_deref(),
     )?;
+    crate::pipeline::resolve::media(&mut scenario, &a.media, dataset.as_deref(), None)?;
     let tok = match (&a.tokenizer[..], &a.url) {
         ("server", Some(url)) => {
             let target = Target {
@@ -119,6 +120,14 @@ fn show(a: &WorkloadArgs) -> Result<()> {
     );
     print_classes(&reqs);
     print_sharing(&reqs);
+    if reqs.iter().any(|r| !r.media.is_empty()) {
+        let per = |f: &dyn Fn(&crate::workload::media::MediaPart) -> f64| -> Vec<f64> {
+            reqs.iter().map(|r| r.media.iter().map(f).sum()).collect()
+        };
+        stats_line("images", per(&|m| f64::from(u8::from(m.is_image()))));
+        stats_line("audio clips", per(&|m| f64::from(u8::from(m.is_audio()))));
+        stats_line("media KB", per(&|m| m.bytes as f64 / 1e3));
+    }
     Ok(())
 }
 
@@ -216,6 +225,10 @@ fn export_line(scenario: &crate::workload::Scenario, r: RequestSpec) -> serde_js
         line["session"] = session.into();
         line["turn"] = r.turn.into();
         line["think_ms"] = r.think_ms.into();
+    }
+    if !r.media.is_empty() {
+        // What each part is (format, size, fingerprint), not its megabytes of base64.
+        line["media"] = serde_json::to_value(&r.media).unwrap_or_default();
     }
     line
 }

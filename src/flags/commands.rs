@@ -43,6 +43,8 @@ pub struct WorkloadArgs {
     pub requests: u64,
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
+    #[command(flatten)]
+    pub media: MediaFlags,
 }
 
 #[derive(Debug, Args)]

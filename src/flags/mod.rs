@@ -13,6 +13,7 @@ use std::time::Duration;
 mod commands;
 mod limits;
 mod load;
+mod media;
 mod output;
 mod procedure;
 mod runs;
@@ -25,6 +26,7 @@ mod workload;
 pub use commands::*;
 pub use limits::*;
 pub use load::*;
+pub use media::*;
 pub use output::*;
 pub use procedure::*;
 pub use runs::*;
@@ -151,6 +153,8 @@ pub struct RunArgs {
     pub target: TargetArgs,
     #[command(flatten)]
     pub workload: WorkloadFlags,
+    #[command(flatten)]
+    pub media: MediaFlags,
     #[command(flatten)]
     pub load: LoadArgs,
     #[command(flatten)]

@@ -17,6 +17,7 @@ pub mod fairness;
 pub mod fluidity;
 pub mod generator;
 pub mod live;
+pub mod media;
 pub mod modality;
 pub mod request;
 pub mod slo;

@@ -144,6 +144,10 @@ pub struct RunSummary {
     #[serde(flatten)]
     pub experience: Experience,
     pub warnings: Vec<Warning>,
+    /// Images and audio sent, the time their upload took and its share of TTFT; present
+    /// when a measured request carried any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media: Option<super::media::MediaSummary>,
     /// Present when the run had more requests than the summary keeps in memory, and was
     /// summarised as its records streamed past (docs/metrics.md, "Long runs").
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -264,6 +268,7 @@ fn aggregate(
         slo: None,
         experience: exp,
         warnings: Vec::new(),
+        media: super::media::MediaTally::of(measured.iter().copied()).finish(),
         streamed: None,
     }
 }

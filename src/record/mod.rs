@@ -73,6 +73,39 @@ pub enum ChunkTokenSource {
     Tokenizer,
 }
 
+/// Images and audio a request carried, and what its input-token count means then.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MediaCounts {
+    pub images: u32,
+    /// Encoded bytes of the images (before base64).
+    pub image_bytes: u64,
+    pub audio: u32,
+    /// Encoded bytes of the audio clips (before base64).
+    pub audio_bytes: u64,
+}
+
+impl MediaCounts {
+    /// Whether the request carried any image or clip.
+    pub fn any(&self) -> bool {
+        self.images + self.audio > 0
+    }
+}
+
+/// Where a record's `input_tokens` came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum InputTokenSource {
+    /// The workload's tokenizer on the prompt text (every text-only request).
+    #[default]
+    Workload,
+    /// The server's `usage.prompt_tokens`: a request with images or audio, whose tokens
+    /// only the server's model can count.
+    ServerUsage,
+    /// A request with images or audio whose answer had no usage: the text's tokens alone
+    /// (the images' are not counted).
+    TextOnly,
+}
+
 /// Timings the server reported about this request (llama.cpp `timings`, simulator truth).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ServerTiming {
@@ -126,6 +159,13 @@ pub struct RequestRecord {
     /// Just before the request bytes were written; `None` when they never were (no
     /// connection could be made).
     pub sent_at: Option<Nanos>,
+    /// When the write of the request's last byte returned: `body_sent_at − sent_at` is the
+    /// time to send it (the upload, inside TTFT). `None` when it was never all written.
+    pub body_sent_at: Option<Nanos>,
+    /// Bytes of the request body (JSON, base64 media included).
+    pub body_bytes: u64,
+    /// Images and audio the request carried.
+    pub media: MediaCounts,
     /// First response byte (status line).
     pub first_byte_at: Option<Nanos>,
     /// Content events (non-empty text), in arrival order.
@@ -138,8 +178,12 @@ pub struct RequestRecord {
     /// When the response ended (or failed).
     pub finished_at: Nanos,
     pub outcome: Outcome,
-    /// Input tokens by the workload's tokenizer.
+    /// Input tokens: by the workload's tokenizer, or for a request with images or audio the
+    /// server's `usage.prompt_tokens` (`input_tokens_source` says which).
     pub input_tokens: u32,
+    pub input_tokens_source: InputTokenSource,
+    /// A request with images or audio: its text's tokens by the workload's tokenizer.
+    pub text_input_tokens: Option<u32>,
     /// `max_tokens` sent.
     pub max_tokens: u32,
     /// Items a non-generative request carried (embeddings inputs, rerank documents; the
@@ -233,6 +277,11 @@ impl RequestRecord {
             .into_iter()
             .chain(self.reasoning_chunks.first());
         first.map(|c| c.at).min()
+    }
+
+    /// Time to send the request (first byte written → last byte written), ms.
+    pub fn upload_ms(&self) -> Option<f64> {
+        Some((self.body_sent_at? as f64 - self.sent_at? as f64).max(0.0) / 1e6)
     }
 
     /// Time of the first reasoning event.

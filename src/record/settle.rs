@@ -23,6 +23,7 @@ pub fn settle(mut draft: Draft, tokenizer: &dyn Tokenizer) -> RequestRecord {
 /// Fills `tokens` of every chunk and the record's `output_tokens` and `reasoning_tokens`.
 pub fn settle_tokens(ex: &mut Draft, tokenizer: &dyn Tokenizer) {
     ex.take_usage();
+    settle_input_tokens(&mut ex.record);
     let reasoning_total = settle_reasoning(ex, tokenizer);
     let rec = &mut ex.record;
     let usage_total = rec.usage_completion_tokens();
@@ -85,6 +86,24 @@ pub fn settle_tokens(ex: &mut Draft, tokenizer: &dyn Tokenizer) {
         chunk.tokens = n;
     }
     rec.chunk_tokens_source = ChunkTokenSource::Tokenizer;
+}
+
+/// Input tokens of a request with images or audio: only the server's model knows how many
+/// tokens an image makes, so its `usage.prompt_tokens` is the count when it gave one; the
+/// text's count stays beside it. Text-only requests keep the workload's count.
+fn settle_input_tokens(rec: &mut super::RequestRecord) {
+    use super::InputTokenSource;
+    if !rec.media.any() || rec.text_input_tokens.is_some() {
+        return;
+    }
+    rec.text_input_tokens = Some(rec.input_tokens);
+    match rec.usage_prompt_tokens() {
+        Some(n) => {
+            rec.input_tokens = n.min(u64::from(u32::MAX)) as u32;
+            rec.input_tokens_source = InputTokenSource::ServerUsage;
+        }
+        None => rec.input_tokens_source = InputTokenSource::TextOnly,
+    }
 }
 
 /// Reasoning chunks: counted by the tokenizer, shape only. Returns the reasoning total: the

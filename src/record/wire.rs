@@ -5,8 +5,8 @@
 //! versioned on its own (`run.json` carries `schema_version`).
 
 use super::{
-    Chunk, ChunkTokenSource, Derived, FailureKind, Outcome, Phase, RequestRecord, ServerTiming,
-    TokenSource,
+    Chunk, ChunkTokenSource, Derived, FailureKind, InputTokenSource, MediaCounts, Outcome, Phase,
+    RequestRecord, ServerTiming, TokenSource,
 };
 use crate::clock::{Nanos, RunClock};
 use serde::{Deserialize, Serialize};
@@ -48,6 +48,12 @@ pub struct WireRecord {
     pub reused_connection: bool,
     /// `null` when the request bytes were never written (no connection).
     pub sent_at_us: Option<u64>,
+    /// Bytes of the request body; absent when the request was built elsewhere (gRPC).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub body_bytes: u64,
+    /// Time to send the request, first byte written → last byte written, ms (inside TTFT).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upload_ms: Option<f64>,
     pub first_byte_at_us: Option<u64>,
     pub first_token_at_us: Option<u64>,
     /// Content events: `[arrival_us, tokens]`.
@@ -63,6 +69,16 @@ pub struct WireRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http_status: Option<u16>,
     pub input_tokens: u32,
+    /// Where `input_tokens` came from, written when not the workload's tokenizer
+    /// (`server_usage`, or `text_only` for media without usage).
+    #[serde(default, skip_serializing_if = "is_workload")]
+    pub input_tokens_source: InputTokenSource,
+    /// A request with images or audio: its text's tokens (workload's tokenizer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text_input_tokens: Option<u32>,
+    /// Images and audio sent: `images`, `image_bytes`, `audio`, `audio_bytes`.
+    #[serde(default, skip_serializing_if = "is_no_media")]
+    pub media: MediaCounts,
     /// Every generated token, reasoning included.
     pub output_tokens: u32,
     /// Of `output_tokens`, reasoning tokens.
@@ -104,6 +120,8 @@ impl WireRecord {
             connect_ms: r.connect_ns as f64 / 1e6,
             reused_connection: r.reused_connection,
             sent_at_us: r.sent_at.map(us),
+            body_bytes: r.body_bytes,
+            upload_ms: r.upload_ms().map(|ms| (ms * 1e3).round() / 1e3),
             first_byte_at_us: r.first_byte_at.map(us),
             first_token_at_us: r.first_token_at().map(us),
             chunks: chunks(&r.chunks),
@@ -123,6 +141,9 @@ impl WireRecord {
             },
             http_status: r.http_status,
             input_tokens: r.input_tokens,
+            input_tokens_source: r.input_tokens_source,
+            text_input_tokens: r.text_input_tokens,
+            media: r.media,
             output_tokens: r.output_tokens,
             reasoning_tokens: r.reasoning_tokens,
             output_tokens_source: r.output_tokens_source,
@@ -159,7 +180,14 @@ impl WireRecord {
             queued_at: ns(self.queued_at_us),
             connect_ns: (self.connect_ms * 1e6) as u64,
             reused_connection: self.reused_connection,
+            body_sent_at: self
+                .sent_at_us
+                .map(ns)
+                .zip(self.upload_ms)
+                .map(|(s, up)| s + (up * 1e6).round() as u64),
             sent_at: self.sent_at_us.map(ns),
+            body_bytes: self.body_bytes,
+            media: self.media,
             first_byte_at: self.first_byte_at_us.map(ns),
             first_content: match self.leading_blank_chunks {
                 Some(i) if (i as usize) < self.chunks.len() => Some(i as usize),
@@ -173,6 +201,8 @@ impl WireRecord {
                 WireOutcome::Failed { kind, detail } => Outcome::Failed { kind, detail },
             },
             input_tokens: self.input_tokens,
+            input_tokens_source: self.input_tokens_source,
+            text_input_tokens: self.text_input_tokens,
             max_tokens: self.max_tokens,
             items: self.items,
             output_tokens: self.output_tokens,
@@ -191,6 +221,18 @@ impl WireRecord {
 
 fn is_zero_u32(v: &u32) -> bool {
     *v == 0
+}
+
+fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
+}
+
+fn is_workload(v: &InputTokenSource) -> bool {
+    *v == InputTokenSource::Workload
+}
+
+fn is_no_media(v: &MediaCounts) -> bool {
+    !v.any()
 }
 
 fn zero() -> Option<u32> {

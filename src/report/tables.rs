@@ -9,6 +9,7 @@
 //! load generator's machines in `tables/machines.rs`.
 
 mod machines;
+pub mod media;
 mod timing;
 mod users;
 
@@ -22,6 +23,7 @@ use comfy_table::{Cell, CellAlignment, ContentArrangement};
 use std::fmt::Write;
 
 pub use machines::{generator, telemetry};
+pub use media::media;
 pub use timing::{itl, latency, server, throughput, ttft};
 pub use users::{experience, fairness};
 
@@ -155,6 +157,7 @@ pub fn all(r: &RunReport) -> Vec<Table> {
     out.extend(itl(s));
     out.push(throughput(s));
     out.push(latency(s));
+    out.extend(media(s));
     out.extend(server(s));
     out.extend(experience(&s.experience));
     out.extend(fairness(&s.experience));

@@ -2,7 +2,8 @@
 //! generation, tokenization or JSON encoding.
 
 use super::cpu::ThreadCpu;
-use crate::client::apis::{request_body, Prompt};
+use crate::client::apis::media::request_body_with_media;
+use crate::client::apis::Prompt;
 use crate::client::exchange::http_request;
 use crate::client::PreparedRequest;
 use crate::config::{RequestOptions, Target};
@@ -74,6 +75,7 @@ pub fn start(
     shard: Option<Shard>,
     lookahead: usize,
 ) -> std::io::Result<Feed> {
+    let lookahead = super::media::lookahead(workload, lookahead);
     let (tx, rx) = mpsc::channel::<Vec<PreparedRequest>>(lookahead.max(1));
     let workload = workload.clone();
     let target = target.clone();
@@ -108,10 +110,14 @@ pub fn start(
                         spec.arrival_ms = spec.arrival_ms.map(|a| a - base);
                     }
                 }
-                let prepared: Vec<PreparedRequest> = session
+                let prepared: Result<Vec<PreparedRequest>, String> = session
                     .into_iter()
                     .map(|spec| prepare(&workload, &target, &opts, spec))
                     .collect();
+                let prepared = match prepared {
+                    Ok(p) => p,
+                    Err(e) => return fail(e),
+                };
                 if tx.blocking_send(prepared).is_err() {
                     return;
                 }
@@ -123,16 +129,17 @@ pub fn start(
     })
 }
 
-/// One request of the workload, ready to send: its body (with its class's overrides) and
-/// the bytes of the target's API.
+/// One request of the workload, ready to send: its body (with its class's overrides and
+/// its images and audio, files read now) and the bytes of the target's API.
 fn prepare(
     workload: &WorkloadSpec,
     target: &Target,
     opts: &RequestOptions,
-    spec: RequestSpec,
-) -> PreparedRequest {
+    mut spec: RequestSpec,
+) -> Result<PreparedRequest, String> {
     let overrides = workload.body_for(spec.class.as_deref());
-    let body = request_body(
+    super::media::read_files(&mut spec.media)?;
+    let body = request_body_with_media(
         target,
         &Prompt {
             messages: &spec.messages,
@@ -140,8 +147,11 @@ fn prepare(
             overrides: &overrides,
         },
         opts,
+        &spec.media,
     );
-    PreparedRequest {
+    Ok(PreparedRequest {
+        body_bytes: body.len() as u64,
+        media: crate::client::apis::media::counts(&spec.media),
         endpoint: target.endpoint,
         items: target.endpoint.items_of(spec.messages.len()),
         parser: crate::client::apis::parser_for_target(target),
@@ -154,5 +164,5 @@ fn prepare(
         think_ms: spec.think_ms,
         http_bytes: http_request(target, &body, spec.index),
         ws_frame: crate::client::exchange::ws_frame(target, &body),
-    }
+    })
 }

@@ -10,6 +10,7 @@ pub mod cpu;
 pub mod dashboard;
 pub mod feeder;
 pub mod host_net;
+pub mod media;
 pub mod phase;
 pub mod plan;
 pub mod preflight;

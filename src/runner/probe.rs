@@ -30,6 +30,8 @@ pub fn prepared(
     };
     let body = crate::client::apis::request_body(target, &prompt, opts);
     PreparedRequest {
+        body_bytes: body.len() as u64,
+        media: Default::default(),
         endpoint: target.endpoint,
         items: target.endpoint.items_of(messages.len()),
         parser: crate::client::apis::parser_for_target(target),

@@ -73,6 +73,68 @@ impl Default for FixedTiming {
     }
 }
 
+/// How the simulated model counts the images and audio of a request (docs/sim.md, "Images
+/// and audio"): an image is cut into `tile_px` × `tile_px` tiles, each `tokens_per_tile`
+/// prompt tokens, as tiling VLMs do (InternVL, LLaVA-NeXT, Llama 3.2 Vision); the tokens join
+/// the prompt, are prefilled at the engine's cost per token and reported in
+/// `usage.prompt_tokens`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct VisionModel {
+    /// Side of a square tile, pixels.
+    pub tile_px: u32,
+    /// Prompt tokens each tile costs.
+    pub tokens_per_tile: u32,
+    /// At most this many tiles per image (a larger image is scaled down to fit); 0: no cap.
+    pub max_tiles: u32,
+    /// Tiles charged for an image whose size is unknown (given by URL: the simulator
+    /// fetches nothing).
+    pub unknown_image_tiles: u32,
+    /// Prompt tokens per second of audio.
+    pub audio_tokens_per_s: f64,
+    /// Seconds charged for a clip whose length is unknown (a URL, an MP3).
+    pub unknown_audio_s: f64,
+}
+
+impl Default for VisionModel {
+    fn default() -> Self {
+        Self {
+            tile_px: 512,
+            tokens_per_tile: 256,
+            max_tiles: 12,
+            unknown_image_tiles: 1,
+            audio_tokens_per_s: 25.0,
+            unknown_audio_s: 5.0,
+        }
+    }
+}
+
+impl VisionModel {
+    /// Tiles of a `width` × `height` image: ⌈w / tile⌉ · ⌈h / tile⌉, at most `max_tiles`;
+    /// `unknown_image_tiles` when either side is 0 (not known).
+    pub fn tiles(&self, width: u32, height: u32) -> u32 {
+        if width == 0 || height == 0 {
+            return self.unknown_image_tiles;
+        }
+        let t = self.tile_px.max(1);
+        let tiles = width.div_ceil(t) * height.div_ceil(t);
+        match self.max_tiles {
+            0 => tiles,
+            cap => tiles.min(cap),
+        }
+    }
+
+    /// Prompt tokens of a clip `duration_ms` long (0: not known), rounded up.
+    pub fn audio_tokens(&self, duration_ms: u32) -> u32 {
+        let s = if duration_ms == 0 {
+            self.unknown_audio_s
+        } else {
+            f64::from(duration_ms) / 1e3
+        };
+        (s * self.audio_tokens_per_s).ceil().max(0.0) as u32
+    }
+}
+
 /// Faults injected per request, each drawn from the request's seeded generator.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
@@ -153,6 +215,8 @@ pub struct SimConfig {
     pub faults: Faults,
     /// Fixed per-request timing instead of the engine model (see [`FixedTiming`]).
     pub fixed: Option<FixedTiming>,
+    /// How images and audio turn into prompt tokens.
+    pub vision: VisionModel,
 }
 
 impl Default for SimConfig {
@@ -224,6 +288,7 @@ impl SimConfig {
             reasoning_tokens: 0,
             faults: Faults::default(),
             fixed: None,
+            vision: VisionModel::default(),
         };
         Ok(match name {
             "h100-llama3-8b" => base,

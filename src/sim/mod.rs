@@ -17,6 +17,6 @@ pub mod truth;
 pub mod websocket;
 pub mod wire;
 
-pub use config::{Faults, FixedTiming, SimConfig, PRESETS};
+pub use config::{Faults, FixedTiming, SimConfig, VisionModel, PRESETS};
 pub use server::SimServer;
 pub use truth::{TruthLog, TruthRecord};

@@ -4,6 +4,20 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+/// The images and audio of a request as the simulated model counted them
+/// (`SimConfig::vision`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MediaTruth {
+    pub images: u32,
+    /// Tiles of all its images.
+    pub image_tiles: u32,
+    pub audio: u32,
+    /// Length of all its clips, ms.
+    pub audio_ms: u32,
+    /// Prompt tokens of the images and clips (within `prompt_tokens`).
+    pub tokens: u32,
+}
+
 /// Ground truth of one response.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TruthRecord {
@@ -17,7 +31,12 @@ pub struct TruthRecord {
     pub token_times: Vec<(Instant, u32)>,
     /// When each content chunk's bytes were handed to the socket, with its token count.
     pub chunk_writes: Vec<(Instant, u32)>,
+    /// Prompt tokens, images' and audio's included.
     pub prompt_tokens: u32,
+    /// Bytes of the request body received.
+    pub body_bytes: u64,
+    /// Images and audio in the request and what they cost.
+    pub media: MediaTruth,
     /// Items of a non-generative request (embeddings inputs, rerank documents); 0 otherwise.
     pub items: u32,
     pub completion_tokens: u32,
@@ -44,6 +63,8 @@ impl Default for TruthRecord {
             token_times: Vec::new(),
             chunk_writes: Vec::new(),
             prompt_tokens: 0,
+            body_bytes: 0,
+            media: MediaTruth::default(),
             items: 0,
             completion_tokens: 0,
             cached_tokens: 0,
@@ -77,6 +98,12 @@ impl TruthRecord {
             "token_times_ms": self.token_times.iter().map(|&(t, n)| (ms(t), n)).collect::<Vec<_>>(),
             "chunk_writes_ms": self.chunk_writes.iter().map(|&(t, n)| (ms(t), n)).collect::<Vec<_>>(),
             "prompt_tokens": self.prompt_tokens,
+            "body_bytes": self.body_bytes,
+            "images": self.media.images,
+            "image_tiles": self.media.image_tiles,
+            "audio": self.media.audio,
+            "audio_ms": self.media.audio_ms,
+            "media_tokens": self.media.tokens,
             "items": self.items,
             "completion_tokens": self.completion_tokens,
             "cached_tokens": self.cached_tokens,

@@ -19,6 +19,18 @@ pub struct PromptRecord {
     /// An explicit output length (`max_tokens`/`output_tokens` in JSONL).
     pub output_tokens: Option<u32>,
     pub class: Option<String>,
+    /// Images and audio the record names (JSONL `images`, `audio`): paths, resolved against
+    /// the dataset's folder, or URLs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub media: Vec<MediaRef>,
+}
+
+/// An image or clip a dataset record names.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
+pub struct MediaRef {
+    pub kind: super::media::MediaKind,
+    /// A file's path or a URL (`http://`, `https://`, `data:`).
+    pub location: String,
 }
 
 /// One request of a timed trace (Mooncake's format).
@@ -165,6 +177,7 @@ fn sharegpt(bytes: &[u8], path: &str) -> Result<(Dataset, DatasetInfo), DatasetE
                             answer: Some(a.value.clone()),
                             output_tokens: None,
                             class: None,
+                            media: Vec::new(),
                         })
                     }
                     _ => skipped += 1,
@@ -206,6 +219,12 @@ struct JsonlPrompt {
     output_tokens: Option<u32>,
     #[serde(default)]
     class: Option<String>,
+    /// Images to send with the prompt: paths (relative to the dataset file) or URLs.
+    #[serde(default)]
+    images: Vec<String>,
+    /// Audio clips (WAV, MP3) to send with the prompt: paths or URLs.
+    #[serde(default)]
+    audio: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -215,7 +234,7 @@ struct JsonlMessage {
 }
 
 /// JSONL: one `{"prompt": ...}` or `{"messages": [...]}` per line, optional
-/// `output_tokens`/`max_tokens` and `class`.
+/// `output_tokens`/`max_tokens`, `class`, `images` and `audio`.
 fn jsonl(bytes: &[u8], path: &str) -> Result<(Dataset, DatasetInfo), DatasetError> {
     let mut out = Vec::new();
     for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
@@ -244,11 +263,19 @@ fn jsonl(bytes: &[u8], path: &str) -> Result<(Dataset, DatasetInfo), DatasetErro
                 })
             }
         };
+        let media =
+            super::media::dataset_refs(&r.images, &r.audio, Path::new(path)).map_err(|detail| {
+                DatasetError::Format {
+                    path: path.into(),
+                    detail: format!("line {}: {detail}", i + 1),
+                }
+            })?;
         out.push(PromptRecord {
             messages,
             answer: None,
             output_tokens: r.output_tokens,
             class: r.class,
+            media,
         });
     }
     if out.is_empty() {

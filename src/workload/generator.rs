@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 mod items;
+mod media;
 
 /// Generates the request sequence of a workload.
 pub struct Generator {
@@ -29,6 +30,8 @@ pub struct Generator {
     trace_blocks: HashMap<u64, String>,
     next: u64,
     sessions: u64,
+    /// Where the image and audio folders' files are used up to.
+    folders: media::FolderCursor,
 }
 
 impl Generator {
@@ -85,6 +88,7 @@ impl Generator {
             trace_blocks: HashMap::new(),
             next: 0,
             sessions: 0,
+            folders: Default::default(),
         })
     }
 
@@ -235,6 +239,7 @@ impl Generator {
                 session: Some(session),
                 turn,
                 think_ms,
+                media: Vec::new(),
             });
             // The answer joins the history as synthetic text of the requested length.
             let answer = self
@@ -249,11 +254,22 @@ impl Generator {
                 .map_err(text_err)?;
             history.push(("assistant".into(), answer));
         }
+        self.attach_media(&mut out);
         Ok(out)
     }
 
-    /// The next request.
+    /// The next request, with the workload's images and audio.
     pub fn next_request(
+        &mut self,
+        tokenizer: &dyn Tokenizer,
+    ) -> Result<RequestSpec, WorkloadError> {
+        let mut spec = self.next_text_request(tokenizer)?;
+        self.attach_media(std::slice::from_mut(&mut spec));
+        Ok(spec)
+    }
+
+    /// The next request's text (and a dataset record's own media).
+    fn next_text_request(
         &mut self,
         tokenizer: &dyn Tokenizer,
     ) -> Result<RequestSpec, WorkloadError> {
@@ -314,6 +330,7 @@ impl Generator {
         RequestSpec {
             index,
             input_tokens: tokenizer.count_messages(&messages) as u32,
+            media: media::named_parts(&r.media, &messages),
             messages,
             max_tokens: output,
             class: r.class.clone().or(class_name),
@@ -365,6 +382,7 @@ impl Generator {
             session: None,
             turn: 0,
             think_ms: 0.0,
+            media: Vec::new(),
         })
     }
 
@@ -406,6 +424,7 @@ impl Generator {
             session: None,
             turn: 0,
             think_ms: 0.0,
+            media: Vec::new(),
         })
     }
 

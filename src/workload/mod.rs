@@ -11,6 +11,7 @@
 pub mod datasets;
 mod generator;
 pub mod lengths;
+pub mod media;
 pub mod profile;
 pub mod scenario;
 #[cfg(test)]
@@ -50,6 +51,9 @@ pub struct RequestSpec {
     /// Multi-turn: wait after the previous turn's answer before sending this one, ms.
     #[serde(skip_serializing_if = "is_zero_f")]
     pub think_ms: f64,
+    /// Images and audio sent with the prompt (`media::MediaPart`); none for text requests.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub media: Vec<media::MediaPart>,
 }
 
 fn is_zero(v: &u32) -> bool {

@@ -109,6 +109,12 @@ pub struct Scenario {
     /// Rerank: one more `input`-sized text, the query, goes before the items.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub items_query: bool,
+    /// Images in every request (`--images-per-request`, `--image-dir`; docs/workloads.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<super::media::ImageSpec>,
+    /// Audio clips in every request (`--audio-per-request`, `--audio-dir`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audio: Option<super::media::AudioSpec>,
     /// Draws other requests from the same shared content: the shared contexts and system
     /// prompt stay those of the seed, while which requests start with them, their own text
     /// and their lengths come from the seed mixed with this salt (0: the seed's own
@@ -163,6 +169,8 @@ impl Scenario {
             body: Default::default(),
             items: None,
             items_query: false,
+            images: None,
+            audio: None,
             request_salt: 0,
             profile: None,
         }
@@ -354,6 +362,12 @@ impl Scenario {
         }
         if !self.classes.is_empty() && self.classes.iter().map(|c| c.weight).sum::<f64>() <= 0.0 {
             return Err("class weights must have a positive sum".into());
+        }
+        if let Some(i) = &self.images {
+            i.validate()?;
+        }
+        if let Some(a) = &self.audio {
+            a.validate()?;
         }
         if let Some(p) = &self.profile {
             p.check(self)?;

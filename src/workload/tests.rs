@@ -111,6 +111,7 @@ fn conversation_needs_a_dataset_and_shares_a_system_prompt() {
                 answer: Some("an answer of a few tokens".into()),
                 output_tokens: None,
                 class: None,
+                media: Vec::new(),
             })
             .collect(),
     );

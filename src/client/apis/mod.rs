@@ -25,6 +25,7 @@ pub mod embeddings;
 pub mod event;
 pub mod kserve;
 pub mod llamacpp;
+pub mod media;
 pub mod openai;
 pub mod rerank;
 pub mod responses;

@@ -32,6 +32,10 @@ pub struct PreparedRequest {
     pub max_tokens: u32,
     /// Items sent to a non-generative API (embeddings, rerank documents); 0 otherwise.
     pub items: u32,
+    /// Bytes of the request's body.
+    pub body_bytes: u64,
+    /// Images and audio in the body.
+    pub media: crate::record::MediaCounts,
     /// Trace replay: arrival in ms from the trace start.
     pub arrival_ms: Option<f64>,
     /// Multi-turn: session id and 0-based turn.
@@ -134,6 +138,8 @@ impl Exchange {
                     input_tokens: req.input_tokens,
                     max_tokens: req.max_tokens,
                     items: req.items,
+                    body_bytes: req.body_bytes,
+                    media: req.media,
                     ..Default::default()
                 },
                 ..Default::default()

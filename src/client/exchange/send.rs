@@ -155,7 +155,12 @@ async fn send_and_read_head(
     req: &PreparedRequest,
     limits: &ExchangeLimits,
 ) -> Option<Result<ResponseHead, HttpError>> {
-    let head = match conn.write_request(&req.http_bytes).await {
+    let written = conn.write_request(&req.http_bytes).await;
+    if written.is_ok() {
+        // The last byte handed to the kernel: with `sent_at`, the time the body took to send.
+        ex.draft.record.body_sent_at = Some(clock.now());
+    }
+    let head = match written {
         Ok(()) => match limits.first_byte {
             Some(limit) => match tokio::time::timeout(limit, conn.read_head()).await {
                 Ok(h) => h,

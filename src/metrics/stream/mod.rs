@@ -174,6 +174,7 @@ pub struct StreamSummary {
     /// Earliest commitment and latest end, for T in closed loop.
     commitments: (Nanos, Nanos),
     sample: Reservoir<RequestRecord>,
+    media: super::media::MediaTally,
 }
 
 fn option_index(o: ItlOption) -> usize {
@@ -227,6 +228,7 @@ impl StreamSummary {
             goodput: GoodputSums::default(),
             commitments: (Nanos::MAX, 0),
             sample: Reservoir::new(sample_requests),
+            media: Default::default(),
         }
     }
 
@@ -242,6 +244,7 @@ impl StreamSummary {
         }
         self.count(&r);
         self.time(&r);
+        self.media.add(&r);
         let ok = r.outcome.is_ok();
         if ok {
             self.chunks.add(&r);
@@ -515,6 +518,7 @@ impl StreamSummary {
             slo: None,
             experience: self.experience(from_sample, tpot_ms, itl_ms),
             warnings: Vec::new(),
+            media: self.media.finish(),
             streamed: Some(self.streamed(sample.len() as u64)),
         }
     }

@@ -7,11 +7,13 @@
 
 mod limits;
 mod load;
+mod media;
 mod output;
 mod target;
 mod ux;
 mod workload;
 
+pub(crate) use media::media;
 pub use output::{redact_args, redacted_command_line};
 pub use ux::read_prefill_curve;
 pub use workload::workload_of;
@@ -61,6 +63,12 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
         &mut workload,
         w.items_per_request.as_deref(),
         target.endpoint,
+    )?;
+    media::media(
+        &mut workload,
+        &args.media,
+        dataset.as_deref(),
+        Some(target.endpoint),
     )?;
     let l = &args.load;
     let load = load::load(l, dataset.as_deref(), builtin)?;

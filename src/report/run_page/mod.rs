@@ -191,6 +191,9 @@ pub fn results(r: &RunReport) -> Section {
         .table(identity::outcomes(r))
         .table(tables::latency(s))
         .table(tables::throughput(s));
+    if let Some(t) = tables::media(s) {
+        sec = sec.table(t);
+    }
     if let Some(slo) = &s.slo {
         let mut t = Table::new(&["SLO", "Observed", "Verdict"])
             .text()

@@ -57,6 +57,32 @@ fn latency(out: &mut String, r: &RunReport) {
             opt_ms(s.tpot_ms, |d| d.p99)
         ),
     );
+    media(out, r);
+}
+
+/// What the requests' images and audio were, and how much of TTFT their upload took.
+fn media(out: &mut String, r: &RunReport) {
+    use crate::report::tables::media::{sent_line, tokens_line};
+    let Some(m) = &r.summary.media else {
+        return;
+    };
+    row(out, "Media", &sent_line(m));
+    let share = m
+        .upload_share_of_ttft
+        .map(|v| format!(" ({:.1} % of TTFT)", v * 100.0))
+        .unwrap_or_default();
+    row(
+        out,
+        "Upload",
+        &format!(
+            "P50 {} · P99 {}{share}; TTFT after it P50 {} · P99 {}",
+            opt_ms(m.upload_ms, |d| d.p50),
+            opt_ms(m.upload_ms, |d| d.p99),
+            opt_ms(m.ttft_after_upload_ms, |d| d.p50),
+            opt_ms(m.ttft_after_upload_ms, |d| d.p99),
+        ),
+    );
+    row(out, "", &tokens_line(m));
 }
 
 /// The Throughput line and C.1's throughput at P99 TTFT < 500 ms; for a non-generative

@@ -115,6 +115,7 @@ fn first_truth(req: &Request, id: &str, prompt_tokens: u32, completion_tokens: u
         received: req.received,
         prompt_tokens,
         completion_tokens,
+        body_bytes: req.body.len() as u64,
         traceparent: req.header("traceparent").map(str::to_owned),
         ..Default::default()
     }
@@ -131,8 +132,7 @@ pub async fn completion(
     let Some(parsed) = parse_request(req, w, api).await? else {
         return Ok(true);
     };
-    let prompt = parsed.prompt_text(api);
-    let prompt_ids = r.tokenizer.encode(&prompt);
+    let (prompt_ids, media) = prompt_ids(r, &parsed, api);
     let prompt_tokens = prompt_ids.len() as u32;
     let seq = r.counter.fetch_add(1, Ordering::Relaxed);
     let seed = r.config.seed ^ seq.wrapping_mul(0x9E37_79B9_7F4A_7C15);
@@ -142,6 +142,7 @@ pub async fn completion(
     let faults = draw_faults(&r.config, &mut rng, n);
     let id = format!("{}-sim{:08x}-{seq}", api.id_prefix(), r.instance);
     let mut truth = first_truth(req, &id, prompt_tokens, n);
+    truth.media = media;
     if let Some(status) = faults.status {
         return injected_error(r, w, truth, status).await;
     }
@@ -194,6 +195,26 @@ pub async fn completion(
     }
     r.truth.push(truth);
     result.map(|keep| keep && !aborted.load(Ordering::Relaxed))
+}
+
+/// The prompt's token ids: its text's, then its images' and audio's stand-ins (as many as
+/// their tiles and seconds cost), with what the media cost.
+fn prompt_ids(
+    r: &Responder,
+    parsed: &SimRequest,
+    api: SimApi,
+) -> (Vec<u32>, crate::sim::truth::MediaTruth) {
+    let mut ids = r.tokenizer.encode(&parsed.prompt_text(api));
+    let media = super::vision::media_of(&parsed.content_parts(api), &r.config.vision);
+    ids.extend_from_slice(&media.token_ids);
+    let truth = crate::sim::truth::MediaTruth {
+        images: media.images,
+        image_tiles: media.image_tiles,
+        audio: media.audio,
+        audio_ms: media.audio_ms,
+        tokens: media.tokens,
+    };
+    (ids, truth)
 }
 
 /// The request's body, or `None` when it was refused (the 400 answer written): not JSON, or

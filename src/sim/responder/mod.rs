@@ -12,6 +12,7 @@ mod answer;
 mod generation;
 mod pooling;
 mod request;
+pub mod vision;
 
 use super::config::SimConfig;
 use super::engine::{self, EngineHandle, Stats};

@@ -120,6 +120,28 @@ impl SimRequest {
         }
     }
 
+    /// Every content part of the API's messages (the elements of `content` arrays): where
+    /// images and audio travel (`vision`).
+    pub(super) fn content_parts(&self, api: SimApi) -> Vec<&serde_json::Value> {
+        let arrays: Vec<&serde_json::Value> = match api {
+            SimApi::Chat | SimApi::Websocket | SimApi::Messages => {
+                self.messages.iter().flatten().map(|m| &m.content).collect()
+            }
+            SimApi::Responses => match &self.input {
+                Some(serde_json::Value::Array(items)) => {
+                    items.iter().filter_map(|m| m.get("content")).collect()
+                }
+                _ => Vec::new(),
+            },
+            _ => Vec::new(),
+        };
+        arrays
+            .into_iter()
+            .filter_map(|c| c.as_array())
+            .flatten()
+            .collect()
+    }
+
     /// The length limit the API's field sets.
     pub(super) fn max_tokens(&self, api: SimApi) -> Option<u32> {
         match api {

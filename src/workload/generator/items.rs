@@ -46,6 +46,7 @@ impl Generator {
             session: None,
             turn: 0,
             think_ms: 0.0,
+            media: Vec::new(),
         })
     }
 }
