@@ -34,9 +34,18 @@ pub struct Resolved {
     pub system: SystemInfo,
 }
 
-/// Validates flags into a configuration. `url` is the target (the simulator's when built in).
-/// Reads every file the flags name, so nothing starts on a configuration that cannot run.
-pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
+/// The target and what is sent to it: the dataset, the workload (of a profile, a name, a
+/// file or fixed lengths) and the endpoint, its items and its media.
+struct Sent {
+    target: crate::config::Target,
+    workload: crate::workload::WorkloadSpec,
+    dataset: Option<std::sync::Arc<crate::workload::datasets::Dataset>>,
+    dataset_info: Option<crate::workload::datasets::DatasetInfo>,
+}
+
+/// [`Sent`] from the target and workload flags. A profile of embeddings or rerank answers
+/// turns the default chat endpoint into theirs before the target is resolved.
+fn what_is_sent(args: &RunArgs, url: &str, builtin: bool) -> Result<Sent> {
     let w = &args.workload;
     let (dataset, dataset_info) = workload::dataset(w)?;
     let mut workload = workload_of(
@@ -46,19 +55,10 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
         w.output_tokens,
         dataset.as_deref(),
     )?;
-    // A profile of embeddings or rerank answers turns the default chat endpoint into theirs.
     let endpoint = workload::profile_endpoint(&workload, args.target.endpoint)?;
-    let with_endpoint;
-    let args = match endpoint == args.target.endpoint {
-        true => args,
-        false => {
-            let mut a = args.clone();
-            a.target.endpoint = endpoint;
-            with_endpoint = a;
-            &with_endpoint
-        }
-    };
-    let target = target::target(args, url, builtin)?;
+    let mut t = args.target.clone();
+    t.endpoint = endpoint;
+    let target = target::target_of(args, &t, url, builtin)?;
     workload::items(
         &mut workload,
         w.items_per_request.as_deref(),
@@ -70,6 +70,23 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
         dataset.as_deref(),
         Some(target.endpoint),
     )?;
+    Ok(Sent {
+        target,
+        workload,
+        dataset,
+        dataset_info,
+    })
+}
+
+/// Validates flags into a configuration. `url` is the target (the simulator's when built in).
+/// Reads every file the flags name, so nothing starts on a configuration that cannot run.
+pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
+    let Sent {
+        target,
+        workload,
+        dataset,
+        dataset_info,
+    } = what_is_sent(args, url, builtin)?;
     let l = &args.load;
     let load = load::load(l, dataset.as_deref(), builtin)?;
     let lim = &args.limits;
@@ -96,7 +113,7 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
         limits,
         warmup,
         warmup_max: lim.warmup_max,
-        seed: w.seed,
+        seed: args.workload.seed,
         slo,
         max_failure_share: lim.max_failures,
         max_concurrency: l.max_concurrency,
@@ -125,7 +142,7 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
     config.out_dir = prepare_run_dir(args.output.out.as_deref(), args.output.force)?;
     Ok(Resolved {
         config,
-        tokenizer_name: w.tokenizer.clone(),
+        tokenizer_name: args.workload.tokenizer.clone(),
         baseline,
         system: target::system_info(&args.target),
     })

@@ -7,10 +7,15 @@ use crate::config::{BaseUrl, Secret, Target};
 use crate::flags::{RunArgs, SutBoundaryArg, TargetArgs};
 use anyhow::{bail, Context, Result};
 
-/// The server under test from the flags. `url` is the target (the simulator's when built
+/// The server under test from the flags (`t`: the target group, its endpoint as a workload
+/// profile may have set it). `url` is the target (the simulator's when built
 /// in, which is reached without a proxy).
-pub(crate) fn target(args: &RunArgs, url: &str, builtin: bool) -> Result<Target> {
-    let t = &args.target;
+pub(crate) fn target_of(
+    args: &RunArgs,
+    t: &TargetArgs,
+    url: &str,
+    builtin: bool,
+) -> Result<Target> {
     let url = BaseUrl::parse(url)?;
     let tls = crate::client::network::TlsOptions {
         ca_cert: t.ca_cert.clone(),
