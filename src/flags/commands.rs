@@ -6,10 +6,10 @@ use super::*;
 #[derive(Debug, Subcommand)]
 pub enum WorkloadCommand {
     /// Print the resolved specification and P50/P95/P99 of the drawn lengths.
-    Show(WorkloadArgs),
+    Show(Box<WorkloadArgs>),
     /// Write the request sequence as JSONL to stdout (index, input_tokens, max_tokens,
     /// class, messages), for others to replay.
-    Export(WorkloadArgs),
+    Export(Box<WorkloadArgs>),
     /// List the workload profiles (`--profile ID`): group, latency class, token ranges,
     /// output structure, concurrency pattern, caching and SLO default.
     Profiles,
