@@ -32,6 +32,9 @@ fn generate(
         a.output_tokens,
         dataset.as_deref(),
     )?;
+    // What `run` would send: a profile's items (and rerank's query) are drawn too.
+    let endpoint = crate::pipeline::resolve::profile_endpoint(&scenario, Endpoint::Chat)?;
+    crate::pipeline::resolve::items(&mut scenario, None, endpoint)?;
     crate::pipeline::resolve::media(&mut scenario, &a.media, dataset.as_deref(), None)?;
     let tok = match (&a.tokenizer[..], &a.url) {
         ("server", Some(url)) => {

@@ -20,7 +20,7 @@ pub struct WorkloadArgs {
     /// Workload name or scenario .toml file (as `run --workload`).
     pub workload: Option<String>,
     /// Workload profile (as `run --profile`), e.g. CHAT.
-    #[arg(long, value_name = "ID", conflicts_with_all = ["workload", "input_tokens", "output_tokens"])]
+    #[arg(long, value_name = "ID", conflicts_with_all = ["workload", "input_tokens", "output_tokens", "dataset"])]
     pub profile: Option<String>,
     #[arg(long)]
     pub dataset: Option<PathBuf>,

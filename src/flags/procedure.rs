@@ -23,7 +23,7 @@ pub struct SuiteArgs {
     /// --profiles all: a folder per profile, each a whole suite judged by the profile's
     /// SLO default (unless --slo), and a table of every profile's answers
     /// (`servebench workload profiles` lists them).
-    #[arg(long, value_name = "IDS", value_delimiter = ',', conflicts_with_all = ["workload", "profile"])]
+    #[arg(long, value_name = "IDS", value_delimiter = ',', conflicts_with_all = ["workload", "profile", "dataset", "input_tokens", "output_tokens"])]
     pub profiles: Vec<String>,
     #[command(flatten)]
     pub procedure: ProcedureArgs,

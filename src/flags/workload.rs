@@ -33,7 +33,7 @@ pub struct WorkloadFlags {
     /// CHAT, COMP, PERS, SUMM, LDQA, RAGN, CGEN, REAS, DGEN, TRNS, AGNT or PLAN. Sets the
     /// workload, the SLO when --slo is not given, and --endpoint embeddings or rerank for
     /// EMBED and XRANK (`servebench workload profiles` lists them; docs/workloads.md).
-    #[arg(long, value_name = "ID", conflicts_with_all = ["workload", "input_tokens", "output_tokens"])]
+    #[arg(long, value_name = "ID", conflicts_with_all = ["workload", "input_tokens", "output_tokens", "dataset"])]
     pub profile: Option<String>,
     /// Local dataset: ShareGPT JSON, JSONL of prompts/messages, or a trace (Mooncake format).
     #[arg(long)]

@@ -238,8 +238,10 @@ const CRITERIA: Criteria = Criteria {
 };
 
 /// The lowest rate the search halves to, requests per second: an eighth of the pace one
-/// request at a time (`sync_rate_per_s`), where an open-loop queue is busy an eighth of the
-/// time and waits average a fourteenth of a request's own latency (M/D/1). A level that
+/// request at a time (`sync_rate_per_s`, 1/S), where a server serving one request at a time
+/// is busy an eighth of the time (a batching one less) and waits add at most about a
+/// seventh of S (S/14 for fixed-length requests, M/D/1; S/7 for a server that shares its
+/// time, M/G/1-PS). Or 1/1024 of the estimate, if higher. A level that
 /// fails there does not fail for the load: the server's own pace changed during the test
 /// (a shared or throttled machine), or the SLO is not met even unloaded. Halving further
 /// only makes each level longer (a slow server's quick test once halved for 30 minutes).

@@ -28,15 +28,25 @@ pub fn line(p: &Profile) -> String {
     )
 }
 
+/// The shared part of a prompt before its own tokens: `512 + ` (a system prompt),
+/// `context 256–4096 + ` (one of the shared contexts).
+fn shared(s: &crate::workload::Scenario) -> String {
+    match (&s.system_prompt, &s.prefix_groups) {
+        (_, Some(g)) => format!("context {} + ", span(&g.tokens)),
+        (Some(p), None) => format!("{} + ", p.tokens),
+        (None, None) => String::new(),
+    }
+}
+
 /// One row per preset profile.
 pub fn table() -> Table {
     let mut t = Table::new(&[
         "id",
         "group",
         "class",
-        "input",
-        "output",
-        "output",
+        "input tokens",
+        "output tokens",
+        "structure",
         "arrivals",
         "caching",
         "SLO default",
@@ -55,7 +65,7 @@ pub fn table() -> Table {
             p.id.clone(),
             p.group.short().to_owned(),
             p.latency.code().to_owned(),
-            format!("{}{per_turn}{items}", span(&s.input)),
+            format!("{}{}{per_turn}{items}", shared(&s), span(&s.input)),
             match p.output_structure.api() {
                 crate::workload::profile::ProfileApi::Generate => span(&s.output),
                 _ => "none".into(),
@@ -70,7 +80,7 @@ pub fn table() -> Table {
         ]);
     }
     t.notes.push(
-        "Tokens per request (a turn: added to a session's history); class: IN interactive, NR near-real-time, TO throughput-oriented (no SLO: judged on saturation alone)."
+        "Input tokens: the shared part (a system prompt, or one of the shared contexts) + the request's own (a turn: added to a session's history). Class: IN interactive, NR near-real-time, TO throughput-oriented (no SLO: judged on saturation alone)."
             .into(),
     );
     t.notes.push(format!("Source: {PRESET_SOURCE}."));

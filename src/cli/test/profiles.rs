@@ -54,24 +54,27 @@ pub(super) fn suite_per_profile(args: SuiteArgs) -> Result<u8> {
         let mut run = args.run.clone();
         run.workload.profile = Some(id.clone());
         run.output.out = Some(top.join(&folder));
-        run.output.force = false;
+        // A profile's folder of an earlier suite is replaced as the top folder was.
+        run.output.force = args.run.output.force;
         let one = SuiteArgs {
             skip: args.skip.clone(),
             profiles: Vec::new(),
             procedure: args.procedure.clone(),
             run,
         };
-        let entry = match suite_once(one) {
+        let done = match suite_once(one) {
             Ok((code, summary)) => {
                 worst = worst.max(code);
                 entry(id, &folder, code, summary.as_ref())
             }
             Err(e) => {
-                worst = worst.max(crate::cli::exit::FAILED);
-                serde_json::json!({"profile": id, "folder": folder, "error": format!("{e:#}")})
+                // A configuration this profile cannot run (as `suite` alone would exit 2).
+                eprintln!("error: profile {id}: {e:#}");
+                worst = worst.max(crate::cli::exit::USAGE);
+                serde_json::json!({"profile": id, "folder": folder, "exit_status": crate::cli::exit::USAGE, "error": format!("{e:#}")})
             }
         };
-        entries.push(entry);
+        entries.push(done);
     }
     write(&top, &entries)?;
     Ok(worst)
@@ -95,7 +98,7 @@ fn entry(
             "profile": id,
             "folder": folder,
             "exit_status": code,
-            "error": "the suite did not start: the target was not ready for this profile (its messages are above)",
+            "error": "the suite did not start: the server could not be used for this profile (not ready, or its test request failed: the messages are above)",
         }),
     }
 }

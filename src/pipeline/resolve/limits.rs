@@ -35,7 +35,6 @@ pub(crate) fn limits(lim: &LimitArgs) -> Result<(Limits, Warmup)> {
     Ok((limits, warmup))
 }
 
-/// The SLO of `--slo`, judged at `--slo-target`.
 /// `--slo`, else the workload profile's default (`profile_default`), at `--slo-target`.
 pub(crate) fn slo(s: &SloArgs, profile_default: Option<&str>) -> Result<Option<SloSpec>> {
     if !(0.0..=1.0).contains(&s.slo_target) {

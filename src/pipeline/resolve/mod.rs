@@ -17,6 +17,7 @@ pub(crate) use media::media;
 pub use output::{redact_args, redacted_command_line};
 pub use ux::read_prefill_curve;
 pub use workload::workload_of;
+pub(crate) use workload::{items, profile_endpoint};
 
 use crate::artifacts::SystemInfo;
 use crate::config::RunConfig;

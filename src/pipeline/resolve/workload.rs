@@ -87,6 +87,11 @@ pub(crate) fn profile_endpoint(
         return Ok(endpoint);
     };
     let wanted = match p.output_structure.api() {
+        // LOGPR's body fields are the chat API's (`logprobs: true`).
+        ProfileApi::Generate if !p.output_structure.body().is_empty() && endpoint != Endpoint::Chat => bail!(
+            "profile {} asks for logprobs in the chat API's shape: use --endpoint chat",
+            p.id
+        ),
         ProfileApi::Generate if endpoint.is_generative() => return Ok(endpoint),
         ProfileApi::Generate => bail!(
             "profile {} generates text: --endpoint {} does not (use chat, completions, or another generative API)",

@@ -77,6 +77,7 @@ pub enum LatencyClass {
 }
 
 impl LatencyClass {
+    /// The class in words.
     pub fn title(self) -> &'static str {
         match self {
             Self::Interactive => "interactive",
@@ -107,9 +108,12 @@ pub enum OutputStructure {
     Logprobs,
     /// A few tokens of free text: a short answer or a label.
     ShortText,
-    /// A JSON object (`response_format: json_object` in the body).
+    /// A JSON object. Recorded, not asked for: constrained decoding ends the answer at the
+    /// object's end, which `ignore_eos` (fixed output lengths) contradicts; send
+    /// `--extra-body '{"response_format": {"type": "json_object"}}' --ignore-eos false` to
+    /// measure it.
     Json,
-    /// One tool call's JSON arguments (sent as a JSON object answer until tools are sent).
+    /// One tool call's JSON arguments (recorded as for `Json` until tools are sent).
     ToolCall,
     /// Free text of any length.
     Text,
@@ -138,20 +142,15 @@ impl OutputStructure {
         }
     }
 
-    /// Request-body fields that ask for this structure. Grammar-constrained output costs
-    /// the engine time per token, which is why the structure is a dimension of a profile.
+    /// Request-body fields that ask for this structure, in the chat API's shape: the
+    /// log-probability of the token generated (`logprobs`). The others ask for nothing.
     pub fn body(self) -> serde_json::Map<String, serde_json::Value> {
-        let fields = match self {
-            Self::Logprobs => serde_json::json!({"logprobs": true, "top_logprobs": 1}),
-            Self::Json | Self::ToolCall => {
-                serde_json::json!({"response_format": {"type": "json_object"}})
-            }
-            _ => serde_json::json!({}),
-        };
-        match fields {
-            serde_json::Value::Object(m) => m,
-            _ => Default::default(),
+        let mut m = serde_json::Map::new();
+        if self == Self::Logprobs {
+            m.insert("logprobs".into(), true.into());
+            m.insert("top_logprobs".into(), 1.into());
         }
+        m
     }
 }
 
@@ -189,10 +188,16 @@ pub enum Caching {
 pub struct Profile {
     /// Short name, e.g. `CHAT`.
     pub id: String,
+    /// The draft's group.
     pub group: Group,
+    /// How sensitive to latency: the class its SLO default comes from.
     pub latency: LatencyClass,
+    /// What the answer is made of (the API, and the body fields that ask for it).
     pub output_structure: OutputStructure,
+    /// How requests arrive relative to each other (sessions and chained steps are the
+    /// scenario's sessions).
     pub concurrency: ConcurrencyPattern,
+    /// What the next requests repeat of a prompt (checked against the scenario).
     pub caching: Caching,
     /// The SLO the profile's runs and tests are judged by when `--slo` is not given, in
     /// `--slo`'s grammar (per-request bounds met by `--slo-target` of requests). `None`:

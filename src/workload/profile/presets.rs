@@ -5,7 +5,8 @@
 //! the draft's text can be read:
 //! - a range `a–b` becomes a log-normal clipped to `[a, b]` whose median is the range's
 //!   geometric middle √(ab) and whose ±2.5 σ span the range (σ = ln(b/a) / 5), so about
-//!   1 % of draws sit on a bound ([`range`]);
+//!   1.2 % of draws sit on a bound in a wide range (more in a narrow one, where rounding
+//!   adds to the bounds) ([`range`]);
 //! - the SLO default follows the latency class: interactive, a TTFT bound a person feels
 //!   and a TPOT faster than reading; near-real-time, a few seconds (end to end where the
 //!   answer is short, to the first token where it is long); throughput-oriented, none;
@@ -352,7 +353,8 @@ fn prefill_heavy(id: &str) -> Scenario {
             .scenario();
             s.prefix_groups = Some(PrefixGroups {
                 count: 16,
-                tokens: range(4096, 131_072),
+                // Up to 128K with the question and the answer: 130,048 + 256 + 512 ≤ 131,072.
+                tokens: range(4096, 130_048),
                 share: 1.0,
                 zipf_s: 1.0,
             });
