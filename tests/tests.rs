@@ -14,6 +14,7 @@ mod fault_matrix;
 mod first_hour;
 mod history;
 mod hostile;
+mod parquet_export;
 mod real_apis;
 mod real_first_hour;
 mod real_server;
