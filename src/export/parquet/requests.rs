@@ -25,7 +25,7 @@ pub const COLUMNS: &[Column] = &[
     required("outcome", Kind::Text, "", "`ok` or `failed`"),
     nullable("failure_kind", Kind::Text, "", "A failed request's kind: `connect`, `timeout`, `http_status`, `protocol`, `stream_cut`, `cancelled`, `refused`"),
     nullable("failure_detail", Kind::Text, "", "A failed request's message"),
-    nullable("http_status", Kind::Int, "", "The HTTP status of a failed answer"),
+    nullable("http_status", Kind::Int, "", "The answer's HTTP status (null: no answer head)"),
     nullable("scheduled_at_us", Kind::Time, AT, "Open loop: the planned send time"),
     required("queued_at_us", Kind::Time, AT, "When the request began waiting for a connection"),
     nullable("sent_at_us", Kind::Time, AT, "When its bytes were written (null: never sent)"),
