@@ -173,6 +173,11 @@ pub struct RunConfig {
     /// In a terminal, draw the live view rather than a one-line bar (`--no-live-view`).
     #[serde(default)]
     pub live_view: bool,
+    /// After the run, also write its Parquet files into the run folder (`--parquet`; the
+    /// command line records it, `run.json`'s configuration does not).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub parquet: bool,
     /// Scale-out: the share of a plan this process sends (`run --plan --shard`); `None` in
     /// a plain run. Recorded in the shard's `shard.json`, not in `run.json`.
     #[serde(skip)]

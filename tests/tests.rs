@@ -15,6 +15,7 @@ mod first_hour;
 mod history;
 mod hostile;
 mod images;
+mod parquet_export;
 mod profiles;
 mod real_apis;
 mod real_first_hour;

@@ -1,11 +1,13 @@
 //! `servebench export DIR --format FORMAT [-o FILE]`: reads a run folder and writes it in
-//! another tool's format (`crate::export`), to stdout or a file.
+//! another tool's format (`crate::export`), to stdout or a file; Parquet's three files into
+//! the folder `-o` names (`pipeline::parquet`).
 
 use super::args::{ExportArgs, ExportFormatArg};
 use super::exit;
 use crate::export::{aiperf, csv, vllm};
 use crate::store::runs::{read_report, read_wire_records};
 use anyhow::{bail, Context, Result};
+use std::path::Path;
 
 pub fn export(args: ExportArgs) -> Result<u8> {
     if args.format != ExportFormatArg::CsvSummary && args.dirs.len() != 1 {
@@ -19,6 +21,7 @@ pub fn export(args: ExportArgs) -> Result<u8> {
     }
     let dir = &args.dirs[0];
     let text = match args.format {
+        ExportFormatArg::Parquet => return parquet(dir, args.output.as_deref()),
         ExportFormatArg::Csv => csv::requests(&read_wire_records(dir)?),
         ExportFormatArg::CsvSummary => {
             let mut reports = Vec::new();
@@ -45,5 +48,19 @@ pub fn export(args: ExportArgs) -> Result<u8> {
         }
         None => print!("{text}"),
     }
+    Ok(exit::OK)
+}
+
+/// `--format parquet`: the three files into the folder `-o` names.
+fn parquet(dir: &Path, out: Option<&Path>) -> Result<u8> {
+    let Some(out) = out else {
+        bail!(
+            "--format parquet writes three files (requests.parquet, chunks.parquet, timeseries.parquet), not a stream: name a folder for them with -o (`-o {}` puts them beside the run's own files)",
+            dir.display()
+        );
+    };
+    let report = read_report(dir)?;
+    let written = crate::pipeline::parquet::write_files(dir, &report, out)?;
+    eprintln!("Wrote {}", written.describe());
     Ok(exit::OK)
 }

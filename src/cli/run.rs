@@ -278,10 +278,15 @@ pub fn run(args: RunArgs) -> Result<u8> {
     } else {
         " · every table: --detail"
     };
-    if RunFolder::new(dir).report_html().exists() {
-        println!("  report.html (charts) · report.md · run.json · requests.jsonl{tables}");
+    let parquet = if RunFolder::new(dir).requests_parquet().exists() {
+        " · requests.parquet · chunks.parquet · timeseries.parquet"
     } else {
-        println!("  run.json · requests.jsonl{tables}");
+        ""
+    };
+    if RunFolder::new(dir).report_html().exists() {
+        println!("  report.html (charts) · report.md · run.json · requests.jsonl{parquet}{tables}");
+    } else {
+        println!("  run.json · requests.jsonl{parquet}{tables}");
     }
     drop(sim);
     if !args.output.no_store {

@@ -270,6 +270,7 @@ fn add_shard_options(args: &mut RunArgs, mine: RunArgs, raw: &[String], shard: S
     args.output.force = mine.output.force;
     args.output.detail |= mine.output.detail;
     args.output.quiet |= mine.output.quiet;
+    args.output.parquet |= mine.output.parquet;
     args.output.client_threads = mine.output.client_threads.or(args.output.client_threads);
     args.target.headers.extend(mine.target.headers);
     if given("--api-key-env") {

@@ -1,16 +1,18 @@
 //! Runs in other tools' formats, so existing spreadsheets and dashboards read them: CSV of
 //! the requests and of run summaries, the result JSON of vLLM's `bench serve
-//! --save-result`, and AIPerf's `profile_export_aiperf.json` and `profile_export.jsonl`.
+//! --save-result`, AIPerf's `profile_export_aiperf.json` and `profile_export.jsonl`, and
+//! Parquet files of the requests, their chunks and the timeseries for analysts' tools.
 //! `requests.jsonl` stays the raw truth; every export is computed from it and `run.json`.
 //!
 //! Where another tool defines a figure differently from servebench (vLLM's latency runs to
 //! the end of the stream, its ITL is the gap between chunks), the export follows the other
 //! tool's definition, so a dashboard sees the numbers it expects; docs/history.md lists
-//! each such choice. Pure: a report and records in, text out.
+//! each such choice. Pure: a report and records in, text (or Parquet's bytes) out.
 
 pub mod aiperf;
 pub mod csv;
 pub mod otlp;
+pub mod parquet;
 pub mod vllm;
 
 use crate::record::wire::{WireOutcome, WireRecord};

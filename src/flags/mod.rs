@@ -130,7 +130,8 @@ pub enum Command {
     /// 20 % (a likely regression, no statistical claim).
     Regress(RegressArgs),
     /// Write a run in another format: CSV of requests or of run summaries, vLLM's
-    /// `bench serve` result JSON, AIPerf's profile exports.
+    /// `bench serve` result JSON, AIPerf's profile exports, or Parquet files of its requests,
+    /// chunks and timeseries for pandas, Polars and DuckDB.
     Export(ExportArgs),
     /// Freeze a load for several generators: the run options, seed, workload, schedule,
     /// limits and a common start, cut into --shards shares (docs/scale-out.md). --url is

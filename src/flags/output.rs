@@ -45,6 +45,13 @@ pub struct OutputArgs {
     /// Print every table after the short report (they are always in run.json).
     #[arg(long)]
     pub detail: bool,
+    /// After the run, also write it as Parquet files into the run folder, for pandas,
+    /// Polars or DuckDB: requests.parquet (a row per request), chunks.parquet (a row per
+    /// streamed chunk) and timeseries.parquet (a row per second); docs/parquet.md lists
+    /// the columns. Default: off (`servebench export DIR --format parquet` writes them
+    /// later).
+    #[arg(long)]
+    pub parquet: bool,
     /// No progress output.
     #[arg(long, short)]
     pub quiet: bool,

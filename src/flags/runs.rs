@@ -138,6 +138,9 @@ pub enum ExportFormatArg {
     Aiperf,
     /// AIPerf `profile_export.jsonl`.
     AiperfJsonl,
+    /// requests.parquet, chunks.parquet and timeseries.parquet, into the folder -o names
+    /// (required; created when missing; docs/parquet.md).
+    Parquet,
 }
 
 #[derive(Debug, Args)]
@@ -148,8 +151,9 @@ pub struct ExportArgs {
     /// The format.
     #[arg(long, value_enum)]
     pub format: ExportFormatArg,
-    /// Write here instead of to stdout.
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    /// Write here instead of to stdout. With --format parquet: the folder the three files go
+    /// into (required; the run folder itself will do).
+    #[arg(short = 'o', long = "output", value_name = "PATH")]
     pub output: Option<PathBuf>,
 }
 

@@ -115,6 +115,7 @@ pub fn execute(
         );
     }
     super::otlp::export_after_run(&config);
+    super::parquet::write_after_run(&config, &report);
     Ok(Ok((report, output.records)))
 }
 

@@ -12,5 +12,6 @@ pub mod host;
 pub mod merge;
 pub mod otlp;
 pub mod pages;
+pub mod parquet;
 pub mod resolve;
 pub mod verdict;

@@ -89,6 +89,7 @@ pub const SHARD_FLAGS: &[&str] = &[
     "--out",
     "--force",
     "--detail",
+    "--parquet",
     "--quiet",
     "-q",
     "--client-threads",

@@ -16,6 +16,12 @@ pub const RUN_JSON_TMP: &str = "run.json.tmp";
 pub const REQUESTS_JSONL: &str = "requests.jsonl";
 /// The client's and the server's figures, one second at a time.
 pub const TIMESERIES_CSV: &str = "timeseries.csv";
+/// `--parquet` (and `export --format parquet`): one row per request.
+pub const REQUESTS_PARQUET: &str = "requests.parquet";
+/// `--parquet`: one row per streamed chunk of every request.
+pub const CHUNKS_PARQUET: &str = "chunks.parquet";
+/// `--parquet`: one row per second of the run (`timeseries.csv`'s columns).
+pub const TIMESERIES_PARQUET: &str = "timeseries.parquet";
 /// The isolated prefill profile measured before the run (fluidity-index).
 pub const PREFILL_CURVE_JSON: &str = "prefill-curve.json";
 /// The folder's page, in Markdown.
@@ -65,6 +71,18 @@ impl RunFolder {
 
     pub fn timeseries_csv(&self) -> PathBuf {
         self.dir.join(TIMESERIES_CSV)
+    }
+
+    pub fn requests_parquet(&self) -> PathBuf {
+        self.dir.join(REQUESTS_PARQUET)
+    }
+
+    pub fn chunks_parquet(&self) -> PathBuf {
+        self.dir.join(CHUNKS_PARQUET)
+    }
+
+    pub fn timeseries_parquet(&self) -> PathBuf {
+        self.dir.join(TIMESERIES_PARQUET)
     }
 
     pub fn prefill_curve_json(&self) -> PathBuf {

@@ -23,12 +23,15 @@ pub fn default_run_dir(unix_us: u64) -> PathBuf {
 }
 
 /// Files servebench writes into a run folder (what `--force` replaces).
-pub const RUN_FILES: [&str; 7] = [
+pub const RUN_FILES: [&str; 10] = [
     folder::REQUESTS_JSONL,
     folder::RUN_JSON,
     folder::RUN_JSON_TMP,
     folder::PREFILL_CURVE_JSON,
     folder::TIMESERIES_CSV,
+    folder::REQUESTS_PARQUET,
+    folder::CHUNKS_PARQUET,
+    folder::TIMESERIES_PARQUET,
     folder::REPORT_MD,
     folder::REPORT_HTML,
 ];

@@ -135,6 +135,7 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
         command_line: redacted_command_line(),
         quiet: args.output.quiet,
         live_view: !args.output.no_live_view,
+        parquet: args.output.parquet,
         shard: None,
         preflight: None,
     };
