@@ -338,6 +338,14 @@ impl<'a> Session<'a> {
         if verdict == LevelVerdict::Pass && reasons.is_empty() {
             reasons.push("no saturation signal".into());
         }
+        // A level the generator fell behind on may have failed for the client, not the
+        // server (a debug build building long prompts, a busy machine): say so beside it.
+        if verdict == LevelVerdict::Fail && !run.report.generator.kept_up {
+            reasons.push(
+                "the generator did not keep up at this level (run.json's generator notes): the failure may be the client's, and the server's capacity higher (a release build, --client-threads, or a plan over several generators)"
+                    .into(),
+            );
+        }
         Judged {
             verdict,
             signals: sig,
