@@ -43,8 +43,9 @@ def agree(reader, seen):
 def with_pandas():
     import pandas as pd
     req, chk, ts = (pd.read_parquet(path(f)) for f in ("requests.parquet", "chunks.parquet", "timeseries.parquet"))
-    assert str(req["sent_at_us"].dtype) == "datetime64[us, UTC]", req["sent_at_us"].dtype
-    assert str(chk["arrived_at_us"].dtype) == "datetime64[us, UTC]", chk["arrived_at_us"].dtype
+    utc = ("datetime64[us, UTC]", "datetime64[ns, UTC]")  # pandas before 2.0 has only ns
+    assert str(req["sent_at_us"].dtype) in utc, req["sent_at_us"].dtype
+    assert str(chk["arrived_at_us"].dtype) in utc, chk["arrived_at_us"].dtype
     assert req["ttft_ms"].dtype == "float64" and chk["reasoning"].dtype == "bool"
     per_request = chk.groupby("record_index").size().reindex(req["record_index"], fill_value=0)
     assert (per_request.to_numpy() == (req["chunks"] + req["reasoning_chunks"]).to_numpy()).all()

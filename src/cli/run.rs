@@ -278,15 +278,13 @@ pub fn run(args: RunArgs) -> Result<u8> {
     } else {
         " · every table: --detail"
     };
-    let parquet = if RunFolder::new(dir).requests_parquet().exists() {
-        " · requests.parquet · chunks.parquet · timeseries.parquet"
-    } else {
-        ""
-    };
     if RunFolder::new(dir).report_html().exists() {
-        println!("  report.html (charts) · report.md · run.json · requests.jsonl{parquet}{tables}");
+        println!("  report.html (charts) · report.md · run.json · requests.jsonl{tables}");
     } else {
-        println!("  run.json · requests.jsonl{parquet}{tables}");
+        println!("  run.json · requests.jsonl{tables}");
+    }
+    if RunFolder::new(dir).requests_parquet().exists() {
+        println!("  requests.parquet · chunks.parquet · timeseries.parquet (docs/parquet.md)");
     }
     drop(sim);
     if !args.output.no_store {
