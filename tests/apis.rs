@@ -3,7 +3,7 @@
 //! and read by the client, and what the client recorded agrees with what the simulator
 //! really did.
 
-use crate::common::{config, run, servebench, temp_dir};
+use crate::common::{config, run, servebench, temp_dir, truth_by_id};
 use servebench::record::{FailureKind, Phase, RequestRecord, TokenSource};
 use servebench::sim::{Faults, SimConfig, SimServer, TruthRecord};
 use std::collections::HashMap;
@@ -61,12 +61,7 @@ fn drive(
         &temp_dir(&format!("api-{tag}-{endpoint}")),
     );
     let (out, summary) = run(&cfg);
-    let truth: HashMap<String, TruthRecord> = sim
-        .truth()
-        .wait_for(out.records.len(), std::time::Duration::from_secs(10))
-        .into_iter()
-        .map(|t| (t.response_id.clone(), t))
-        .collect();
+    let truth: HashMap<String, TruthRecord> = truth_by_id(sim, out.records.len());
     let records = out
         .records
         .iter()

@@ -1,7 +1,7 @@
 //! End to end against the simulator on port 0: what the client records agrees with what the
 //! server really did.
 
-use crate::common::{config, generator, run, temp_dir};
+use crate::common::{config, generator, run, temp_dir, truth_by_id};
 use servebench::record::{Phase, TokenSource};
 use servebench::sim::{SimConfig, SimServer};
 use std::collections::HashMap;
@@ -43,12 +43,7 @@ fn closed_loop_records_every_chunk_the_server_wrote() {
     assert_eq!(summary.total_output_tokens, 40 * 16);
 
     // The client's view matches the server's ground truth, chunk for chunk.
-    let truth: HashMap<String, _> = sim
-        .truth()
-        .wait_for(out.records.len(), std::time::Duration::from_secs(10))
-        .into_iter()
-        .map(|t| (t.response_id.clone(), t))
-        .collect();
+    let truth: HashMap<String, _> = truth_by_id(&sim, out.records.len());
     for r in &out.records {
         let id = r.response_id.as_ref().expect("the server's id is recorded");
         let t = &truth[id];

@@ -3,7 +3,7 @@
 //! served, its latency is at least the simulator's analytic service time, and the summary
 //! has items and input tokens per second but no TTFT.
 
-use crate::common::{config, run, servebench, temp_dir};
+use crate::common::{config, run, servebench, temp_dir, truth_by_id};
 use servebench::record::{FailureKind, Phase};
 use servebench::sim::{Faults, SimConfig, SimServer, TruthRecord};
 use std::collections::HashMap;
@@ -46,12 +46,7 @@ fn drive(
         &temp_dir(&format!("embeddings-{tag}-{endpoint}")),
     );
     let (out, summary) = run(&cfg);
-    let truth = sim
-        .truth()
-        .wait_for(out.records.len(), std::time::Duration::from_secs(10))
-        .into_iter()
-        .map(|t| (t.response_id.clone(), t))
-        .collect();
+    let truth = truth_by_id(sim, out.records.len());
     let records = out
         .records
         .into_iter()

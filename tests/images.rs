@@ -4,7 +4,7 @@
 //! of those tiles, and the summary and the reports say how much of TTFT was the upload.
 //! Datasets that name files and URLs, image folders, refusals and `workload export` too.
 
-use crate::common::{config, run, servebench, temp_dir};
+use crate::common::{config, run, servebench, temp_dir, truth_by_id};
 use servebench::record::{InputTokenSource, Phase, RequestRecord};
 use servebench::sim::{SimConfig, SimServer, TruthRecord};
 use servebench::tokenizer::TiktokenTokenizer;
@@ -37,12 +37,7 @@ fn drive(
 ) {
     let cfg = config(&sim.base_url(), args, &temp_dir(&format!("images-{tag}")));
     let (out, summary) = run(&cfg);
-    let truth = sim
-        .truth()
-        .wait_for(out.records.len(), std::time::Duration::from_secs(10))
-        .into_iter()
-        .map(|t| (t.response_id.clone(), t))
-        .collect();
+    let truth = truth_by_id(sim, out.records.len());
     let records = out
         .records
         .into_iter()

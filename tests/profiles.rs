@@ -3,7 +3,7 @@
 //! simulator saw them, its SLO default judges the run, and `run.json` and the report say
 //! which profile ran.
 
-use crate::common::{config, run, servebench, temp_dir};
+use crate::common::{config, run, servebench, temp_dir, truth_by_id};
 use servebench::record::Phase;
 use servebench::sim::{SimConfig, SimServer};
 use std::collections::HashMap;
@@ -39,12 +39,7 @@ fn a_profile_sends_its_lengths_and_is_judged_by_its_slo() {
         "ttft_ms<=500,e2e_ms<=3000"
     );
     let (out, summary) = run(&cfg);
-    let truth: HashMap<String, _> = sim
-        .truth()
-        .wait_for(out.records.len(), std::time::Duration::from_secs(10))
-        .into_iter()
-        .map(|t| (t.response_id.clone(), t))
-        .collect();
+    let truth: HashMap<String, _> = truth_by_id(&sim, out.records.len());
     let records: Vec<_> = out
         .records
         .iter()
@@ -114,6 +109,24 @@ fn chained_and_session_profiles_send_sessions_and_embed_switches_the_endpoint() 
     let (out, s) = run(&cfg);
     assert_eq!(s.requests.completed, 8);
     assert!(out.records.iter().all(|r| (1..=16).contains(&r.items)));
+    // XRANK: the rerank route, judged end to end.
+    let cfg = config(
+        &sim.base_url(),
+        &[
+            "--profile",
+            "XRANK",
+            "--requests",
+            "4",
+            "--concurrency",
+            "2",
+            "--warmup",
+            "none",
+        ],
+        &temp_dir("profile-xrank"),
+    );
+    assert_eq!(cfg.target.endpoint, servebench::config::Endpoint::Rerank);
+    assert_eq!(cfg.slo.as_ref().unwrap().to_string(), "e2e_ms<=3000");
+    assert!(cfg.workload.items_query, "rerank sends a query first");
     sim.shutdown();
 }
 
@@ -139,6 +152,10 @@ fn the_cli_lists_profiles_and_refuses_a_mismatched_endpoint() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success());
     assert!(err.contains("profile CHAT generates text"), "{err}");
+    // One capacity describes one workload, not every profile's.
+    let o = servebench(&["suite", "--profiles", "CHAT,SUMM", "--capacity", "3"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("cannot be used with"));
     let o = servebench(&["run", "--profile", "NOPE", "--requests", "1"]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("unknown profile `NOPE`"));
 }

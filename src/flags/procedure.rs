@@ -22,8 +22,9 @@ pub struct SuiteArgs {
     /// Run the suite once per workload profile, e.g. --profiles CHAT,SUMM,EMBED or
     /// --profiles all: a folder per profile, each a whole suite judged by the profile's
     /// SLO default (unless --slo), and a table of every profile's answers
-    /// (`servebench workload profiles` lists them).
-    #[arg(long, value_name = "IDS", value_delimiter = ',', conflicts_with_all = ["workload", "profile", "dataset", "input_tokens", "output_tokens"])]
+    /// (`servebench workload profiles` lists them). --capacity and --from describe one
+    /// workload, so they are refused here.
+    #[arg(long, value_name = "IDS", value_delimiter = ',', conflicts_with_all = ["workload", "profile", "dataset", "input_tokens", "output_tokens", "capacity", "capacity_concurrency", "from"])]
     pub profiles: Vec<String>,
     #[command(flatten)]
     pub procedure: ProcedureArgs,

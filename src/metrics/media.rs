@@ -27,7 +27,8 @@ pub struct MediaSummary {
     pub audio_bytes: u64,
     /// Request body bytes of those requests (JSON, base64 media included).
     pub body_bytes: Option<Distribution>,
-    /// Time to send the request, first byte written → last byte written, ms: part of TTFT.
+    /// Time to send the request, first byte written → last byte written, ms: part of TTFT
+    /// (of the successful requests, as TTFT).
     pub upload_ms: Option<Distribution>,
     /// TTFT of those requests, from `sent_at` as everywhere, ms.
     pub ttft_ms: Option<Distribution>,
@@ -108,7 +109,9 @@ impl MediaTally {
             InputTokenSource::TextOnly => self.text_only += 1,
             InputTokenSource::Workload => {}
         }
-        let upload = r.upload_ms();
+        // The upload is summarised over the requests TTFT is (the successful ones), so the
+        // report's upload, TTFT and TTFT-after-upload columns describe the same requests.
+        let upload = r.upload_ms().filter(|_| r.outcome.is_ok());
         if let Some(u) = upload {
             self.upload_ms.add(u);
         }

@@ -162,3 +162,16 @@ pub fn exclusive_cpu() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
+
+/// The simulator's truth of the `n` requests it has answered, by the response id it sent
+/// (waiting up to 10 s for the last ones to be logged): what the tests check records by.
+pub fn truth_by_id(
+    sim: &servebench::sim::SimServer,
+    n: usize,
+) -> std::collections::HashMap<String, servebench::sim::TruthRecord> {
+    sim.truth()
+        .wait_for(n, std::time::Duration::from_secs(10))
+        .into_iter()
+        .map(|t| (t.response_id.clone(), t))
+        .collect()
+}

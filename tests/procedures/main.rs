@@ -775,7 +775,8 @@ fn throughput_search_finds_the_embeddings_capacity() {
 /// throughput search is checked against the simulator's analytic pooling capacity for the
 /// tokens it served (`slots / (base + prefill × mean tokens per request)`: the slots serve
 /// one request each, so a mix of lengths costs its mean), and every profile's folder
-/// records its profile, its endpoint and its SLO default.
+/// records its profile, its endpoint and its SLO default (XRANK's rerank route and SLO are
+/// checked in `tests/profiles.rs`, without a search).
 #[test]
 fn suite_per_profile_finds_the_embeddings_profile_capacity() {
     let (dir, sim) = sim_toml(
@@ -789,7 +790,7 @@ fn suite_per_profile_finds_the_embeddings_profile_capacity() {
     let o = servebench(&[
         "suite",
         "--profiles",
-        "embed,XRANK",
+        "embed,LOGPR",
         "--quick",
         "--skip",
         "ttft,curve,itl,capacity,fairness,prefix-cache,memory-pressure,long-context,guardrails",
@@ -821,7 +822,7 @@ fn suite_per_profile_finds_the_embeddings_profile_capacity() {
         .iter()
         .map(|p| p["profile"].as_str().unwrap())
         .collect();
-    assert_eq!(ids, ["EMBED", "XRANK"]);
+    assert_eq!(ids, ["EMBED", "LOGPR"]);
     assert!(stdout.contains("Answers per workload profile"), "{stdout}");
     assert!(out.join("report.html").exists());
     // EMBED: throughput-oriented, judged on saturation alone, on the embeddings route.
@@ -848,21 +849,23 @@ fn suite_per_profile_finds_the_embeddings_profile_capacity() {
     let sustained = r["sustained_rate_per_s"]
         .as_f64()
         .expect("a sustained rate");
+    // A 6 s level at ~5 req/s sees ~30 arrivals of lengths drawn over a 512× range: its
+    // arrivals' rate and its requests' mean cost are each off by ~1/√30 (18 %), so the
+    // bracket is wider than the fixed-length tests' 85–110 %.
     assert!(
-        sustained <= cap * 1.10 && sustained >= cap * 0.80,
+        sustained <= cap * 1.20 && sustained >= cap * 0.80,
         "sustained {sustained:.2} req/s, analytic {cap:.2} req/s for {tokens:.0} tokens a request"
     );
     // Items 1–16 a request: about 8.5 on average.
     let items = r["max_items_per_s"].as_f64().unwrap() / r["max_requests_per_s"].as_f64().unwrap();
     assert!((6.0..11.0).contains(&items), "{items} items a request");
-    // XRANK: near-real-time, judged by its SLO default on the rerank route.
-    let x = read(out.join("xrank/throughput/test.json"));
-    assert_eq!(x["parameters"]["common"]["slo"], "e2e_ms<=3000");
+    // LOGPR: throughput-oriented, one token with its log-probability, on the chat route.
+    let l = read(out.join("logpr/throughput/test.json"));
+    assert_eq!(l["parameters"]["common"]["slo"], serde_json::Value::Null);
     let first = out
-        .join("xrank/throughput")
-        .join(x["levels"][0]["run"].as_str().unwrap());
-    assert_eq!(
-        read(first.join("run.json"))["config"]["target"]["endpoint"],
-        "rerank"
-    );
+        .join("logpr/throughput")
+        .join(l["levels"][0]["run"].as_str().unwrap());
+    let run = read(first.join("run.json"));
+    assert_eq!(run["config"]["target"]["endpoint"], "chat");
+    assert_eq!(run["config"]["workload"]["body"]["logprobs"], true);
 }

@@ -220,11 +220,7 @@ fn options(
         slo: config.slo.clone(),
         seed: w.seed,
         workload: config.workload.clone(),
-        workload_given: w.workload.is_some()
-            || w.profile.is_some()
-            || w.dataset.is_some()
-            || w.input_tokens.is_some()
-            || w.output_tokens.is_some(),
+        workload_given: workload_given(w, &config.workload),
         load: match (args.load.rate, args.load.concurrency) {
             (Some(r), _) => Some(Load::Rate { rate_per_s: r }),
             (None, Some(c)) => Some(Load::Concurrency { concurrency: c }),
@@ -263,4 +259,19 @@ fn options(
             guardrails: p.guardrails.clone().or(builtin.guardrails),
         },
     })
+}
+
+/// Whether the flags chose the workload (a name, a profile, a dataset, lengths, or images or
+/// audio): the tests that would pick the draft's recommended workload keep it instead.
+fn workload_given(
+    w: &crate::flags::WorkloadFlags,
+    workload: &crate::workload::WorkloadSpec,
+) -> bool {
+    w.workload.is_some()
+        || w.profile.is_some()
+        || w.dataset.is_some()
+        || w.input_tokens.is_some()
+        || w.output_tokens.is_some()
+        || workload.images.is_some()
+        || workload.audio.is_some()
 }

@@ -82,13 +82,13 @@ pub(crate) fn profile_endpoint(
     endpoint: crate::client::Endpoint,
 ) -> Result<crate::client::Endpoint> {
     use crate::client::Endpoint;
-    use crate::workload::profile::ProfileApi;
+    use crate::workload::profile::{OutputStructure, ProfileApi};
     let Some(p) = &w.profile else {
         return Ok(endpoint);
     };
     let wanted = match p.output_structure.api() {
         // LOGPR's body fields are the chat API's (`logprobs: true`).
-        ProfileApi::Generate if !p.output_structure.body().is_empty() && endpoint != Endpoint::Chat => bail!(
+        ProfileApi::Generate if p.output_structure == OutputStructure::Logprobs && endpoint != Endpoint::Chat => bail!(
             "profile {} asks for logprobs in the chat API's shape: use --endpoint chat",
             p.id
         ),
