@@ -145,6 +145,7 @@ fn prepare(
             messages: &spec.messages,
             max_tokens: spec.max_tokens,
             overrides: &overrides,
+            agent: None,
         },
         opts,
         &spec.media,

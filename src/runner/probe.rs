@@ -27,6 +27,7 @@ pub fn prepared(
         messages,
         max_tokens,
         overrides: &[],
+        agent: None,
     };
     let body = crate::client::apis::request_body(target, &prompt, opts);
     PreparedRequest {

@@ -240,6 +240,9 @@ impl Generator {
                 turn,
                 think_ms,
                 media: Vec::new(),
+                branch: 0,
+                tool_ms: 0.0,
+                agent: None,
             });
             // The answer joins the history as synthetic text of the requested length.
             let answer = self
@@ -338,6 +341,9 @@ impl Generator {
             session: None,
             turn: 0,
             think_ms: 0.0,
+            branch: 0,
+            tool_ms: 0.0,
+            agent: None,
         }
     }
 
@@ -383,6 +389,9 @@ impl Generator {
             turn: 0,
             think_ms: 0.0,
             media: Vec::new(),
+            branch: 0,
+            tool_ms: 0.0,
+            agent: None,
         })
     }
 
@@ -425,6 +434,9 @@ impl Generator {
             turn: 0,
             think_ms: 0.0,
             media: Vec::new(),
+            branch: 0,
+            tool_ms: 0.0,
+            agent: None,
         })
     }
 

@@ -8,6 +8,7 @@
 //! The [`Generator`] that builds the requests is in `generator.rs`; this file holds what it
 //! produces.
 
+pub mod agent;
 pub mod datasets;
 mod generator;
 pub mod lengths;
@@ -54,6 +55,17 @@ pub struct RequestSpec {
     /// Images and audio sent with the prompt (`media::MediaPart`); none for text requests.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub media: Vec<media::MediaPart>,
+    /// Agent sessions: the fan-out branch of this request within its step (0-based; the
+    /// step is `turn`), all of a step's branches sent at once.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub branch: u32,
+    /// Agent sessions: the tool time to wait after the previous step's answers before
+    /// sending this one, ms (on top of `think_ms`).
+    #[serde(skip_serializing_if = "is_zero_f")]
+    pub tool_ms: f64,
+    /// Agent sessions: the tools offered and the tool calls and results in the history.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<Box<agent::AgentParts>>,
 }
 
 fn is_zero(v: &u32) -> bool {

@@ -382,6 +382,7 @@ mod tests {
             messages: &msgs,
             max_tokens: 7,
             overrides: &[],
+            agent: None,
         };
         let opts = RequestOptions::default();
         let r = request(GrpcBackend::TensorrtLlm, "ensemble", "q1", &prompt, &opts);

@@ -156,6 +156,7 @@ mod tests {
             messages: &messages,
             max_tokens: 4,
             overrides: &[],
+            agent: None,
         };
         let mut target = super::super::tests::target(endpoint, None, &[]);
         target.model = "m".into();

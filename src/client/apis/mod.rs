@@ -47,6 +47,9 @@ pub struct Prompt<'a> {
     pub max_tokens: u32,
     /// Per-request body fields from the workload (a class's overrides), applied last.
     pub overrides: &'a [(String, Value)],
+    /// Agent sessions: the tools offered and the tool parts of the history (see
+    /// `workload::agent`); `None` for every other request.
+    pub agent: Option<&'a crate::workload::agent::AgentParts>,
 }
 
 impl Prompt<'_> {
@@ -247,6 +250,7 @@ pub fn test_body(
         messages: &messages,
         max_tokens,
         overrides: &[],
+        agent: None,
     };
     let mut target = tests::target(endpoint, None, &[]);
     target.model = "m".into();

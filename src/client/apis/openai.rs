@@ -274,6 +274,7 @@ mod tests {
             messages: &msgs,
             max_tokens: 8,
             overrides: &[("top_k".into(), json!(3)), ("priority".into(), json!(2))],
+            agent: None,
         };
         let mut target = super::super::tests::target(Endpoint::Chat, None, &[]);
         let body = super::super::request_body(&target, &prompt, &opts);

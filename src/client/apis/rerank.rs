@@ -77,6 +77,7 @@ mod tests {
             messages: &messages,
             max_tokens: 0,
             overrides: &[],
+            agent: None,
         };
         let b = Value::Object(request_body("m", &p));
         assert_eq!(

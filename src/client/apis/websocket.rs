@@ -372,6 +372,7 @@ mod tests {
             messages: &msgs,
             max_tokens: 9,
             overrides: &[],
+            agent: None,
         };
         let opts = RequestOptions::default();
         let m = request_message(&WebSocketOptions::default(), "m", &prompt, &opts).unwrap();

@@ -151,6 +151,7 @@ fn websocket_options(args: &RunArgs) -> Result<crate::config::WebSocketOptions> 
             messages: &probe,
             max_tokens: 1,
             overrides: &[],
+            agent: None,
         },
         &crate::config::RequestOptions::default(),
     )?;

@@ -47,6 +47,9 @@ impl Generator {
             turn: 0,
             think_ms: 0.0,
             media: Vec::new(),
+            branch: 0,
+            tool_ms: 0.0,
+            agent: None,
         })
     }
 }
