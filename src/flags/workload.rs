@@ -8,6 +8,8 @@ pub enum DatasetFormatArg {
     Sharegpt,
     Jsonl,
     Trace,
+    /// Agent sessions, one per line (docs/workloads.md, "Agent session format").
+    Agent,
 }
 
 impl DatasetFormatArg {
@@ -16,6 +18,7 @@ impl DatasetFormatArg {
             Self::Sharegpt => "sharegpt",
             Self::Jsonl => "jsonl",
             Self::Trace => "trace",
+            Self::Agent => "agent",
         }
     }
 }
@@ -25,8 +28,8 @@ impl DatasetFormatArg {
 #[command(next_help_heading = "Workload")]
 pub struct WorkloadFlags {
     /// Workload: synthetic-uniform (default), synthetic-skewed, conversation, code-completion,
-    /// long-context (draft Appendix A), fairness-mix (draft 5.6), multi-turn-chat, or a
-    /// scenario .toml file (docs/workloads.md).
+    /// long-context (draft Appendix A), fairness-mix (draft 5.6), multi-turn-chat, agentic
+    /// (agent sessions with tool calls), or a scenario .toml file (docs/workloads.md).
     #[arg(long, conflicts_with_all = ["input_tokens", "output_tokens"])]
     pub workload: Option<String>,
     /// Workload profile (the workload-profiles draft): EMBED, XRANK, LOGPR, CLAS, SFQA, FUNC,

@@ -145,6 +145,12 @@ pub struct RequestRecord {
     pub class: Option<String>,
     /// Multi-turn: (session id, 0-based turn).
     pub session: Option<(u64, u32)>,
+    /// Agent sessions: the request's branch in its step's fan-out (0-based).
+    pub branch: u32,
+    /// Sessions: the tool time planned after the previous step's answers, ms.
+    pub planned_tool_ms: f64,
+    /// Sessions: the think time planned after the previous turn (and its tools), ms.
+    pub planned_think_ms: f64,
     /// The `id` the server put in its chunks, to join with server logs.
     pub response_id: Option<String>,
     /// Open loop: when the plan said to send. `None` in closed loop.

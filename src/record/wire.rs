@@ -39,6 +39,15 @@ pub struct WireRecord {
     /// Multi-turn: 0-based turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn: Option<u32>,
+    /// Agent sessions: the branch in the step's fan-out (absent: 0).
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub branch: u32,
+    /// Sessions: the tool time planned before this request, ms (absent: 0).
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub planned_tool_ms: f64,
+    /// Sessions: the think time planned before this request, ms (absent: 0).
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub planned_think_ms: f64,
     pub response_id: Option<String>,
     pub scheduled_at_us: Option<u64>,
     /// When the request was attempted (began waiting for a connection).
@@ -114,6 +123,9 @@ impl WireRecord {
             class: r.class.clone(),
             session: r.session.map(|s| s.0),
             turn: r.session.map(|s| s.1),
+            branch: r.branch,
+            planned_tool_ms: r.planned_tool_ms,
+            planned_think_ms: r.planned_think_ms,
             response_id: r.response_id.clone(),
             scheduled_at_us: r.scheduled_at.map(us),
             queued_at_us: us(r.queued_at),
@@ -175,6 +187,9 @@ impl WireRecord {
             phase: self.phase,
             class: self.class,
             session: self.session.map(|s| (s, self.turn.unwrap_or(0))),
+            branch: self.branch,
+            planned_tool_ms: self.planned_tool_ms,
+            planned_think_ms: self.planned_think_ms,
             response_id: self.response_id,
             scheduled_at: self.scheduled_at_us.map(ns),
             queued_at: ns(self.queued_at_us),
@@ -221,6 +236,10 @@ impl WireRecord {
 
 fn is_zero_u32(v: &u32) -> bool {
     *v == 0
+}
+
+fn is_zero_f64(v: &f64) -> bool {
+    *v == 0.0
 }
 
 fn is_zero_u64(v: &u64) -> bool {

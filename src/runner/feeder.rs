@@ -145,7 +145,7 @@ fn prepare(
             messages: &spec.messages,
             max_tokens: spec.max_tokens,
             overrides: &overrides,
-            agent: None,
+            agent: spec.agent.as_deref(),
         },
         opts,
         &spec.media,
@@ -163,6 +163,8 @@ fn prepare(
         arrival_ms: spec.arrival_ms,
         session: spec.session.map(|s| (s, spec.turn)),
         think_ms: spec.think_ms,
+        branch: spec.branch,
+        tool_ms: spec.tool_ms,
         http_bytes: http_request(target, &body, spec.index),
         ws_frame: crate::client::exchange::ws_frame(target, &body),
     })

@@ -43,6 +43,8 @@ pub fn prepared(
         arrival_ms: None,
         session: None,
         think_ms: 0.0,
+        branch: 0,
+        tool_ms: 0.0,
         http_bytes: crate::client::exchange::http_request(target, &body, id),
         ws_frame: crate::client::exchange::ws_frame(target, &body),
     }

@@ -50,6 +50,8 @@ pub struct TraceRecord {
 pub enum Dataset {
     Prompts(Vec<PromptRecord>),
     Trace(Vec<TraceRecord>),
+    /// Agent sessions (`workload::agent::trace`), replayed in order.
+    Agent(Vec<super::agent::trace::AgentTrace>),
 }
 
 /// What loading found.
@@ -76,7 +78,7 @@ pub enum DatasetError {
 }
 
 /// Dataset formats.
-pub const FORMATS: [&str; 3] = ["sharegpt", "jsonl", "trace"];
+pub const FORMATS: [&str; 4] = ["sharegpt", "jsonl", "trace", "agent"];
 
 /// Loads `path`; `format` is one of [`FORMATS`] or `None` to detect it.
 pub fn load(path: &Path, format: Option<&str>) -> Result<(Dataset, DatasetInfo), DatasetError> {
@@ -93,9 +95,12 @@ pub fn load(path: &Path, format: Option<&str>) -> Result<(Dataset, DatasetInfo),
         "sharegpt" => sharegpt(&bytes, &p),
         "jsonl" => jsonl(&bytes, &p),
         "trace" => trace(&bytes, &p),
+        "agent" => agent(&bytes, &p),
         other => Err(DatasetError::Format {
             path: p,
-            detail: format!("unknown dataset format `{other}`: use sharegpt, jsonl or trace"),
+            detail: format!(
+                "unknown dataset format `{other}`: use sharegpt, jsonl, trace or agent"
+            ),
         }),
     }
 }
@@ -112,9 +117,31 @@ fn detect(bytes: &[u8]) -> &'static str {
     let v: serde_json::Value = serde_json::from_slice(line).unwrap_or_default();
     if v.get("input_length").is_some() && v.get("timestamp").is_some() {
         "trace"
+    } else if super::agent::trace::looks_like(&v) {
+        "agent"
     } else {
         "jsonl"
     }
+}
+
+/// Agent sessions, one per line (docs/workloads.md, "Agent session format").
+fn agent(bytes: &[u8], path: &str) -> Result<(Dataset, DatasetInfo), DatasetError> {
+    let text = std::str::from_utf8(bytes).map_err(|e| DatasetError::Format {
+        path: path.into(),
+        detail: format!("not UTF-8 text: {e}"),
+    })?;
+    let sessions = super::agent::trace::parse_jsonl(text).map_err(|e| DatasetError::Format {
+        path: path.into(),
+        detail: e.to_string(),
+    })?;
+    let info = DatasetInfo {
+        path: path.into(),
+        format: "agent".into(),
+        records: sessions.len(),
+        skipped: 0,
+        truncated: false,
+    };
+    Ok((Dataset::Agent(sessions), info))
 }
 
 #[derive(Deserialize)]

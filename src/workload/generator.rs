@@ -12,6 +12,7 @@ use rand_chacha::ChaCha8Rng;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+mod agent;
 mod items;
 mod media;
 
@@ -32,6 +33,8 @@ pub struct Generator {
     sessions: u64,
     /// Where the image and audio folders' files are used up to.
     folders: media::FolderCursor,
+    /// Agent sessions: each tool's definition, made once.
+    tools: HashMap<String, crate::workload::agent::ToolDef>,
 }
 
 impl Generator {
@@ -58,6 +61,7 @@ impl Generator {
                 o
             }
             Some(Dataset::Trace(t)) if t.is_empty() => return Err(WorkloadError::EmptyDataset),
+            Some(Dataset::Agent(t)) if t.is_empty() => return Err(WorkloadError::EmptyDataset),
             _ => Vec::new(),
         };
         let zipf_cdf = match &scenario.prefix_groups {
@@ -89,6 +93,7 @@ impl Generator {
             next: 0,
             sessions: 0,
             folders: Default::default(),
+            tools: HashMap::new(),
         })
     }
 
@@ -194,6 +199,10 @@ impl Generator {
         &mut self,
         tokenizer: &dyn Tokenizer,
     ) -> Result<Vec<RequestSpec>, WorkloadError> {
+        if let Some(mut agent) = self.agent_session(tokenizer)? {
+            self.attach_media(&mut agent);
+            return Ok(agent);
+        }
         let Some(cfg) = self.scenario.sessions.clone() else {
             return Ok(vec![self.next_request(tokenizer)?]);
         };

@@ -99,6 +99,9 @@ pub struct Scenario {
     pub classes: Vec<Class>,
     #[serde(default)]
     pub sessions: Option<Sessions>,
+    /// Agent sessions with tool calls (`[agent]`; docs/workloads.md, "Agent sessions").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<super::agent::synthetic::AgentConfig>,
     /// Request-body fields for every request of the workload.
     #[serde(default)]
     pub body: serde_json::Map<String, serde_json::Value>,
@@ -136,7 +139,7 @@ fn question_tokens() -> u32 {
 
 #[derive(Debug, Error)]
 pub enum ScenarioError {
-    #[error("unknown workload `{0}`: use synthetic-uniform, synthetic-skewed, conversation, code-completion, long-context, fairness-mix, multi-turn-chat, or a .toml scenario file")]
+    #[error("unknown workload `{0}`: use synthetic-uniform, synthetic-skewed, conversation, code-completion, long-context, fairness-mix, multi-turn-chat, agentic, or a .toml scenario file")]
     Unknown(String),
     #[error("invalid scenario {path}: {detail}")]
     Invalid { path: String, detail: String },
@@ -144,7 +147,7 @@ pub enum ScenarioError {
 
 impl Scenario {
     /// Names of the built-in workloads.
-    pub const NAMES: [&'static str; 7] = [
+    pub const NAMES: [&'static str; 8] = [
         "synthetic-uniform",
         "synthetic-skewed",
         "conversation",
@@ -152,6 +155,7 @@ impl Scenario {
         "long-context",
         "fairness-mix",
         "multi-turn-chat",
+        "agentic",
     ];
 
     fn plain(name: &str, description: &str, input: LengthDist, output: LengthDist) -> Self {
@@ -166,6 +170,7 @@ impl Scenario {
             prefix_groups: None,
             classes: Vec::new(),
             sessions: None,
+            agent: None,
             body: Default::default(),
             items: None,
             items_query: false,
@@ -240,6 +245,7 @@ impl Scenario {
             },
             "fairness-mix" => Self::fairness_mix(name),
             "multi-turn-chat" => Self::multi_turn_chat(name),
+            "agentic" => Self::agentic(name),
             other => return Err(ScenarioError::Unknown(other.into())),
         })
     }
@@ -285,6 +291,32 @@ impl Scenario {
                 "chat sessions of 2-6 turns sharing a 200-token system prompt; each turn adds a LogNormal(4.5, 0.8) in [8, 512]-token message to the history and waits a LogNormal think time (median 2 s) after the previous answer",
                 LengthDist::LogNormal { mu: 4.5, sigma: 0.8, min: 8, max: 512 },
                 LengthDist::LogNormal { mu: 5.0, sigma: 0.7, min: 16, max: 1024 },
+            )
+        }
+    }
+
+    /// `agentic`: agent sessions of 2-8 steps; each step but the last calls 1-2 of 8 tools,
+    /// whose results open the next step; a fifth of the middle steps fan out to 2-4
+    /// sub-agents instead.
+    fn agentic(name: &str) -> Self {
+        use super::agent::synthetic::{AgentConfig, FanOut};
+        Scenario {
+            agent: Some(AgentConfig {
+                steps: LengthDist::Uniform { min: 2, max: 8 },
+                calls_per_step: LengthDist::Uniform { min: 1, max: 2 },
+                arguments_tokens: LengthDist::Uniform { min: 8, max: 64 },
+                result_tokens: LengthDist::LogNormal { mu: 5.8, sigma: 0.8, min: 32, max: 4096 },
+                tool_time_ms: LengthDist::LogNormal { mu: 6.2, sigma: 1.0, min: 20, max: 10_000 },
+                tools: 8,
+                tool_tokens: 64,
+                fan_out: Some(FanOut { share: 0.2, branches: LengthDist::Uniform { min: 2, max: 4 } }),
+                end_with_text: true,
+            }),
+            ..Self::plain(
+                name,
+                "agent sessions of 2-8 steps offering 8 tools (512 tokens of definitions); each step but the last calls 1-2 tools (results LogNormal(5.8, 0.8) in [32, 4096] tokens, tool time median 0.5 s), a fifth of the middle steps fan out to 2-4 sub-agents; task LogNormal(5.5, 0.8) in [32, 2048] tokens, answers LogNormal(4.5, 0.8) in [8, 1024]",
+                LengthDist::LogNormal { mu: 5.5, sigma: 0.8, min: 32, max: 2048 },
+                LengthDist::LogNormal { mu: 4.5, sigma: 0.8, min: 8, max: 1024 },
             )
         }
     }
@@ -358,6 +390,15 @@ impl Scenario {
                 .map_err(|e| format!("sessions.think_time_ms: {e}"))?;
             if self.content == Content::Dataset {
                 return Err("sessions need synthetic content (random, code or document)".into());
+            }
+        }
+        if let Some(a) = &self.agent {
+            a.check()?;
+            if self.sessions.is_some() {
+                return Err("a workload has either [sessions] (chat turns) or [agent] (steps with tool calls), not both".into());
+            }
+            if self.content == Content::Dataset {
+                return Err("the synthetic agent workload needs synthetic content (random, code or document); to replay recorded sessions pass --dataset with the agent session format".into());
             }
         }
         if !self.classes.is_empty() && self.classes.iter().map(|c| c.weight).sum::<f64>() <= 0.0 {

@@ -112,9 +112,6 @@ fn conversation_needs_a_dataset_and_shares_a_system_prompt() {
                 output_tokens: None,
                 class: None,
                 media: Vec::new(),
-                branch: 0,
-                tool_ms: 0.0,
-                agent: None,
             })
             .collect(),
     );

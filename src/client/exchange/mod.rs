@@ -42,6 +42,10 @@ pub struct PreparedRequest {
     pub session: Option<(u64, u32)>,
     /// Multi-turn: wait after the previous turn's answer, ms.
     pub think_ms: f64,
+    /// Agent sessions: the request's branch in its step's fan-out (0-based).
+    pub branch: u32,
+    /// Agent sessions: the tool time waited after the previous step, ms (before `think_ms`).
+    pub tool_ms: f64,
     /// The complete HTTP request (head and body); for a WebSocket, the opening handshake.
     pub http_bytes: Vec<u8>,
     /// A WebSocket's request message, as a masked frame (empty for HTTP APIs).
@@ -134,6 +138,9 @@ impl Exchange {
                     phase,
                     class: req.class.clone(),
                     session: req.session,
+                    branch: req.branch,
+                    planned_tool_ms: req.tool_ms,
+                    planned_think_ms: req.think_ms,
                     scheduled_at,
                     input_tokens: req.input_tokens,
                     max_tokens: req.max_tokens,

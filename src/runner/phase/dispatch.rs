@@ -1,7 +1,7 @@
 //! The open loop's dispatcher: a thread of its own that follows the arrival schedule with
 //! sub-millisecond precision and spawns each request on the runtime at its planned time.
 
-use super::request::{follow_up_turns, PhaseCtx};
+use super::request::{run_session, PhaseCtx};
 use super::Controls;
 use crate::client::PreparedRequest;
 use crate::clock::Nanos;
@@ -37,12 +37,11 @@ pub(super) fn dispatch(
         if (ctx.should_stop)() {
             return;
         }
-        let Some(mut session) = feed.next_blocking() else {
+        let Some(session) = feed.next_blocking() else {
             return;
         };
-        let rest = session.split_off(1);
-        let Some(req) = session.pop() else { continue };
-        let offset = timing.offset_of(&req, sharded, &mut consumed);
+        let Some(req) = session.first() else { continue };
+        let offset = timing.offset_of(req, sharded, &mut consumed);
         if let Some(d) = max_duration.filter(|d| offset >= d.as_nanos() as u64) {
             // The next arrival falls after the limit: sending is over when the limit is, not
             // now (so the phase ends as a timed stop, and in-flight requests get the grace).
@@ -69,11 +68,7 @@ pub(super) fn dispatch(
                 Some(s) => s.clone().acquire_owned().await.ok(),
                 None => None,
             };
-            if ctx2.send(req, Some(at), attempted).await && !rest.is_empty() {
-                // Follow-up turns are sent after each answer plus think time; their planned
-                // time is that moment, so any lateness still shows as send lag.
-                follow_up_turns(&ctx2, rest, true).await;
-            }
+            run_session(&ctx2, session, Some(at), attempted, true).await;
             ctx2.shared.open_sessions.fetch_sub(1, Ordering::AcqRel);
         });
     }

@@ -2,7 +2,7 @@
 //! the first limit reached, then drains what is in flight (grace, then cancel).
 
 use super::dispatch::{dispatch, Timing};
-use super::request::{claim_slot, follow_up_turns, lead_in_request, PhaseCtx};
+use super::request::{claim_slot, lead_in_request, run_session, PhaseCtx};
 use super::{Controls, FailureStreak, LeadIn, PhaseEnd, PhasePlan, Shared, LEAD_IN_MAX};
 use crate::clock::Nanos;
 use crate::config::LoadPattern;
@@ -164,12 +164,11 @@ fn spawn_workers(
                     ctx.shared.sent.fetch_sub(1, Ordering::AcqRel);
                     return;
                 };
-                let rest = session.split_off(1);
-                let Some(first) = session.pop() else { continue };
-                ctx.shared.in_flight.fetch_add(1, Ordering::AcqRel);
-                if ctx.send(first, None, None).await && !rest.is_empty() {
-                    follow_up_turns(&ctx, rest, false).await;
+                if session.is_empty() {
+                    continue;
                 }
+                ctx.shared.in_flight.fetch_add(1, Ordering::AcqRel);
+                run_session(&ctx, std::mem::take(&mut session), None, None, false).await;
             }
         });
     }

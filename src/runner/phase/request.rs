@@ -189,26 +189,92 @@ impl PhaseCtx {
     }
 }
 
-/// Runs the turns of a session after its first one: each `think_ms` after the previous
-/// answer ended, while the phase goes on; a failed turn abandons the rest (as a user would).
-pub(super) async fn follow_up_turns(ctx: &PhaseCtx, turns: Vec<PreparedRequest>, open_loop: bool) {
-    for req in turns {
-        let due = ctx.shared.clock.now() + (req.think_ms.max(0.0) * 1e6) as u64;
+/// Runs a session whose first request's slot is claimed and counted in flight: its steps in
+/// order, each step's branches at once (a fan-out), the next step once all of them ended
+/// plus its tool and think time, while the phase goes on. A failed request abandons the
+/// rest of the session after its step (as a user, or an agent, would). `scheduled_at` and
+/// `attempted_at` belong to the first request; in open loop (`open_loop`) a later step's
+/// planned time is the moment its wait ends, so any lateness still shows as send lag.
+pub(super) async fn run_session(
+    ctx: &PhaseCtx,
+    session: Vec<PreparedRequest>,
+    scheduled_at: Option<Nanos>,
+    attempted_at: Option<Nanos>,
+    open_loop: bool,
+) {
+    let mut steps = steps_of(session).into_iter();
+    let Some(first) = steps.next() else { return };
+    if !send_step(ctx, first, scheduled_at, attempted_at, true).await {
+        return;
+    }
+    for step in steps {
+        let wait_ms = step[0].tool_ms.max(0.0) + step[0].think_ms.max(0.0);
+        let due = ctx.shared.clock.now() + (wait_ms * 1e6) as u64;
         let (mut phase_cancel, mut run_cancel) = ctx.cancels();
         tokio::select! {
             _ = tokio::time::sleep_until(ctx.shared.clock.instant_at(due).into()) => {}
             _ = phase_cancel.wait_for(|c| *c) => return,
             _ = run_cancel.wait_for(|c| *c) => return,
         }
-        if (ctx.should_stop)() || !(ctx.claim)() {
-            return;
-        }
-        ctx.shared.in_flight.fetch_add(1, Ordering::AcqRel);
-        let scheduled = open_loop.then_some(due);
-        if !ctx.send(req, scheduled, None).await {
+        if !send_step(ctx, step, open_loop.then_some(due), None, false).await {
             return;
         }
     }
+}
+
+/// A session's requests grouped by step (consecutive requests of one turn).
+fn steps_of(session: Vec<PreparedRequest>) -> Vec<Vec<PreparedRequest>> {
+    let mut out: Vec<Vec<PreparedRequest>> = Vec::new();
+    for req in session {
+        let turn = req.session.map(|s| s.1);
+        match out.last_mut() {
+            Some(step) if step[0].session.map(|s| s.1) == turn && turn.is_some() => step.push(req),
+            _ => out.push(vec![req]),
+        }
+    }
+    out
+}
+
+/// Sends one step's requests at once and waits for all of them; true when every one was
+/// sent and succeeded. The first request's slot is already claimed and counted in flight
+/// when `first_claimed`; every other one claims its own, and the step stops growing when
+/// the phase stops sending.
+async fn send_step(
+    ctx: &PhaseCtx,
+    step: Vec<PreparedRequest>,
+    scheduled_at: Option<Nanos>,
+    attempted_at: Option<Nanos>,
+    first_claimed: bool,
+) -> bool {
+    let n = step.len();
+    let mut branches = tokio::task::JoinSet::new();
+    let mut all_sent = true;
+    let mut lone = None;
+    for (i, req) in step.into_iter().enumerate() {
+        if !(i == 0 && first_claimed) {
+            if (ctx.should_stop)() || !(ctx.claim)() {
+                all_sent = false;
+                break;
+            }
+            ctx.shared.in_flight.fetch_add(1, Ordering::AcqRel);
+        }
+        let attempted = if i == 0 { attempted_at } else { None };
+        if n == 1 {
+            // The common case: no task to spawn.
+            lone = Some(req);
+            break;
+        }
+        let ctx = ctx.clone();
+        branches.spawn(async move { ctx.send(req, scheduled_at, attempted).await });
+    }
+    if let Some(req) = lone {
+        return ctx.send(req, scheduled_at, attempted_at).await;
+    }
+    let mut ok = all_sent;
+    while let Some(r) = branches.join_next().await {
+        ok &= r.unwrap_or(false);
+    }
+    ok
 }
 
 /// A stream's lead-in (see [`LeadIn`]): its share of the spread, then the first turn of one

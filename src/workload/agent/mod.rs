@@ -16,6 +16,10 @@
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
+pub mod plan;
+pub mod synthetic;
+pub mod trace;
+
 /// One tool offered to the model (`tools` in the request).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolDef {
@@ -162,3 +166,6 @@ pub fn tools_text(tools: &[ToolDef]) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+#[cfg(test)]
+mod tests;

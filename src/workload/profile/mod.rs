@@ -217,18 +217,22 @@ impl Profile {
             true => Ok(()),
             false => Err(format!("profile {}: {what}", self.id)),
         };
+        let multi_step = s.sessions.is_some() || s.agent.as_ref().is_some_and(|a| a.multi_step());
         match self.caching {
             Caching::None => says(
-                s.system_prompt.is_none() && s.prefix_groups.is_none() && s.sessions.is_none(),
+                s.system_prompt.is_none()
+                    && s.prefix_groups.is_none()
+                    && s.sessions.is_none()
+                    && s.agent.is_none(),
                 "caching = \"none\" but the scenario shares a prompt or has sessions",
             )?,
             Caching::SharedSystemPrompt => says(
-                s.system_prompt.is_some(),
-                "caching = \"shared_system_prompt\" needs a system_prompt",
+                s.system_prompt.is_some() || s.agent.is_some(),
+                "caching = \"shared_system_prompt\" needs a system_prompt (or an agent's tool definitions)",
             )?,
             Caching::GrowingHistory => says(
-                s.sessions.is_some(),
-                "caching = \"growing_history\" needs sessions",
+                multi_step,
+                "caching = \"growing_history\" needs sessions or agent steps",
             )?,
             Caching::SharedContexts => says(
                 s.prefix_groups.is_some(),
@@ -240,8 +244,8 @@ impl Profile {
             ConcurrencyPattern::Sessions | ConcurrencyPattern::Chained
         );
         says(
-            sessions == s.sessions.is_some(),
-            "concurrency \"sessions\" and \"chained\" go with sessions, and only they",
+            sessions == multi_step,
+            "concurrency \"sessions\" and \"chained\" go with sessions or agent steps, and only they",
         )?;
         says(
             (self.output_structure.api() == ProfileApi::Generate) == s.items.is_none(),

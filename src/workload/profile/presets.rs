@@ -12,6 +12,7 @@
 //!   answer is short, to the first token where it is long); throughput-oriented, none;
 //! - sharing, sessions, items per request and body fields as each preset says.
 
+use super::super::agent::synthetic::AgentConfig;
 use super::super::lengths::LengthDist;
 use super::super::scenario::{Content, PrefixGroups, Scenario, Sessions, SharedPrefix};
 use super::{Caching, ConcurrencyPattern, Group, LatencyClass, OutputStructure, Profile};
@@ -195,7 +196,8 @@ fn non_generative(id: &str) -> Scenario {
     s
 }
 
-/// CLAS, SFQA, FUNC. FUNC's tool definitions are a shared 512-token system prompt.
+/// CLAS, SFQA, FUNC. FUNC offers 8 tools of 64 tokens each (a shared 512-token prefix) and
+/// asks for one call.
 fn minimal_output(id: &str) -> Scenario {
     match id {
         "CLAS" => Spec {
@@ -239,9 +241,9 @@ fn minimal_output(id: &str) -> Scenario {
                 )
             }
             .scenario();
-            s.system_prompt = Some(SharedPrefix {
-                tokens: 512,
-                share: 1.0,
+            s.agent = Some(AgentConfig {
+                end_with_text: false,
+                ..agent(LengthDist::fixed(1), 64, s.output.clone())
             });
             s
         }
@@ -433,8 +435,10 @@ fn decode_heavy(id: &str) -> Scenario {
     .scenario()
 }
 
-/// AGNT, PLAN: steps chained on the previous answer. AGNT's steps wait a tool's time and
-/// share 1,024 tokens of tool definitions; PLAN refines its plan once in half its runs, at once (1 ms).
+/// AGNT, PLAN: steps chained on the previous answer. AGNT is an agent of 3-12 steps, each
+/// but the last calling a tool whose result (the profile's input range) opens the next step,
+/// offering 8 tools of 128 tokens (1,024 tokens of definitions); PLAN refines its plan once
+/// in half its runs, at once (1 ms).
 fn chained(id: &str) -> Scenario {
     let (spec, system, turns, wait) = match id {
         "AGNT" => (
@@ -478,10 +482,32 @@ fn chained(id: &str) -> Scenario {
         ..spec
     }
     .scenario();
-    s.system_prompt = system.map(|tokens| SharedPrefix { tokens, share: 1.0 });
+    if let Some(tool_tokens) = system {
+        s.agent = Some(AgentConfig {
+            tool_time_ms: wait,
+            ..agent(turns, tool_tokens / 8, s.input.clone())
+        });
+        return s;
+    }
     s.sessions = Some(Sessions {
         turns,
         think_time_ms: wait,
     });
     s
+}
+
+/// An agent of `steps` steps, one call a step, offering 8 tools of `tool_tokens` each, tool
+/// results of `result_tokens`, tools running `tool_time_ms()`.
+fn agent(steps: LengthDist, tool_tokens: u32, result_tokens: LengthDist) -> AgentConfig {
+    AgentConfig {
+        steps,
+        calls_per_step: LengthDist::fixed(1),
+        arguments_tokens: LengthDist::fixed(24),
+        result_tokens,
+        tool_time_ms: tool_time_ms(),
+        tools: 8,
+        tool_tokens,
+        fan_out: None,
+        end_with_text: true,
+    }
 }

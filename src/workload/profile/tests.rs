@@ -82,18 +82,29 @@ fn the_five_dimensions_reach_the_requests() {
     let logpr = preset("LOGPR").unwrap();
     assert_eq!(logpr.body["logprobs"], true);
     assert_eq!(logpr.output, LengthDist::fixed(1));
-    // Sessions and chained steps are sessions; their waits differ.
+    // Chat sessions wait a user's think time; an agent's steps wait a tool's time.
     let chat = preset("CHAT").unwrap();
-    let agent = preset("AGNT").unwrap();
-    let wait = |s: &Scenario| s.sessions.as_ref().unwrap().think_time_ms.clone();
+    let think = chat.sessions.as_ref().unwrap().think_time_ms.clone();
+    assert!(matches!(think, LengthDist::LogNormal { min: 500, .. }));
+    let agent = preset("AGNT").unwrap().agent.unwrap();
     assert!(matches!(
-        wait(&chat),
-        LengthDist::LogNormal { min: 500, .. }
-    ));
-    assert!(matches!(
-        wait(&agent),
+        agent.tool_time_ms,
         LengthDist::LogNormal { min: 20, .. }
     ));
+    assert_eq!(
+        agent.tools * agent.tool_tokens,
+        1024,
+        "1,024 tokens of tools"
+    );
+    assert!(agent.end_with_text && agent.multi_step());
+    // A function call is one step that calls a tool, from 512 tokens of tool definitions.
+    let func = preset("FUNC").unwrap().agent.unwrap();
+    assert_eq!(
+        (func.steps.clone(), func.end_with_text),
+        (LengthDist::fixed(1), false)
+    );
+    assert_eq!(func.tools * func.tool_tokens, 512);
+    assert!(!func.multi_step());
     // Shared documents are prefix groups.
     assert_eq!(preset("LDQA").unwrap().prefix_groups.unwrap().count, 16);
 }
