@@ -8,6 +8,7 @@
 //! shape; `failures` explains what went wrong; `generator` judges the load generator itself;
 //! `derive` computes the per-request figures written with each record.
 
+pub mod cache;
 pub mod derive;
 /// The sample summary lives in `stats`; kept here so `metrics::distribution` paths read on.
 pub use crate::stats::distribution;
@@ -20,6 +21,7 @@ pub mod live;
 pub mod media;
 pub mod modality;
 pub mod request;
+pub mod sessions;
 pub mod slo;
 pub mod stream;
 pub mod summary;

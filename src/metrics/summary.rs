@@ -148,6 +148,10 @@ pub struct RunSummary {
     /// when a measured request carried any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub media: Option<super::media::MediaSummary>,
+    /// Sessions (multi-turn chat, agents): wall, model, tool and think time, TTFT by step,
+    /// prompt tokens served from cache; present when the workload has sessions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<super::sessions::SessionSummary>,
     /// Present when the run had more requests than the summary keeps in memory, and was
     /// summarised as its records streamed past (docs/metrics.md, "Long runs").
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -269,6 +273,7 @@ fn aggregate(
         experience: exp,
         warnings: Vec::new(),
         media: super::media::MediaTally::of(measured.iter().copied()).finish(),
+        sessions: super::sessions::SessionTally::of(measured.iter().copied()).finish(),
         streamed: None,
     }
 }

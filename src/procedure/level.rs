@@ -253,55 +253,7 @@ pub struct ServerFigures {
     pub kv_cache_usage_max: Option<f64>,
 }
 
-/// Prefix-cache use reported in the responses of a level's measured requests: usage
-/// `prompt_tokens_details.cached_tokens` (OpenAI, vLLM, SGLang) or llama.cpp's
-/// `timings.cache_n`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct CacheFigures {
-    /// Requests whose response said how many prompt tokens were cached.
-    pub requests_reporting: u64,
-    /// Prompt tokens of those requests (usage `prompt_tokens`, else the client's count).
-    pub prompt_tokens: u64,
-    /// Of those, tokens served from the cache.
-    pub cached_tokens: u64,
-}
-
-impl CacheFigures {
-    /// Cached ÷ prompt tokens, 0-1; `None` when no response reported it.
-    pub fn hit_rate(&self) -> Option<f64> {
-        (self.requests_reporting > 0 && self.prompt_tokens > 0)
-            .then(|| self.cached_tokens as f64 / self.prompt_tokens as f64)
-    }
-
-    /// Sums what the measured, completed records report.
-    pub fn of(records: &[RequestRecord]) -> Self {
-        let mut out = Self::default();
-        for r in records
-            .iter()
-            .filter(|r| r.phase == crate::record::Phase::Measure && r.outcome.is_ok())
-        {
-            let usage = r.usage.as_ref();
-            let cached = usage
-                .and_then(|u| u.pointer("/prompt_tokens_details/cached_tokens"))
-                .and_then(|v| v.as_u64())
-                .or_else(|| r.server_timing.as_ref().and_then(|t| t.cache_n));
-            let Some(cached) = cached else { continue };
-            let prompt = usage
-                .and_then(|u| u.get("prompt_tokens"))
-                .and_then(|v| v.as_u64())
-                .or_else(|| {
-                    // llama.cpp: prompt_n counts only the tokens it had to process.
-                    let t = r.server_timing.as_ref()?;
-                    Some(t.prompt_n? + t.cache_n.unwrap_or(0))
-                })
-                .unwrap_or(r.input_tokens as u64);
-            out.requests_reporting += 1;
-            out.prompt_tokens += prompt;
-            out.cached_tokens += cached.min(prompt);
-        }
-        out
-    }
-}
+pub use crate::metrics::cache::CacheFigures;
 
 /// One entry of `test.json`'s `levels`.
 #[derive(Debug, Clone, Serialize, Deserialize)]

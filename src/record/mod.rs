@@ -208,6 +208,8 @@ pub struct RequestRecord {
     pub usage: Option<serde_json::Value>,
     pub server_timing: Option<ServerTiming>,
     pub finish_reason: Option<String>,
+    /// Tool calls the server's answer made (0 for a text answer).
+    pub tool_calls: u32,
     /// HTTP status of the response, when one came.
     pub http_status: Option<u16>,
     /// Per-request figures computed when the record settled (see [`settle`]).

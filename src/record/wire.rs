@@ -227,6 +227,7 @@ impl WireRecord {
             usage: self.usage,
             server_timing: self.server_timing,
             finish_reason: self.finish_reason,
+            tool_calls: 0,
             http_status: self.http_status,
             derived: self.derived,
             retries: self.retries,

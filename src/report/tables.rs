@@ -10,6 +10,7 @@
 
 mod machines;
 pub mod media;
+pub mod sessions;
 mod timing;
 mod users;
 
@@ -24,6 +25,7 @@ use std::fmt::Write;
 
 pub use machines::{generator, telemetry};
 pub use media::media;
+pub use sessions::sessions;
 pub use timing::{itl, latency, server, throughput, ttft};
 pub use users::{experience, fairness};
 

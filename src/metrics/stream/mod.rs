@@ -175,6 +175,7 @@ pub struct StreamSummary {
     commitments: (Nanos, Nanos),
     sample: Reservoir<RequestRecord>,
     media: super::media::MediaTally,
+    sessions: super::sessions::SessionTally,
 }
 
 fn option_index(o: ItlOption) -> usize {
@@ -229,6 +230,7 @@ impl StreamSummary {
             commitments: (Nanos::MAX, 0),
             sample: Reservoir::new(sample_requests),
             media: Default::default(),
+            sessions: Default::default(),
         }
     }
 
@@ -245,6 +247,7 @@ impl StreamSummary {
         self.count(&r);
         self.time(&r);
         self.media.add(&r);
+        self.sessions.add(&r);
         let ok = r.outcome.is_ok();
         if ok {
             self.chunks.add(&r);
@@ -519,6 +522,7 @@ impl StreamSummary {
             experience: self.experience(from_sample, tpot_ms, itl_ms),
             warnings: Vec::new(),
             media: self.media.finish(),
+            sessions: self.sessions.finish(),
             streamed: Some(self.streamed(sample.len() as u64)),
         }
     }

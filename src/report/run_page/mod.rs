@@ -194,6 +194,9 @@ pub fn results(r: &RunReport) -> Section {
     if let Some(t) = tables::media(s) {
         sec = sec.table(t);
     }
+    if let Some(t) = tables::sessions(s) {
+        sec = sec.table(t);
+    }
     if let Some(slo) = &s.slo {
         let mut t = Table::new(&["SLO", "Observed", "Verdict"])
             .text()

@@ -58,6 +58,42 @@ fn latency(out: &mut String, r: &RunReport) {
         ),
     );
     media(out, r);
+    sessions(out, r);
+}
+
+/// What the sessions were, where their time went, and how TTFT grew with their history.
+fn sessions(out: &mut String, r: &RunReport) {
+    use crate::report::tables::sessions::{cache_line, shape_line, time_line};
+    let Some(s) = &r.summary.sessions else {
+        return;
+    };
+    row(out, "Sessions", &shape_line(s));
+    row(
+        out,
+        "",
+        &format!(
+            "wall P50 {} · P99 {}; {}",
+            opt_ms(s.wall_ms, |d| d.p50),
+            opt_ms(s.wall_ms, |d| d.p99),
+            time_line(s)
+        ),
+    );
+    let (first, last) = (s.ttft_by_step.first(), s.ttft_by_step.last());
+    if let (Some(a), Some(b)) = (first, last.filter(|_| s.ttft_by_step.len() > 1)) {
+        row(
+            out,
+            "",
+            &format!(
+                "TTFT P50 {} at step 1 ({:.0} input tokens) → {} at step {} ({:.0})",
+                opt_ms(a.ttft_ms, |d| d.p50),
+                a.mean_input_tokens,
+                opt_ms(b.ttft_ms, |d| d.p50),
+                b.step + 1,
+                b.mean_input_tokens
+            ),
+        );
+    }
+    row(out, "", &cache_line(s));
 }
 
 /// What the requests' images and audio were, and how much of TTFT their upload took.
