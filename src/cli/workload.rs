@@ -84,8 +84,41 @@ pub fn workload(cmd: WorkloadCommand) -> Result<u8> {
             "{}",
             crate::report::tables::to_terminal(&crate::report::profiles::table())
         ),
+        WorkloadCommand::ImportOtel { traces, out } => import_otel(&traces, &out)?,
     }
     Ok(exit::OK)
+}
+
+/// `servebench workload import-otel`: OpenTelemetry GenAI spans → agent sessions (JSONL).
+fn import_otel(traces: &std::path::Path, out: &std::path::Path) -> Result<()> {
+    let text = std::fs::read_to_string(traces)
+        .with_context(|| format!("cannot read {}", traces.display()))?;
+    let (sessions, info) = crate::workload::agent::otel::import(&text)
+        .with_context(|| format!("importing {}", traces.display()))?;
+    let mut body = String::new();
+    for s in &sessions {
+        body.push_str(&serde_json::to_string(s)?);
+        body.push('\n');
+    }
+    std::fs::write(out, body).with_context(|| format!("cannot write {}", out.display()))?;
+    let steps: usize = sessions.iter().map(|s| s.steps.len()).sum();
+    println!(
+        "{} sessions ({steps} steps) from {} spans: {} model calls, {} tool runs{}",
+        info.sessions,
+        info.spans,
+        info.model_calls,
+        info.tool_runs,
+        match info.model_calls_without_usage {
+            0 => String::new(),
+            n => format!("; {n} model calls without token usage left out"),
+        }
+    );
+    println!(
+        "wrote {}: replay with `servebench run --dataset {}`",
+        out.display(),
+        out.display()
+    );
+    Ok(())
 }
 
 /// `servebench workload show`: the scenario, the dataset used, and what the requests drawn

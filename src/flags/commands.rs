@@ -13,6 +13,16 @@ pub enum WorkloadCommand {
     /// List the workload profiles (`--profile ID`): group, latency class, token ranges,
     /// output structure, concurrency pattern, caching and SLO default.
     Profiles,
+    /// Convert OpenTelemetry GenAI spans (OTLP JSON, one object or one per line) into agent
+    /// sessions in servebench's session format, to replay with `run --dataset OUT`.
+    ImportOtel {
+        /// OTLP JSON traces (the OTLP/HTTP JSON exporter's bodies, or the collector's file
+        /// exporter output).
+        traces: std::path::PathBuf,
+        /// Where to write the sessions (JSONL, one session a line).
+        #[arg(long)]
+        out: std::path::PathBuf,
+    },
 }
 
 #[derive(Debug, Args)]

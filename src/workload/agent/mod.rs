@@ -16,6 +16,7 @@
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
+pub mod otel;
 pub mod plan;
 pub mod synthetic;
 pub mod trace;

@@ -331,3 +331,152 @@ fn the_generator_draws_and_replays_agent_sessions() {
     );
     assert_eq!(g.next_session(&tok).unwrap()[0].session, Some(1));
 }
+
+/// An OTLP span: `op` with its attributes, from `start` to `end` ms.
+fn span(
+    trace: &str,
+    start: u64,
+    end: u64,
+    attrs: &[(&str, serde_json::Value)],
+) -> serde_json::Value {
+    let attributes: Vec<serde_json::Value> = attrs
+        .iter()
+        .map(|(k, v)| serde_json::json!({"key": k, "value": v}))
+        .collect();
+    serde_json::json!({
+        "traceId": trace, "spanId": "01", "name": "x",
+        "startTimeUnixNano": (start * 1_000_000).to_string(),
+        "endTimeUnixNano": end * 1_000_000,
+        "attributes": attributes,
+    })
+}
+
+fn chat(
+    trace: &str,
+    start: u64,
+    end: u64,
+    input: u64,
+    output: u64,
+    finish: &str,
+) -> serde_json::Value {
+    span(
+        trace,
+        start,
+        end,
+        &[
+            (
+                "gen_ai.operation.name",
+                serde_json::json!({"stringValue": "chat"}),
+            ),
+            (
+                "gen_ai.usage.input_tokens",
+                serde_json::json!({"intValue": input.to_string()}),
+            ),
+            (
+                "gen_ai.usage.output_tokens",
+                serde_json::json!({"intValue": output}),
+            ),
+            (
+                "gen_ai.response.finish_reasons",
+                serde_json::json!({"arrayValue": {"values": [{"stringValue": finish}]}}),
+            ),
+        ],
+    )
+}
+
+#[test]
+fn opentelemetry_spans_become_sessions_by_hand() {
+    use super::otel::{import, OtelError};
+    let tool = span(
+        "t1",
+        110,
+        310,
+        &[
+            (
+                "gen_ai.operation.name",
+                serde_json::json!({"stringValue": "execute_tool"}),
+            ),
+            (
+                "gen_ai.tool.name",
+                serde_json::json!({"stringValue": "search"}),
+            ),
+        ],
+    );
+    let no_usage = span(
+        "t1",
+        5,
+        6,
+        &[(
+            "gen_ai.operation.name",
+            serde_json::json!({"stringValue": "chat"}),
+        )],
+    );
+    let spans = vec![
+        chat("t1", 0, 100, 100, 20, "tool_calls"),
+        tool,
+        chat("t1", 320, 400, 400, 30, "stop"),
+        chat("t1", 450, 600, 500, 40, "stop"),
+        chat("t1", 460, 650, 520, 50, "stop"),
+        chat("t1", 700, 720, 700, 10, "stop"),
+        no_usage,
+        chat("t2", 1000, 1100, 64, 8, "stop"),
+    ];
+    let doc = serde_json::json!({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]});
+    let (sessions, info) = import(&doc.to_string()).unwrap();
+    assert_eq!(
+        (
+            info.spans,
+            info.model_calls,
+            info.tool_runs,
+            info.model_calls_without_usage
+        ),
+        (8, 6, 1, 1)
+    );
+    assert_eq!(sessions.len(), 2);
+    let s = &sessions[0];
+    s.check(1).unwrap();
+    assert_eq!(s.steps.len(), 4);
+    // Step 0: the whole first prompt; its call's result is the next prompt's growth.
+    let c = &s.steps[0].calls[0];
+    assert_eq!(
+        (s.steps[0].input_tokens, s.steps[0].output_tokens),
+        (100, 20)
+    );
+    assert_eq!(
+        (
+            c.name.as_str(),
+            c.arguments_tokens,
+            c.result_tokens,
+            c.tool_ms
+        ),
+        ("search", 20, 400 - 120, 200.0)
+    );
+    // Step 1 continues after the result: no user message.
+    assert_eq!((s.steps[1].input_tokens, s.steps[1].output_tokens), (0, 30));
+    assert!(s.steps[1].calls.is_empty());
+    // Step 2: the two overlapping calls are a fan-out, 50 ms after step 1 ended.
+    let b: Vec<(u32, u32)> = s.steps[2]
+        .fan_out
+        .iter()
+        .map(|b| (b.input_tokens, b.output_tokens))
+        .collect();
+    assert_eq!(b, [(500 - 430, 40), (520 - 430, 50)]);
+    assert_eq!(s.steps[2].think_ms, 50.0);
+    // Step 3: a user message of the prompt's growth past the fan-out (520 + 90).
+    assert_eq!(
+        (s.steps[3].input_tokens, s.steps[3].think_ms),
+        (700 - 610, 50.0)
+    );
+    assert_eq!(sessions[1].steps.len(), 1);
+    // One object per line reads the same; wrong input says what was expected.
+    let lines = format!("{}\n{}\n", doc, serde_json::json!({"resourceSpans": []}));
+    assert_eq!(import(&lines).unwrap().0, sessions);
+    assert!(matches!(
+        import("{\"x\":1}"),
+        Err(OtelError::Json { line: 1, .. })
+    ));
+    assert_eq!(
+        import("{\"resourceSpans\":[]}").unwrap_err(),
+        OtelError::NoModelCalls
+    );
+}
