@@ -1,5 +1,6 @@
 //! Integration tests: one binary (see STYLE.md), modules per area.
 
+mod agent;
 mod apis;
 mod architecture;
 mod browser;

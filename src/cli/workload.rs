@@ -262,6 +262,12 @@ fn export_line(scenario: &crate::workload::Scenario, r: RequestSpec) -> serde_js
         line["turn"] = r.turn.into();
         line["think_ms"] = r.think_ms.into();
     }
+    if r.branch > 0 {
+        line["branch"] = r.branch.into();
+    }
+    if r.tool_ms > 0.0 {
+        line["tool_ms"] = r.tool_ms.into();
+    }
     if !r.media.is_empty() {
         // What each part is (format, size, fingerprint), not its megabytes of base64.
         line["media"] = serde_json::to_value(&r.media).unwrap_or_default();
