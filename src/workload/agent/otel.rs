@@ -273,47 +273,8 @@ fn build_steps(spans: &[StepSpans]) -> Vec<AgentStep> {
     let mut context = 0u32;
     for (k, st) in spans.iter().enumerate() {
         let next = spans.get(k + 1);
-        let (start, end) = (
-            st.calls.iter().map(|c| c.0).min().unwrap_or(0),
-            st.calls.iter().map(|c| c.1).max().unwrap_or(0),
-        );
-        let new_tokens = |input: u32| input.saturating_sub(context).max(1);
-        let mut step = if st.calls.len() > 1 {
-            AgentStep {
-                fan_out: st
-                    .calls
-                    .iter()
-                    .map(|c| BranchTrace {
-                        input_tokens: new_tokens(c.2),
-                        output_tokens: c.3.max(1),
-                    })
-                    .collect(),
-                ..Default::default()
-            }
-        } else {
-            let c = st.calls[0];
-            AgentStep {
-                input_tokens: if k == 0 || out.last().is_some_and(|p| p.calls.is_empty()) {
-                    new_tokens(c.2)
-                } else {
-                    0
-                },
-                output_tokens: c.3.max(1),
-                ..Default::default()
-            }
-        };
-        // The wait before this step: tools already account for theirs; the rest is thinking.
-        if let Some(prev) = out.last() {
-            if prev.calls.is_empty() {
-                let prev_end = spans[k - 1]
-                    .calls
-                    .iter()
-                    .map(|c| c.1)
-                    .max()
-                    .unwrap_or(start);
-                step.think_ms = ms(start.saturating_sub(prev_end));
-            }
-        }
+        let end = st.calls.iter().map(|c| c.1).max().unwrap_or(0);
+        let mut step = new_step(spans, k, &out, context);
         let answer: u32 = st.calls.iter().map(|c| c.3).sum();
         let prompt = st.calls.iter().map(|c| c.2).max().unwrap_or(0);
         let next_prompt = next.and_then(|n| n.calls.iter().map(|c| c.2).min());
@@ -347,4 +308,51 @@ fn build_steps(spans: &[StepSpans]) -> Vec<AgentStep> {
         out.push(step);
     }
     out
+}
+
+/// Step `k` before its calls: a fan-out of its overlapping model calls, or one request
+/// whose new tokens are the prompt's growth past `context` (none right after calls, whose
+/// results are that growth); the gap after a step without calls is think time.
+fn new_step(spans: &[StepSpans], k: usize, out: &[AgentStep], context: u32) -> AgentStep {
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let st = &spans[k];
+    let start = st.calls.iter().map(|c| c.0).min().unwrap_or(0);
+    let new_tokens = |input: u32| input.saturating_sub(context).max(1);
+    let mut step = if st.calls.len() > 1 {
+        AgentStep {
+            fan_out: st
+                .calls
+                .iter()
+                .map(|c| BranchTrace {
+                    input_tokens: new_tokens(c.2),
+                    output_tokens: c.3.max(1),
+                })
+                .collect(),
+            ..Default::default()
+        }
+    } else {
+        let c = st.calls[0];
+        AgentStep {
+            input_tokens: if k == 0 || out.last().is_some_and(|p| p.calls.is_empty()) {
+                new_tokens(c.2)
+            } else {
+                0
+            },
+            output_tokens: c.3.max(1),
+            ..Default::default()
+        }
+    };
+    // The wait before this step: tools already account for theirs; the rest is thinking.
+    if let Some(prev) = out.last() {
+        if prev.calls.is_empty() {
+            let prev_end = spans[k - 1]
+                .calls
+                .iter()
+                .map(|c| c.1)
+                .max()
+                .unwrap_or(start);
+            step.think_ms = ms(start.saturating_sub(prev_end));
+        }
+    }
+    step
 }

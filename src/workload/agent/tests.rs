@@ -384,9 +384,9 @@ fn chat(
     )
 }
 
-#[test]
-fn opentelemetry_spans_become_sessions_by_hand() {
-    use super::otel::{import, OtelError};
+/// Two traces: a call, its tool, a text step, a fan-out of two, a last step; and a
+/// one-step trace; plus a model span without usage.
+fn sample_otlp() -> serde_json::Value {
     let tool = span(
         "t1",
         110,
@@ -422,6 +422,13 @@ fn opentelemetry_spans_become_sessions_by_hand() {
         chat("t2", 1000, 1100, 64, 8, "stop"),
     ];
     let doc = serde_json::json!({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]});
+    doc
+}
+
+#[test]
+fn opentelemetry_spans_become_sessions_by_hand() {
+    use super::otel::{import, OtelError};
+    let doc = sample_otlp();
     let (sessions, info) = import(&doc.to_string()).unwrap();
     assert_eq!(
         (
