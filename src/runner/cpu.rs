@@ -4,6 +4,9 @@
 
 use std::sync::{Arc, Mutex};
 
+/// CPU seconds of each thread, by its `/proc` stat path.
+pub type CpuSnapshot = std::collections::HashMap<String, f64>;
+
 /// The set of threads that make up the load generator.
 #[derive(Debug, Clone, Default)]
 pub struct ThreadCpu {
@@ -26,20 +29,35 @@ impl ThreadCpu {
     /// User + system CPU seconds used so far by registered threads (threads that have
     /// exited are no longer counted, so read this while they run).
     pub fn cpu_seconds(&self) -> f64 {
+        self.per_thread().values().sum()
+    }
+
+    /// CPU seconds of each registered thread still running, by its `/proc` path.
+    pub fn per_thread(&self) -> CpuSnapshot {
         let ticks_per_s = 100.0; // USER_HZ is 100 on every Linux this runs on
         let tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
         tasks
             .iter()
-            .filter_map(|p| std::fs::read_to_string(p).ok())
-            .filter_map(|s| {
+            .filter_map(|p| Some((p.clone(), std::fs::read_to_string(p).ok()?)))
+            .filter_map(|(p, s)| {
                 // Fields after the ")" that closes the command name: state is field 3,
                 // utime 14 and stime 15 (1-based over the whole line).
                 let rest = &s[s.rfind(')')? + 2..];
                 let f: Vec<&str> = rest.split_whitespace().collect();
                 let utime: f64 = f.get(11)?.parse().ok()?;
                 let stime: f64 = f.get(12)?.parse().ok()?;
-                Some((utime + stime) / ticks_per_s)
+                Some((p, (utime + stime) / ticks_per_s))
             })
+            .collect()
+    }
+
+    /// CPU seconds the registered threads used since `before`, counted per thread: a
+    /// thread that ended in between (the warm-up's feeder) drops out of both sides instead
+    /// of making the difference negative; its last moments are not counted.
+    pub fn cpu_seconds_since(&self, before: &CpuSnapshot) -> f64 {
+        self.per_thread()
+            .iter()
+            .map(|(p, now)| (now - before.get(p).copied().unwrap_or(0.0)).max(0.0))
             .sum()
     }
 
@@ -91,5 +109,21 @@ mod tests {
         if cpu.threads() > 0 {
             assert!(seen);
         }
+    }
+
+    #[test]
+    fn a_thread_that_ended_since_the_snapshot_is_not_a_negative_time() {
+        // A snapshot that holds a thread gone since (the warm-up's feeder), with 14 s of CPU.
+        let cpu = ThreadCpu::default();
+        let mut before = CpuSnapshot::new();
+        before.insert("/proc/self/task/999999999/stat".into(), 14.0);
+        assert_eq!(cpu.cpu_seconds_since(&before), 0.0);
+        cpu.register_current();
+        let mut now = cpu.per_thread();
+        for v in now.values_mut() {
+            *v = (*v - 0.5).max(0.0);
+        }
+        now.extend(before);
+        assert!(cpu.cpu_seconds_since(&now) >= 0.0);
     }
 }

@@ -22,8 +22,8 @@ impl Bench<'_> {
         // Measurement.
         self.show_measure(&warm.warmed, &warm.lead_in);
         let start_at = self.common_start().await;
-        let cpu_before = cpu.cpu_seconds();
-        let readers_before = readers.cpu_seconds();
+        let cpu_before = cpu.per_thread();
+        let readers_before = readers.per_thread();
         let opened_before = pool.opened();
         let tcp_before = host_net::tcp_segments();
         stamps.socket_wait.reset();
@@ -44,8 +44,8 @@ impl Bench<'_> {
             .await
         };
         tokio::task::block_in_place(|| self.collector.sample_now());
-        let cpu_seconds = cpu.cpu_seconds() - cpu_before;
-        let client_cpu_seconds = readers.cpu_seconds() - readers_before;
+        let cpu_seconds = cpu.cpu_seconds_since(&cpu_before);
+        let client_cpu_seconds = readers.cpu_seconds_since(&readers_before);
         let wall_seconds = wall_before.elapsed().as_secs_f64();
         let connections_opened_measured = pool.opened() - opened_before;
         let tcp_segments = match (tcp_before, host_net::tcp_segments()) {
