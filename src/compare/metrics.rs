@@ -24,6 +24,11 @@ pub enum Metric {
     SuccessRate,
     /// Requests per second meeting every per-request SLO bound (only with `--slo`).
     GoodputRequestsPerS,
+    /// Sessions (multi-turn, agents): a complete session's wall time, P50 and P99.
+    SessionWallP50Ms,
+    SessionWallP99Ms,
+    /// Sessions: share of prompt tokens the server served from its prefix cache (0–1).
+    SessionCachedShare,
     /// Output tokens per second per GPU serving the model (draft 6.2).
     OutputTokensPerGpuS,
     /// Output tokens per dollar of serving cost (draft 6.2): tokens/s × 3600 / ($/h).
@@ -32,8 +37,9 @@ pub enum Metric {
 
 impl Metric {
     /// The metrics every comparison shows and `regress` gates on, in display order
-    /// (goodput only appears where the runs had per-request SLOs).
-    pub const KEY: [Metric; 9] = [
+    /// (goodput only appears where the runs had per-request SLOs, the session figures where
+    /// their workload had sessions).
+    pub const KEY: [Metric; 12] = [
         Metric::OutputTokensPerS,
         Metric::RequestsPerS,
         Metric::TtftP50Ms,
@@ -43,6 +49,9 @@ impl Metric {
         Metric::E2eP99Ms,
         Metric::SuccessRate,
         Metric::GoodputRequestsPerS,
+        Metric::SessionWallP50Ms,
+        Metric::SessionWallP99Ms,
+        Metric::SessionCachedShare,
     ];
 
     /// The normalised figures of draft 6.2, shown when the inputs are known.
@@ -61,6 +70,9 @@ impl Metric {
             Metric::E2eP99Ms => "e2e_p99_ms",
             Metric::SuccessRate => "success_rate",
             Metric::GoodputRequestsPerS => "goodput_requests_per_s",
+            Metric::SessionWallP50Ms => "session_wall_p50_ms",
+            Metric::SessionWallP99Ms => "session_wall_p99_ms",
+            Metric::SessionCachedShare => "session_cached_share",
             Metric::OutputTokensPerGpuS => "output_tokens_per_gpu_s",
             Metric::OutputTokensPerDollar => "output_tokens_per_dollar",
         }
@@ -78,6 +90,9 @@ impl Metric {
             Metric::E2eP99Ms => "E2E P99",
             Metric::SuccessRate => "Success rate",
             Metric::GoodputRequestsPerS => "Goodput",
+            Metric::SessionWallP50Ms => "Session wall P50",
+            Metric::SessionWallP99Ms => "Session wall P99",
+            Metric::SessionCachedShare => "Prompt from cache",
             Metric::OutputTokensPerGpuS => "Output per GPU",
             Metric::OutputTokensPerDollar => "Output per dollar",
         }
@@ -92,8 +107,10 @@ impl Metric {
             | Metric::TtftP99Ms
             | Metric::TpotP50Ms
             | Metric::TpotP99Ms
-            | Metric::E2eP99Ms => "ms",
-            Metric::SuccessRate => "share",
+            | Metric::E2eP99Ms
+            | Metric::SessionWallP50Ms
+            | Metric::SessionWallP99Ms => "ms",
+            Metric::SuccessRate | Metric::SessionCachedShare => "share",
             Metric::OutputTokensPerGpuS => "tok/GPU-s",
             Metric::OutputTokensPerDollar => "tok/$",
         }
@@ -106,7 +123,9 @@ impl Metric {
             | Metric::TtftP99Ms
             | Metric::TpotP50Ms
             | Metric::TpotP99Ms
-            | Metric::E2eP99Ms => Direction::LowerIsBetter,
+            | Metric::E2eP99Ms
+            | Metric::SessionWallP50Ms
+            | Metric::SessionWallP99Ms => Direction::LowerIsBetter,
             _ => Direction::HigherIsBetter,
         }
     }
@@ -129,6 +148,9 @@ impl Metric {
                 .as_ref()
                 .and_then(|slo| slo.per_request.as_ref())
                 .map(|a| a.goodput_requests_per_s),
+            Metric::SessionWallP50Ms => session_wall(run, |d| d.p50),
+            Metric::SessionWallP99Ms => session_wall(run, |d| d.p99),
+            Metric::SessionCachedShare => s.sessions.as_ref().and_then(|x| x.cached_share),
             Metric::OutputTokensPerGpuS => norm
                 .gpus(run)
                 .filter(|g| *g > 0.0)
@@ -140,6 +162,11 @@ impl Metric {
         };
         v.filter(|v| v.is_finite())
     }
+}
+
+/// A figure of the complete sessions' wall time, when the run had sessions.
+fn session_wall(run: &RunReport, f: fn(&crate::metrics::Distribution) -> f64) -> Option<f64> {
+    run.summary.sessions.as_ref()?.wall_ms.as_ref().map(f)
 }
 
 /// What the normalised figures divide by, for one system (draft 6.2).

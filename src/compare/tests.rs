@@ -411,3 +411,54 @@ fn per_system_intervals_are_the_hull_of_bootstrap_and_t() {
         c.difference_ci
     );
 }
+
+/// A run's session summary: two one-request sessions of `wall_ms`, half their prompt cached.
+fn sessions(wall_ms: f64) -> crate::metrics::sessions::SessionSummary {
+    let record = |id: u64| crate::record::RequestRecord {
+        phase: crate::record::Phase::Measure,
+        session: Some((id, 0)),
+        sent_at: Some(0),
+        finished_at: (wall_ms * 1e6) as u64,
+        usage: Some(
+            serde_json::json!({"prompt_tokens": 100, "prompt_tokens_details": {"cached_tokens": 50}}),
+        ),
+        ..Default::default()
+    };
+    crate::metrics::sessions::SessionTally::of(&[record(1), record(2)])
+        .finish()
+        .unwrap()
+}
+
+#[test]
+fn session_figures_are_compared_where_the_runs_had_sessions() {
+    let plain = compare(
+        &[system("a", 1.0, &SEEDS, 0), system("b", 1.3, &SEEDS, 5)],
+        &Options::default(),
+    );
+    assert!(plain
+        .metrics
+        .iter()
+        .all(|m| m.metric != Metric::SessionWallP50Ms));
+    let with_sessions = |name: &str, level: f64, start: u64| {
+        let mut s = system(name, level, &SEEDS, start);
+        for (i, r) in s.runs.iter_mut().enumerate() {
+            let wall = 4000.0 * level * (1.0 + JITTER[i % JITTER.len()]);
+            r.report.summary.sessions = Some(sessions(wall));
+        }
+        s
+    };
+    let r = compare(
+        &[with_sessions("a", 1.0, 0), with_sessions("b", 1.3, 5)],
+        &Options::default(),
+    );
+    assert_eq!(verdict(&r, Metric::SessionWallP50Ms), Verdict::Worse);
+    assert_eq!(verdict(&r, Metric::SessionWallP99Ms), Verdict::Worse);
+    assert_eq!(
+        verdict(&r, Metric::SessionCachedShare),
+        Verdict::NoDifference
+    );
+    assert_eq!(
+        row(&r, Metric::SessionCachedShare).label,
+        "Prompt from cache"
+    );
+}
