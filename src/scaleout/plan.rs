@@ -57,8 +57,8 @@ pub enum PlanError {
     ShardOnly(String),
     #[error("{0}: credentials never go into a plan (it is stored in a ConfigMap); give them to each shard: the API key through its environment (--api-key-env), headers with `run --plan ... --header`")]
     Credential(String),
-    #[error("multi-turn workloads cannot be sharded yet: a session's turns depend on its answers, so ordinals cannot be split ahead of time; use a single-turn workload")]
-    MultiTurn,
+    #[error("{0} has sessions, which cannot be sharded yet: a session's requests follow each other's answers, so one generator must send them all, and the plan splits requests, not sessions; use a single-turn workload")]
+    MultiTurn(String),
     #[error("closed loop with --concurrency {concurrency} cannot be split into {shards} shards: each shard needs at least one stream")]
     TooFewStreams { concurrency: u32, shards: u32 },
     #[error("--shards must be between 1 and 1000")]
@@ -156,8 +156,17 @@ pub fn check_shardable(config: &RunConfig, shards: u32) -> Result<(), PlanError>
     if !config.target.url.to_string().starts_with("http") || config.target.builtin_simulator {
         return Err(PlanError::NoUrl);
     }
-    if config.workload.sessions.is_some() {
-        return Err(PlanError::MultiTurn);
+    let w = &config.workload;
+    let agent_dataset = matches!(
+        config.dataset.as_deref(),
+        Some(crate::workload::datasets::Dataset::Agent(_))
+    );
+    if w.sessions.is_some() || w.agent.is_some() || agent_dataset {
+        let what = match &w.profile {
+            Some(p) => format!("profile {}", p.id),
+            None => format!("workload `{}`", w.name),
+        };
+        return Err(PlanError::MultiTurn(what));
     }
     if let LoadPattern::Closed { concurrency } = config.load {
         if concurrency < shards {
@@ -273,6 +282,21 @@ mod tests {
             run_options(&s(&["--out", "x"])),
             Err(PlanError::ShardOnly("--out".into()))
         );
+    }
+
+    #[test]
+    fn session_workloads_are_refused_by_name() {
+        let mut config = crate::export::fixture::report().config;
+        config.target.url = crate::config::BaseUrl::parse("http://h:1/v1").unwrap();
+        config.target.builtin_simulator = false;
+        config.load = LoadPattern::Closed { concurrency: 8 };
+        assert_eq!(check_shardable(&config, 2), Ok(()));
+        config.workload = crate::workload::Scenario::named("agentic").unwrap();
+        let err = check_shardable(&config, 2).unwrap_err();
+        assert_eq!(err, PlanError::MultiTurn("workload `agentic`".into()));
+        config.workload = crate::workload::profile::preset("CHAT").unwrap();
+        let err = check_shardable(&config, 2).unwrap_err().to_string();
+        assert!(err.starts_with("profile CHAT has sessions"), "{err}");
     }
 
     #[test]

@@ -144,7 +144,7 @@ pub(crate) fn items(
     }
     w.items.get_or_insert(LengthDist::fixed(1));
     w.items_query = endpoint == crate::client::Endpoint::Rerank;
-    if w.sessions.is_some() || w.content == crate::workload::Content::Dataset {
+    if w.sessions.is_some() || w.agent.is_some() || w.content == crate::workload::Content::Dataset {
         bail!("--endpoint {endpoint:?} sends independent items: multi-turn workloads and datasets do not apply (use --input-tokens and --items-per-request)");
     }
     Ok(())
