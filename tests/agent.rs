@@ -163,6 +163,25 @@ fn the_agentic_workload_runs_and_reports_its_sessions() {
 }
 
 #[test]
+fn an_api_without_tools_is_refused_with_the_ones_that_have_them() {
+    let out = servebench(&[
+        "run",
+        "--workload",
+        "agentic",
+        "--endpoint",
+        "tgi",
+        "--requests",
+        "2",
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("need --endpoint chat, responses or messages"),
+        "{err}"
+    );
+}
+
+#[test]
 fn opentelemetry_traces_import_and_replay() {
     let dir = temp_dir("agent-otel");
     let span = |trace: &str, start: u64, end: u64, attrs: serde_json::Value| {
@@ -215,7 +234,9 @@ fn opentelemetry_traces_import_and_replay() {
     let line = std::fs::read_to_string(&sessions).unwrap();
     let s: serde_json::Value = serde_json::from_str(line.trim()).unwrap();
     assert_eq!(s["steps"][0]["calls"][0]["name"], "grep");
-    assert_eq!(s["steps"][0]["calls"][0]["tool_ms"], 40.0);
+    // The tool ended 50 ms after the answer; the next step came 10 ms after the tool.
+    assert_eq!(s["steps"][0]["calls"][0]["tool_ms"], 50.0);
+    assert_eq!(s["steps"][1]["think_ms"], 10.0);
     assert_eq!(s["steps"][0]["calls"][0]["result_tokens"], 500 - 310);
     // What `workload show` draws from it: the recorded lengths.
     let show = servebench(&[
@@ -242,5 +263,6 @@ fn opentelemetry_traces_import_and_replay() {
         ),
         (Some(10), Some(8))
     );
-    assert_eq!(lines[1]["tool_ms"], 40.0);
+    assert_eq!(lines[1]["tool_ms"], 50.0);
+    assert_eq!(lines[1]["think_ms"], 10.0);
 }

@@ -145,6 +145,8 @@ pub struct RequestRecord {
     pub class: Option<String>,
     /// Multi-turn: (session id, 0-based turn).
     pub session: Option<(u64, u32)>,
+    /// Sessions: the steps (turns) the session plans (0: not recorded).
+    pub session_steps: u32,
     /// Agent sessions: the request's branch in its step's fan-out (0-based).
     pub branch: u32,
     /// Sessions: the tool time planned after the previous step's answers, ms.

@@ -39,6 +39,9 @@ pub struct WireRecord {
     /// Multi-turn: 0-based turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn: Option<u32>,
+    /// Sessions: the steps (turns) the session plans (absent: not recorded).
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub session_steps: u32,
     /// Agent sessions: the branch in the step's fan-out (absent: 0).
     #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub branch: u32,
@@ -123,6 +126,7 @@ impl WireRecord {
             class: r.class.clone(),
             session: r.session.map(|s| s.0),
             turn: r.session.map(|s| s.1),
+            session_steps: r.session_steps,
             branch: r.branch,
             planned_tool_ms: r.planned_tool_ms,
             planned_think_ms: r.planned_think_ms,
@@ -187,6 +191,7 @@ impl WireRecord {
             phase: self.phase,
             class: self.class,
             session: self.session.map(|s| (s, self.turn.unwrap_or(0))),
+            session_steps: self.session_steps,
             branch: self.branch,
             planned_tool_ms: self.planned_tool_ms,
             planned_think_ms: self.planned_think_ms,

@@ -163,6 +163,7 @@ fn prepare(
         arrival_ms: spec.arrival_ms,
         session: spec.session.map(|s| (s, spec.turn)),
         think_ms: spec.think_ms,
+        session_steps: spec.session_steps,
         branch: spec.branch,
         tool_ms: spec.tool_ms,
         http_bytes: http_request(target, &body, spec.index),

@@ -43,6 +43,7 @@ pub fn prepared(
         arrival_ms: None,
         session: None,
         think_ms: 0.0,
+        session_steps: 0,
         branch: 0,
         tool_ms: 0.0,
         http_bytes: crate::client::exchange::http_request(target, &body, id),

@@ -55,6 +55,10 @@ pub struct RequestSpec {
     /// Images and audio sent with the prompt (`media::MediaPart`); none for text requests.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub media: Vec<media::MediaPart>,
+    /// Sessions: how many steps (turns) the session plans, so a summary can tell a
+    /// complete session from one the run's end cut short (0 outside sessions).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub session_steps: u32,
     /// Agent sessions: the fan-out branch of this request within its step (0-based; the
     /// step is `turn`), all of a step's branches sent at once.
     #[serde(skip_serializing_if = "is_zero")]

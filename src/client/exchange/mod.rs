@@ -42,6 +42,8 @@ pub struct PreparedRequest {
     pub session: Option<(u64, u32)>,
     /// Multi-turn: wait after the previous turn's answer, ms.
     pub think_ms: f64,
+    /// Sessions: the steps (turns) the session plans.
+    pub session_steps: u32,
     /// Agent sessions: the request's branch in its step's fan-out (0-based).
     pub branch: u32,
     /// Agent sessions: the tool time waited after the previous step, ms (before `think_ms`).
@@ -138,6 +140,7 @@ impl Exchange {
                     phase,
                     class: req.class.clone(),
                     session: req.session,
+                    session_steps: req.session_steps,
                     branch: req.branch,
                     planned_tool_ms: req.tool_ms,
                     planned_think_ms: req.think_ms,

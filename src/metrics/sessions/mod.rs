@@ -30,8 +30,13 @@ pub const STEPS_SHOWN: u32 = 12;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SessionSummary {
     pub sessions: u64,
-    /// Sessions whose every request succeeded (a failed request ends its session).
+    /// Complete sessions: every planned step sent and every request succeeded (a failed
+    /// request ends its session).
     pub sessions_ok: u64,
+    /// Sessions the run's end cut short (no request failed, but steps were never sent):
+    /// left out of the times, since long sessions are the likelier to be cut.
+    #[serde(default)]
+    pub sessions_cut: u64,
     /// Requests per session (a fan-out's branches each count).
     pub requests_per_session: f64,
     /// Steps per session (a fan-out is one step).
@@ -86,6 +91,15 @@ struct Acc {
     /// Per step: its branches, planned tool and think time.
     steps: BTreeMap<u32, (u32, f64, f64)>,
     failed: bool,
+    /// Steps the session plans (0: not recorded, then every session seen counts as whole).
+    planned: u32,
+}
+
+impl Acc {
+    /// Every planned step was sent (as far as the records say).
+    fn whole(&self) -> bool {
+        self.planned == 0 || self.steps.contains_key(&(self.planned - 1))
+    }
 }
 
 /// [`SessionSummary`] one record at a time.
@@ -133,6 +147,7 @@ impl SessionTally {
         entry.1 = entry.1.max(r.planned_tool_ms);
         entry.2 = entry.2.max(r.planned_think_ms);
         acc.failed |= !r.outcome.is_ok();
+        acc.planned = acc.planned.max(r.session_steps);
         self.tool_calls += u64::from(r.tool_calls);
         if r.outcome.is_ok() {
             self.cache.add(r);
@@ -155,6 +170,7 @@ impl SessionTally {
         let (mut wall, mut model, mut tool, mut think) = (sketch(), sketch(), sketch(), sketch());
         let mut sums = [0.0f64; 4];
         let (mut requests, mut steps, mut fan_out, mut widest, mut ok) = (0usize, 0usize, 0, 0, 0);
+        let mut cut = 0;
         for acc in self.open.values() {
             requests += acc.spans.len();
             steps += acc.steps.len();
@@ -163,6 +179,10 @@ impl SessionTally {
                 widest = widest.max(*branches);
             }
             if acc.failed {
+                continue;
+            }
+            if !acc.whole() {
+                cut += 1;
                 continue;
             }
             ok += 1;
@@ -184,6 +204,7 @@ impl SessionTally {
         Some(SessionSummary {
             sessions: self.open.len() as u64,
             sessions_ok: ok,
+            sessions_cut: cut,
             requests_per_session: requests as f64 / n,
             steps_per_session: steps as f64 / n,
             fan_out_steps: fan_out,

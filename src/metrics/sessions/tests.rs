@@ -28,7 +28,8 @@ fn rec(session: u64, step: u32, sent: u64, ttft: u64, end: u64) -> RequestRecord
 #[test]
 fn an_agent_session_by_hand() {
     // Step 0: 0 → 100 ms. Tool 50 ms. Step 1: a fan-out of two branches, 150 → 300 and
-    // 160 → 250 (a late start: 10 ms of "other"). Tool 20 + think 30 ms. Step 2: 350 → 400.
+    // 160 → 250 (the second one's late start is inside the first one's flight). Tool 20 +
+    // think 30 ms. Step 2: 350 → 400.
     let mut s1 = rec(1, 1, 150, 40, 300);
     s1.planned_tool_ms = 50.0;
     let mut s1b = rec(1, 1, 160, 20, 250);
@@ -101,14 +102,19 @@ fn failed_sessions_count_but_have_no_times_and_other_phases_are_skipped() {
         phase: Phase::Measure,
         ..Default::default()
     };
-    let t = SessionTally::of(&[rec(2, 0, 0, 10, 100), bad, rec(3, 0, 0, 5, 50), warm, plain]);
+    // Session 4 plans 3 steps; the run ended after its first.
+    let mut cut = rec(4, 0, 0, 5, 30);
+    cut.session_steps = 3;
+    let mut whole = rec(3, 0, 0, 5, 50);
+    whole.session_steps = 1;
+    let t = SessionTally::of(&[rec(2, 0, 0, 10, 100), bad, whole, warm, plain, cut]);
     let s = t.finish().unwrap();
-    assert_eq!((s.sessions, s.sessions_ok), (2, 1));
+    assert_eq!((s.sessions, s.sessions_ok, s.sessions_cut), (3, 1, 1));
     assert_eq!(s.wall_ms.as_ref().unwrap().n, 1);
     assert_eq!(s.wall_ms.as_ref().unwrap().p50, 50.0);
     // The failed request has no TTFT row entry; its step's row is absent entirely.
     assert_eq!(s.ttft_by_step.len(), 1);
-    assert_eq!(s.ttft_by_step[0].requests, 2);
+    assert_eq!(s.ttft_by_step[0].requests, 3);
     assert_eq!(s.cached_share, None, "no answer said what was cached");
     assert!(SessionTally::of(&[RequestRecord::default()])
         .finish()

@@ -65,6 +65,7 @@ fn what_is_sent(args: &RunArgs, url: &str, builtin: bool) -> Result<Sent> {
         w.items_per_request.as_deref(),
         target.endpoint,
     )?;
+    workload::agent_endpoint(&workload, dataset.as_deref(), target.endpoint)?;
     media::media(
         &mut workload,
         &args.media,

@@ -121,6 +121,26 @@ fn flag(e: crate::client::Endpoint) -> String {
         .unwrap_or_default()
 }
 
+/// Agent sessions need an API with tools: Chat Completions, Responses or Messages.
+pub(crate) fn agent_endpoint(
+    w: &WorkloadSpec,
+    dataset: Option<&crate::workload::datasets::Dataset>,
+    endpoint: crate::client::Endpoint,
+) -> Result<()> {
+    use crate::client::Endpoint;
+    let agent =
+        w.agent.is_some() || matches!(dataset, Some(crate::workload::datasets::Dataset::Agent(_)));
+    if agent
+        && !matches!(
+            endpoint,
+            Endpoint::Chat | Endpoint::Responses | Endpoint::Messages
+        )
+    {
+        bail!("--endpoint {endpoint:?} takes no tools: agent sessions (the agentic workload, [agent], AGNT, FUNC, an agent session dataset) need --endpoint chat, responses or messages");
+    }
+    Ok(())
+}
+
 /// The items of a non-generative endpoint's requests (`--items-per-request`, else the
 /// scenario file's `items`, else 1), and rerank's query; refused on a generative endpoint,
 /// where a request is one prompt.

@@ -20,9 +20,17 @@ pub fn shape_line(s: &SessionSummary) -> String {
         0 => String::new(),
         n => format!("; {n} fan-out steps (up to {} branches)", s.max_branches),
     };
+    let failed = s.sessions - s.sessions_ok - s.sessions_cut;
+    let mut status = format!("{} complete", s.sessions_ok);
+    if s.sessions_cut > 0 {
+        status.push_str(&format!(", {} cut short by the run's end", s.sessions_cut));
+    }
+    if failed > 0 {
+        status.push_str(&format!(", {failed} ended by a failure"));
+    }
     format!(
-        "{} sessions ({} complete), {:.1} requests and {:.1} steps each{fan}",
-        s.sessions, s.sessions_ok, s.requests_per_session, s.steps_per_session
+        "{} sessions ({status}), {:.1} requests and {:.1} steps each{fan}",
+        s.sessions, s.requests_per_session, s.steps_per_session
     )
 }
 

@@ -84,11 +84,12 @@ fn sessions(out: &mut String, r: &RunReport) {
             out,
             "",
             &format!(
-                "TTFT P50 {} at step 1 ({:.0} input tokens) → {} at step {} ({:.0})",
+                "TTFT P50 {} at step 1 ({:.0} input tokens) → {} at step {}{} ({:.0})",
                 opt_ms(a.ttft_ms, |d| d.p50),
                 a.mean_input_tokens,
                 opt_ms(b.ttft_ms, |d| d.p50),
                 b.step + 1,
+                if b.and_later { " and later" } else { "" },
                 b.mean_input_tokens
             ),
         );

@@ -210,14 +210,36 @@ pub(super) async fn run_session(
     for step in steps {
         let wait_ms = step[0].tool_ms.max(0.0) + step[0].think_ms.max(0.0);
         let due = ctx.shared.clock.now() + (wait_ms * 1e6) as u64;
-        let (mut phase_cancel, mut run_cancel) = ctx.cancels();
-        tokio::select! {
-            _ = tokio::time::sleep_until(ctx.shared.clock.instant_at(due).into()) => {}
-            _ = phase_cancel.wait_for(|c| *c) => return,
-            _ = run_cancel.wait_for(|c| *c) => return,
+        if !wait_for_step(ctx, due).await {
+            return;
         }
         if !send_step(ctx, step, open_loop.then_some(due), None, false).await {
             return;
+        }
+    }
+}
+
+/// How often a wait between steps looks whether the phase stopped sending (a request
+/// count reached cancels nothing, and a recorded think time can be minutes).
+const STOP_CHECK: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Waits until `due` on the run clock; false when the phase stopped sending or was
+/// cancelled meanwhile (the session then ends).
+async fn wait_for_step(ctx: &PhaseCtx, due: Nanos) -> bool {
+    let (mut phase_cancel, mut run_cancel) = ctx.cancels();
+    let until = tokio::time::Instant::from(ctx.shared.clock.instant_at(due));
+    loop {
+        if (ctx.should_stop)() {
+            return false;
+        }
+        let now = tokio::time::Instant::now();
+        if now >= until {
+            return true;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep_until(until.min(now + STOP_CHECK)) => {}
+            _ = phase_cancel.wait_for(|c| *c) => return false,
+            _ = run_cancel.wait_for(|c| *c) => return false,
         }
     }
 }

@@ -8,9 +8,10 @@
 //! `gen_ai.conversation.id`, else by trace id. In a session, in start order:
 //!
 //! - model calls that overlap in time are one step's fan-out, else each is a step;
-//! - the tool runs between two steps are the earlier step's calls (their run time is
-//!   `tool_ms`); a model call that finished with `tool_calls` but has no tool span gets one
-//!   call lasting the gap to the next step;
+//! - the tool runs between two steps are the earlier step's calls, each lasting from the
+//!   model's answer to its end (so the longest is the wait, sequential tools included);
+//!   the gap from the last tool's end to the next step is think time; a model call that
+//!   finished with a tool call but has no tool span gets one call lasting the whole gap;
 //! - a step's new tokens are the difference of successive prompts: the next prompt less the
 //!   previous prompt and answer. After calls they are the calls' results (split evenly),
 //!   else a user message whose wait before it is think time. The first step's prompt is
@@ -166,20 +167,26 @@ fn read_span(raw: &Value) -> Read {
         .to_owned();
     let kind = match text("gen_ai.operation.name") {
         Some("chat" | "text_completion" | "generate_content") => {
+            // Instrumentations before the 1.37 conventions (OpenLLMetry) still write the
+            // prompt/completion names.
             let (Some(input), Some(output)) = (
-                int("gen_ai.usage.input_tokens"),
-                int("gen_ai.usage.output_tokens"),
+                int("gen_ai.usage.input_tokens").or_else(|| int("gen_ai.usage.prompt_tokens")),
+                int("gen_ai.usage.output_tokens").or_else(|| int("gen_ai.usage.completion_tokens")),
             ) else {
                 return Read::ModelWithoutUsage;
             };
             let finish = attrs
                 .get("gen_ai.response.finish_reasons")
-                .map(|v| v.to_string())
+                .map(|v| v.to_string().to_ascii_lowercase())
                 .unwrap_or_default();
             Kind::Model {
                 input: input.min(u64::from(u32::MAX)) as u32,
                 output: output.min(u64::from(u32::MAX)) as u32,
-                calls_tools: finish.contains("tool_calls") || finish.contains("tool_use"),
+                // OpenAI `tool_calls`, the conventions' `tool_call`, Anthropic `tool_use`,
+                // the Vercel AI SDK's `tool-calls`, the older `function_call`.
+                calls_tools: ["tool_call", "tool-call", "tool_use", "function_call"]
+                    .iter()
+                    .any(|w| finish.contains(w)),
             }
         }
         Some("execute_tool") => Kind::Tool {
@@ -279,10 +286,12 @@ fn build_steps(spans: &[StepSpans]) -> Vec<AgentStep> {
         let prompt = st.calls.iter().map(|c| c.2).max().unwrap_or(0);
         let next_prompt = next.and_then(|n| n.calls.iter().map(|c| c.2).min());
         let results = next_prompt.map_or(0, |p| p.saturating_sub(prompt + answer));
+        // A call's time runs from the model's answer to the tool's end: replayed as parallel
+        // calls, the longest of them is then the whole wait, sequential tools included.
         let mut tools: Vec<(String, f64)> = st
             .tools
             .iter()
-            .map(|(n, a, b)| (n.clone(), ms(b - a)))
+            .map(|(n, _, b)| (n.clone(), ms(b.saturating_sub(end))))
             .collect();
         if tools.is_empty() && st.calls.len() == 1 && st.calls[0].4 {
             let next_start = next
@@ -302,6 +311,10 @@ fn build_steps(spans: &[StepSpans]) -> Vec<AgentStep> {
                 })
                 .collect();
             context = prompt + answer + results;
+        } else if st.calls.len() > 1 {
+            // The branches' own messages stay in the branches; the history gains their
+            // answers (as the sub-agents' results).
+            context += answer;
         } else {
             context = prompt + answer;
         }
@@ -342,17 +355,21 @@ fn new_step(spans: &[StepSpans], k: usize, out: &[AgentStep], context: u32) -> A
             ..Default::default()
         }
     };
-    // The wait before this step: tools already account for theirs; the rest is thinking.
+    // The wait before this step: the tools account for theirs (to their last end); the
+    // rest of the gap is thinking.
     if let Some(prev) = out.last() {
-        if prev.calls.is_empty() {
-            let prev_end = spans[k - 1]
-                .calls
-                .iter()
-                .map(|c| c.1)
-                .max()
-                .unwrap_or(start);
-            step.think_ms = ms(start.saturating_sub(prev_end));
-        }
+        let before = &spans[k - 1];
+        let model_end = before.calls.iter().map(|c| c.1).max().unwrap_or(start);
+        let prev_end = match (
+            prev.calls.is_empty(),
+            before.tools.iter().map(|t| t.2).max(),
+        ) {
+            (true, _) => model_end,
+            (false, Some(tools_end)) => tools_end.max(model_end),
+            // A call without a tool span lasted the whole gap.
+            (false, None) => start,
+        };
+        step.think_ms = ms(start.saturating_sub(prev_end));
     }
     step
 }

@@ -74,6 +74,7 @@ pub fn plan(
             think_ms: step.think_ms,
             tools: &tools,
             tools_tokens,
+            steps: trace.steps.len() as u32,
         };
         if step.fan_out.is_empty() {
             if step.input_tokens > 0 {
@@ -122,6 +123,8 @@ struct Request<'t> {
     think_ms: f64,
     tools: &'t Arc<Vec<ToolDef>>,
     tools_tokens: u32,
+    /// Steps the session plans.
+    steps: u32,
 }
 
 impl Request<'_> {
@@ -151,6 +154,7 @@ impl Request<'_> {
             turn: self.turn,
             think_ms: self.think_ms,
             media: Vec::new(),
+            session_steps: self.steps,
             branch,
             tool_ms: self.tool_ms,
             agent: Some(Box::new(agent)),

@@ -222,6 +222,10 @@ fn the_session_format_reads_and_says_what_is_wrong() {
         .to_string()
         .contains("≥ 0"));
     assert_eq!(err("\n\n"), TraceError::Empty);
+    let after_text = "{\"steps\":[{\"input_tokens\":1,\"output_tokens\":1},{\"output_tokens\":2}]}";
+    assert!(err(after_text)
+        .to_string()
+        .contains("step 1 follows a text answer"));
 }
 
 #[test]
@@ -456,10 +460,12 @@ fn opentelemetry_spans_become_sessions_by_hand() {
             c.result_tokens,
             c.tool_ms
         ),
-        ("search", 20, 400 - 120, 200.0)
+        ("search", 20, 400 - 120, 210.0),
+        "the tool ran 110-310 ms: its time counts from the answer's end (100 ms)"
     );
-    // Step 1 continues after the result: no user message.
+    // Step 1 continues after the result: no user message; 10 ms after the tool's end.
     assert_eq!((s.steps[1].input_tokens, s.steps[1].output_tokens), (0, 30));
+    assert_eq!(s.steps[1].think_ms, 10.0);
     assert!(s.steps[1].calls.is_empty());
     // Step 2: the two overlapping calls are a fan-out, 50 ms after step 1 ended.
     let b: Vec<(u32, u32)> = s.steps[2]
@@ -469,10 +475,11 @@ fn opentelemetry_spans_become_sessions_by_hand() {
         .collect();
     assert_eq!(b, [(500 - 430, 40), (520 - 430, 50)]);
     assert_eq!(s.steps[2].think_ms, 50.0);
-    // Step 3: a user message of the prompt's growth past the fan-out (520 + 90).
+    // Step 3: a user message of the prompt's growth past the history before the fan-out
+    // (430) and the branches' answers (40 + 50), which is all the fan-out adds to it.
     assert_eq!(
         (s.steps[3].input_tokens, s.steps[3].think_ms),
-        (700 - 610, 50.0)
+        (700 - 520, 50.0)
     );
     assert_eq!(sessions[1].steps.len(), 1);
     // One object per line reads the same; wrong input says what was expected.

@@ -131,6 +131,15 @@ impl AgentTrace {
             if times.clone().any(|t| !t.is_finite() || t < 0.0) {
                 return bad(format!("step {i}: tool_ms and think_ms must be ≥ 0"));
             }
+            let after_text = i > 0 && {
+                let prev = &self.steps[i - 1];
+                prev.calls.is_empty() && prev.fan_out.is_empty()
+            };
+            if after_text && s.fan_out.is_empty() && s.input_tokens == 0 {
+                return bad(format!(
+                    "step {i} follows a text answer: it needs input_tokens > 0 (the user's next message)"
+                ));
+            }
             if s.calls.iter().any(|c| c.name.is_empty()) {
                 return bad(format!("step {i}: a tool call needs a name"));
             }

@@ -47,6 +47,7 @@ impl Generator {
             turn: 0,
             think_ms: 0.0,
             media: Vec::new(),
+            session_steps: 0,
             branch: 0,
             tool_ms: 0.0,
             agent: None,
