@@ -53,6 +53,13 @@ fn recorded_sessions_replay_step_by_step_against_the_simulators_truth() {
     for r in &measured {
         let t = &truth[r.response_id.as_deref().unwrap()];
         assert_eq!(r.output_tokens, t.completion_tokens);
+        // The first step asks for a call (tool_choice required) and the simulator made
+        // one; the others ask for text.
+        let step = r.session.unwrap().1;
+        assert_eq!(
+            (r.tool_calls, t.tool_calls),
+            (u32::from(step == 0), u32::from(step == 0))
+        );
         by_session.entry(r.session.unwrap().0).or_default().push(r);
     }
     for (id, mut reqs) in by_session {
@@ -97,6 +104,7 @@ fn recorded_sessions_replay_step_by_step_against_the_simulators_truth() {
     assert_eq!((ss.sessions, ss.sessions_ok), (3, 3));
     assert_eq!((ss.requests_per_session, ss.steps_per_session), (4.0, 3.0));
     assert_eq!((ss.fan_out_steps, ss.max_branches), (3, 2));
+    assert_eq!(ss.tool_calls_answered, 3);
     let dist = |d: &Option<servebench::metrics::Distribution>| d.unwrap();
     assert_eq!(
         (dist(&ss.tool_ms).p50, dist(&ss.think_ms).p50),
@@ -124,6 +132,52 @@ fn recorded_sessions_replay_step_by_step_against_the_simulators_truth() {
         (prompt, cached)
     );
     assert!(cached > 0, "later steps reuse the history's prefix");
+}
+
+#[test]
+fn every_api_with_tools_carries_the_calls_and_results_the_simulator_reads() {
+    for endpoint in ["chat", "responses", "messages"] {
+        let sim = SimServer::spawn(SimConfig::fixed(5.0, 0.5), 0).unwrap();
+        let path = sessions_file(&format!("agent-api-{endpoint}"), 2);
+        let args = [
+            "--dataset",
+            path.to_str().unwrap(),
+            "--endpoint",
+            endpoint,
+            "--concurrency",
+            "1",
+            "--requests",
+            "8",
+            "--warmup",
+            "none",
+        ];
+        let cfg = config(
+            &sim.base_url(),
+            &args,
+            &temp_dir(&format!("agent-api-{endpoint}-run")),
+        );
+        let (out, s) = run(&cfg);
+        let truth = truth_by_id(&sim, out.records.len());
+        let measured: Vec<&RequestRecord> = out
+            .records
+            .iter()
+            .filter(|r| r.phase == Phase::Measure)
+            .collect();
+        assert_eq!(measured.len(), 8, "{endpoint}");
+        for r in &measured {
+            assert!(r.outcome.is_ok(), "{endpoint}: {:?}", r.outcome);
+            let t = &truth[r.response_id.as_deref().unwrap()];
+            let step = r.session.unwrap().1;
+            assert_eq!(r.tool_calls, u32::from(step == 0), "{endpoint} step {step}");
+            assert_eq!(t.tool_calls, r.tool_calls, "{endpoint}");
+            assert_eq!(r.output_tokens, t.completion_tokens, "{endpoint}");
+            // A later step's prompt holds the earlier calls' results: it is longer.
+            if step > 0 {
+                assert!(t.prompt_tokens > 50 + 40, "{endpoint}: {}", t.prompt_tokens);
+            }
+        }
+        assert_eq!(s.sessions.unwrap().sessions_ok, 2, "{endpoint}");
+    }
 }
 
 #[test]

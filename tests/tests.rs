@@ -25,6 +25,7 @@ mod reports;
 mod scaleout;
 mod sim_engine;
 mod telemetry;
+mod tools;
 mod trace_context;
 mod trustworthy;
 mod workloads;

@@ -236,11 +236,19 @@ fn export(a: &WorkloadArgs) -> Result<()> {
 
 /// One request as `workload export` writes it.
 fn export_line(scenario: &crate::workload::Scenario, r: RequestSpec) -> serde_json::Value {
-    let messages: Vec<serde_json::Value> = r
-        .messages
-        .iter()
-        .map(|(role, content)| serde_json::json!({"role": role, "content": content}))
-        .collect();
+    // Chat Completions messages: an agent request's tool calls and results woven in.
+    let prompt = crate::client::apis::Prompt {
+        messages: &r.messages,
+        max_tokens: r.max_tokens,
+        overrides: &[],
+        agent: r.agent.as_deref(),
+    };
+    let messages = crate::client::apis::tools::chat_messages(&prompt);
+    let mut tools = serde_json::Map::new();
+    if let Some(agent) = r.agent.as_deref() {
+        let chat = crate::client::Endpoint::Chat;
+        crate::client::apis::tools::insert_tools(chat, &mut tools, agent);
+    }
     let mut line = serde_json::json!({
         "index": r.index,
         "input_tokens": r.input_tokens,
@@ -267,6 +275,9 @@ fn export_line(scenario: &crate::workload::Scenario, r: RequestSpec) -> serde_js
     }
     if r.tool_ms > 0.0 {
         line["tool_ms"] = r.tool_ms.into();
+    }
+    for (k, v) in tools {
+        line[k] = v; // `tools` and `tool_choice`, in the Chat Completions form
     }
     if !r.media.is_empty() {
         // What each part is (format, size, fingerprint), not its megabytes of base64.

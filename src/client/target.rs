@@ -148,6 +148,17 @@ impl Endpoint {
         !matches!(self, Endpoint::Embeddings | Endpoint::Rerank)
     }
 
+    /// Whether the API can offer tools and carry tool calls and their results in the
+    /// history (Chat Completions, Responses, Anthropic Messages), so agent sessions can be
+    /// sent through it. The others (raw-text routes, WebSocket templates, gRPC, embeddings,
+    /// rerank) have no field for tools: an agent workload there is refused before a run.
+    pub fn takes_tools(self) -> bool {
+        matches!(
+            self,
+            Endpoint::Chat | Endpoint::Responses | Endpoint::Messages
+        )
+    }
+
     /// The items a request of `texts` workload texts carries: every text is an input to
     /// embed; for rerank the first is the query, the rest the documents. 0 for the
     /// generative APIs.

@@ -210,7 +210,9 @@ pub struct RequestRecord {
     pub usage: Option<serde_json::Value>,
     pub server_timing: Option<ServerTiming>,
     pub finish_reason: Option<String>,
-    /// Tool calls the server's answer made (0 for a text answer).
+    /// Tool calls the server's answer made (distinct calls, however many events each took);
+    /// 0 for a text answer. Their arguments are output: they are in `chunks` and
+    /// `output_tokens` like answer text.
     pub tool_calls: u32,
     /// HTTP status of the response, when one came.
     pub http_status: Option<u16>,

@@ -103,6 +103,9 @@ pub struct WireRecord {
     #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub items: u32,
     pub finish_reason: Option<String>,
+    /// Tool calls the answer made; absent when none (and in files written before it).
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub tool_calls: u32,
     pub usage: Option<serde_json::Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_timing: Option<ServerTiming>,
@@ -167,6 +170,7 @@ impl WireRecord {
             max_tokens: r.max_tokens,
             items: r.items,
             finish_reason: r.finish_reason.clone(),
+            tool_calls: r.tool_calls,
             usage: r.usage.clone(),
             server_timing: r.server_timing.clone(),
             derived: r.derived.clone(),
@@ -232,7 +236,7 @@ impl WireRecord {
             usage: self.usage,
             server_timing: self.server_timing,
             finish_reason: self.finish_reason,
-            tool_calls: 0,
+            tool_calls: self.tool_calls,
             http_status: self.http_status,
             derived: self.derived,
             retries: self.retries,
@@ -301,5 +305,20 @@ mod tests {
         let rec = back.into_record(1_000_000);
         assert_eq!(rec.outcome.failure_kind(), Some(FailureKind::StreamCut));
         assert_eq!(rec.chunks[0].at, 2_000);
+    }
+
+    #[test]
+    fn tool_calls_are_written_when_made_and_read_as_none_from_older_lines() {
+        let clock = RunClock::with_anchor(Instant::now(), 1_000_000_000);
+        let mut r = RequestRecord::default();
+        let line = serde_json::to_string(&WireRecord::from_record(&r, &clock)).unwrap();
+        assert!(!line.contains("tool_calls"), "{line}");
+        let old: WireRecord = serde_json::from_str(&line).unwrap();
+        assert_eq!(old.into_record(0).tool_calls, 0, "a line without the field");
+        r.tool_calls = 2;
+        let line = serde_json::to_string(&WireRecord::from_record(&r, &clock)).unwrap();
+        assert!(line.contains(r#""tool_calls":2"#), "{line}");
+        let back: WireRecord = serde_json::from_str(&line).unwrap();
+        assert_eq!(back.into_record(0).tool_calls, 2);
     }
 }

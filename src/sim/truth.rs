@@ -50,6 +50,8 @@ pub struct TruthRecord {
     pub error_event: bool,
     /// The stand-in content filter refused the request part-way (`faults.refusal_rate`).
     pub refused: bool,
+    /// Tool calls the answer made (0 or 1: one when the request asked for a call).
+    pub tool_calls: u32,
     /// The request's W3C `traceparent` header, as a traced server would read it.
     pub traceparent: Option<String>,
 }
@@ -73,6 +75,7 @@ impl Default for TruthRecord {
             cut: false,
             error_event: false,
             refused: false,
+            tool_calls: 0,
             traceparent: None,
         }
     }
@@ -112,6 +115,7 @@ impl TruthRecord {
             "cut": self.cut,
             "error_event": self.error_event,
             "refused": self.refused,
+            "tool_calls": self.tool_calls,
             "traceparent": self.traceparent,
         })
     }

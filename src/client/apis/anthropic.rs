@@ -8,11 +8,13 @@
 //! `message_start`, the output count in `message_delta` (cumulative). Anthropic's
 //! `input_tokens` excludes tokens read from or written to the prompt cache, so the
 //! normalised `prompt_tokens` adds them back, as Chat Completions' `prompt_tokens` counts the
-//! whole prompt. Joining the two halves needs state, hence [`AnthropicStream`].
+//! whole prompt. Joining the two halves needs state, hence [`AnthropicStream`]. A tool call
+//! is a `tool_use` content block (its id and name in `content_block_start`), its input
+//! streamed as `input_json_delta` fragments; the block's `index` tells calls apart.
 
 use super::event::{
-    clamp_u32, error_message, event_kind, invalid_json, ApiEvent, OptStr, StreamParser, Usage,
-    UsageUpdate,
+    clamp_u32, error_message, event_kind, invalid_json, ApiEvent, OptStr, StreamParser,
+    ToolCallDelta, ToolCallDeltas, Usage, UsageUpdate,
 };
 use super::Prompt;
 use crate::client::RequestOptions;
@@ -27,7 +29,9 @@ pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 /// Builds the JSON body of a streaming Messages request. System (and `developer`) messages
 /// go to the top-level `system` field, joined by blank lines, because the API accepts only
-/// `user` and `assistant` turns in `messages`.
+/// `user` and `assistant` turns in `messages`. An agent session's request also carries its
+/// tools, and its history's calls and results as `tool_use` and `tool_result` blocks
+/// (`tools`).
 pub fn request_body(model: &str, prompt: &Prompt<'_>, opts: &RequestOptions) -> Map<String, Value> {
     let is_system = |role: &str| role == "system" || role == "developer";
     let system: Vec<&str> = prompt
@@ -36,12 +40,7 @@ pub fn request_body(model: &str, prompt: &Prompt<'_>, opts: &RequestOptions) -> 
         .filter(|(role, _)| is_system(role))
         .map(|(_, c)| c.as_str())
         .collect();
-    let turns: Vec<Value> = prompt
-        .messages
-        .iter()
-        .filter(|(role, _)| !is_system(role))
-        .map(|(role, content)| json!({"role": role, "content": content}))
-        .collect();
+    let turns = super::tools::anthropic_turns(prompt, is_system);
     let mut body = Map::new();
     body.insert("model".into(), Value::String(model.to_owned()));
     body.insert("max_tokens".into(), json!(prompt.max_tokens));
@@ -49,6 +48,9 @@ pub fn request_body(model: &str, prompt: &Prompt<'_>, opts: &RequestOptions) -> 
         body.insert("system".into(), Value::String(system.join("\n\n")));
     }
     body.insert("messages".into(), Value::Array(turns));
+    if let Some(agent) = prompt.agent {
+        super::tools::insert_tools(crate::client::Endpoint::Messages, &mut body, agent);
+    }
     body.insert("stream".into(), Value::Bool(true));
     if let Some(t) = opts.temperature {
         body.insert("temperature".into(), json!(t));
@@ -72,6 +74,9 @@ struct Wire<'a> {
     /// event's `message` field (of whatever shape) can fail the parse.
     #[serde(borrow, default)]
     message: Option<&'a RawValue>,
+    /// The content block an event belongs to: a tool call's position in the answer.
+    #[serde(default)]
+    index: Option<u32>,
     #[serde(borrow, default)]
     content_block: Option<WireDelta<'a>>,
     /// `content_block_delta`'s delta, or `message_delta`'s (`stop_reason`).
@@ -103,6 +108,14 @@ struct WireDelta<'a> {
     thinking: OptStr<'a>,
     #[serde(borrow, default)]
     stop_reason: OptStr<'a>,
+    /// A `tool_use` block's id and tool name.
+    #[serde(borrow, default)]
+    id: OptStr<'a>,
+    #[serde(borrow, default)]
+    name: OptStr<'a>,
+    /// An `input_json_delta`'s fragment of the tool's input (JSON text).
+    #[serde(borrow, default)]
+    partial_json: OptStr<'a>,
 }
 
 #[derive(Deserialize)]
@@ -185,6 +198,9 @@ impl AnthropicStream {
                         Some("thinking") => {
                             out.reasoning = block.thinking.0.filter(|t| !t.is_empty())
                         }
+                        // The input streams in `input_json_delta`s; the start's `input` is
+                        // the empty object.
+                        Some("tool_use") => out.tool_calls = tool_part(wire.index, block),
                         _ => {}
                     }
                 }
@@ -194,8 +210,9 @@ impl AnthropicStream {
                     match delta.kind.get() {
                         Some("text_delta") => out.content = delta.text.0,
                         Some("thinking_delta") => out.reasoning = delta.thinking.0,
-                        // signature_delta (verifies thinking) and input_json_delta (tool
-                        // arguments) are not text the user reads.
+                        // A tool's input, generated token by token like text.
+                        Some("input_json_delta") => out.tool_calls = tool_part(wire.index, delta),
+                        // signature_delta (verifies thinking) is not text the user reads.
                         _ => {}
                     }
                 }
@@ -224,6 +241,18 @@ impl StreamParser for AnthropicStream {
     fn parse<'a>(&mut self, event: Option<&str>, data: &'a [u8]) -> Result<ApiEvent<'a>, String> {
         AnthropicStream::parse_event(self, event, data)
     }
+}
+
+/// A `tool_use` block's start (its id and name) or an `input_json_delta` (a fragment of its
+/// input), of the block at `index`.
+fn tool_part(index: Option<u32>, block: WireDelta<'_>) -> ToolCallDeltas<'_> {
+    ToolCallDeltas::one(ToolCallDelta {
+        index: index.unwrap_or(0),
+        id: block.id.0,
+        name: block.name.0,
+        arguments: block.partial_json.0,
+        whole: false,
+    })
 }
 
 /// Anthropic's `stop_reason` in the Chat Completions vocabulary; reasons without an
@@ -342,6 +371,43 @@ mod tests {
             Some(r#"{"prompt_tokens":472}"#),
             "no completion count before message_delta"
         );
+    }
+
+    #[test]
+    fn tool_use_blocks_stream_their_input() {
+        let t = run(
+            fixture!("synthetic/anthropic_tool_use_synthetic.sse"),
+            &mut AnthropicStream::new(),
+        );
+        assert_eq!(t.content, "Checking both cities.");
+        assert_eq!(t.tool_calls.len(), 2);
+        let (id, name, args) = &t.tool_calls[&1];
+        assert_eq!(
+            (id.as_str(), name.as_str()),
+            ("toolu_01P4r1s", "get_weather")
+        );
+        assert_eq!(args, r#"{"location": "Paris"}"#);
+        let (id, _, args) = &t.tool_calls[&2];
+        assert_eq!(id, "toolu_02T0ky0");
+        assert_eq!(args, r#"{"location": "Tokyo"}"#);
+        assert_eq!(
+            t.argument_events, 5,
+            "the empty first fragment is no output"
+        );
+        assert_eq!(t.finish, ["tool_calls"]);
+        assert_eq!(t.done, 1);
+        assert_eq!(
+            t.usage.as_deref(),
+            Some(
+                r#"{"prompt_tokens":410,"completion_tokens":27,"prompt_tokens_details":{"cached_tokens":0}}"#
+            )
+        );
+        // The overloaded stream's half-streamed tool call is read too, before its error.
+        let t = run(
+            fixture!("synthetic/anthropic_tool_error_synthetic.sse"),
+            &mut AnthropicStream::new(),
+        );
+        assert_eq!(t.tool_calls[&1].2, r#"{"location": "San Fra"#);
     }
 
     #[test]

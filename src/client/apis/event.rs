@@ -16,6 +16,8 @@ use serde_json::value::RawValue;
 use std::borrow::Cow;
 use std::fmt;
 
+pub use super::tool_delta::{ToolCallDelta, ToolCallDeltas};
+
 /// The API-independent result of parsing one SSE event (or one gRPC / WebSocket message).
 /// Fields an event does not carry are `None` (or `false`), so most events fill one or two.
 #[derive(Debug, Default)]
@@ -28,6 +30,9 @@ pub struct ApiEvent<'a> {
     pub reasoning: Option<Cow<'a, str>>,
     /// The model refused (a non-empty refusal delta).
     pub refusal: bool,
+    /// Tool calls started or continued by this event (their ids, names and argument
+    /// fragments); empty for text events, at no cost (see [`ToolCallDeltas`]).
+    pub tool_calls: ToolCallDeltas<'a>,
     /// Why generation stopped, normalised to `stop`, `length`, `content_filter` or
     /// `tool_calls` where the API's word has such a meaning, else the API's own word.
     pub finish_reason: Option<Cow<'a, str>>,
@@ -316,6 +321,10 @@ pub mod replay {
         pub errors: Vec<String>,
         pub done: usize,
         pub timings: usize,
+        /// Tool calls by their index: (id, name, joined arguments).
+        pub tool_calls: std::collections::BTreeMap<u32, (String, String, String)>,
+        /// Events that carried a non-empty arguments fragment.
+        pub argument_events: usize,
     }
 
     impl Transcript {
@@ -350,6 +359,17 @@ pub mod replay {
             }
             self.done += ev.done as usize;
             self.timings += ev.timings.is_some() as usize;
+            for call in ev.tool_calls.iter() {
+                let (id, name, args) = self.tool_calls.entry(call.index).or_default();
+                id.push_str(call.id.as_deref().unwrap_or(""));
+                name.push_str(call.name.as_deref().unwrap_or(""));
+                let fragment = call.arguments.as_deref().unwrap_or("");
+                if call.whole && !args.is_empty() {
+                    continue; // the fragments already gave the whole
+                }
+                self.argument_events += usize::from(!fragment.is_empty());
+                args.push_str(fragment);
+            }
         }
     }
 

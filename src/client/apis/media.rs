@@ -72,6 +72,8 @@ fn attach(endpoint: Endpoint, body: &mut Map<String, Value>, media: &[MediaPart]
         .iter()
         .enumerate()
         .filter(|(_, m)| m.get("role").and_then(Value::as_str) == Some("user"))
+        // Anthropic's tool results travel in user messages; they are not the user's turns.
+        .filter(|(_, m)| !super::tools::is_tool_results(m))
         .map(|(i, _)| i)
         .collect();
     for part in media {

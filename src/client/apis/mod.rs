@@ -31,9 +31,13 @@ pub mod rerank;
 pub mod responses;
 pub mod sglang;
 pub mod tgi;
+pub mod tool_delta;
+pub mod tools;
 pub mod websocket;
 
-pub use event::{ApiEvent, OptStr, StreamParser, Usage, UsageUpdate};
+pub use event::{
+    ApiEvent, OptStr, StreamParser, ToolCallDelta, ToolCallDeltas, Usage, UsageUpdate,
+};
 
 use crate::client::{Endpoint, RequestOptions, Target, WebSocketOptions};
 use serde_json::{json, Value};

@@ -5,9 +5,13 @@
 //! server sent them; several dialects are read: `delta.content`, `text` (completions),
 //! `delta.reasoning_content` (DeepSeek, SGLang, llama.cpp) and `delta.reasoning` (vLLM since
 //! late 2025, OpenRouter), a usage-only last chunk with empty `choices`, role-only first
-//! chunks, `[DONE]`, and `{"error": ...}` events.
+//! chunks, `[DONE]`, `{"error": ...}` events, and tool calls streamed in
+//! `delta.tool_calls` (several calls may share a delta; their `index` tells them apart).
 
-use super::event::{error_message, invalid_json, ApiEvent, OptStr, StreamParser, UsageUpdate};
+use super::event::{
+    error_message, invalid_json, ApiEvent, OptStr, StreamParser, ToolCallDelta, ToolCallDeltas,
+    UsageUpdate,
+};
 use super::Prompt;
 use crate::client::{Endpoint, RequestOptions};
 use crate::record::ServerTiming;
@@ -27,7 +31,10 @@ pub fn request_body(
     if endpoint == Endpoint::Completions {
         body.insert("prompt".into(), Value::String(prompt.joined_text()));
     } else {
-        body.insert("messages".into(), prompt.messages_json());
+        body.insert("messages".into(), super::tools::chat_messages(prompt));
+    }
+    if let (Endpoint::Chat, Some(agent)) = (endpoint, prompt.agent) {
+        super::tools::insert_tools(endpoint, &mut body, agent);
     }
     body.insert("max_tokens".into(), json!(prompt.max_tokens));
     body.insert("stream".into(), Value::Bool(true));
@@ -113,6 +120,66 @@ struct WireDelta<'a> {
     refusal: OptStr<'a>,
 }
 
+/// One entry of a delta's `tool_calls`: the first for a call carries its `id` and
+/// `function.name`, every one may carry a fragment of `function.arguments`.
+#[derive(Deserialize)]
+struct WireToolCall<'a> {
+    #[serde(default)]
+    index: Option<u32>,
+    #[serde(borrow, default)]
+    id: OptStr<'a>,
+    #[serde(borrow, default)]
+    function: Option<WireFunction<'a>>,
+}
+
+#[derive(Deserialize)]
+struct WireFunction<'a> {
+    #[serde(borrow, default)]
+    name: OptStr<'a>,
+    #[serde(borrow, default)]
+    arguments: OptStr<'a>,
+}
+
+/// A delta's `tool_calls` array read straight into [`ToolCallDeltas`] (no vector for the
+/// common delta of one call). An entry without `index` (some servers omit it when there is
+/// one call) takes its place in the array.
+struct ChatToolCalls<'a>(ToolCallDeltas<'a>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for ChatToolCalls<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visit<'a> {
+            type Value = ChatToolCalls<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an array of tool calls")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut out = ToolCallDeltas::default();
+                let mut position = 0u32;
+                while let Some(call) = seq.next_element::<WireToolCall<'de>>()? {
+                    let (name, arguments) = match call.function {
+                        Some(f) => (f.name.0, f.arguments.0),
+                        None => (None, None),
+                    };
+                    out.push(ToolCallDelta {
+                        index: call.index.unwrap_or(position),
+                        id: call.id.0,
+                        name,
+                        arguments,
+                        whole: false,
+                    });
+                    position += 1;
+                }
+                Ok(ChatToolCalls(out))
+            }
+        }
+        d.deserialize_seq(Visit(std::marker::PhantomData))
+    }
+}
+
 /// Parses one Chat Completions or Completions SSE data payload (stateless).
 pub fn parse_chunk(data: &[u8]) -> Result<ApiEvent<'_>, String> {
     if data == b"[DONE]" {
@@ -129,6 +196,9 @@ pub fn parse_chunk(data: &[u8]) -> Result<ApiEvent<'_>, String> {
         error: wire.error.map(error_message),
         ..Default::default()
     };
+    if TOOL_CALLS_KEY.find(data).is_some() {
+        out.tool_calls = tool_calls(data)?;
+    }
     if let Some(choice) = wire.choices.and_then(|c| c.0) {
         out.finish_reason = choice.finish_reason.0;
         if let Some(delta) = choice.delta {
@@ -141,6 +211,41 @@ pub fn parse_chunk(data: &[u8]) -> Result<ApiEvent<'_>, String> {
         }
     }
     Ok(out)
+}
+
+/// Finds the `tool_calls` key in an event's bytes (a JSON string in the answer's text would
+/// have its quotes escaped, so it is not found).
+static TOOL_CALLS_KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"tool_calls\""));
+
+/// The first choice's `delta.tool_calls`, read in a second pass over an event that has the
+/// key. Why not a field of [`WireDelta`]: any further field there made every text delta's
+/// parse about 12 % slower (570 ns against 510 ns a chunk, release build, same machine,
+/// alternated runs), while looking for the key costs a few nanoseconds, and tool-call
+/// events are few.
+#[cold]
+fn tool_calls(data: &[u8]) -> Result<ToolCallDeltas<'_>, String> {
+    #[derive(Deserialize)]
+    struct Chunk<'a> {
+        #[serde(borrow, default)]
+        choices: Option<FirstOf<Choice<'a>>>,
+    }
+    #[derive(Deserialize)]
+    struct Choice<'a> {
+        #[serde(borrow, default)]
+        delta: Option<Delta<'a>>,
+    }
+    #[derive(Deserialize)]
+    struct Delta<'a> {
+        #[serde(borrow, default)]
+        tool_calls: Option<ChatToolCalls<'a>>,
+    }
+    let chunk: Chunk<'_> = serde_json::from_slice(data).map_err(|e| invalid_json(data, &e))?;
+    let calls = chunk.choices.and_then(|c| c.0).and_then(|c| c.delta);
+    Ok(calls
+        .and_then(|d| d.tool_calls)
+        .map(|c| c.0)
+        .unwrap_or_default())
 }
 
 /// The Chat Completions / Completions dialect as a [`StreamParser`] (it needs no state).
@@ -252,6 +357,53 @@ mod tests {
     }
 
     #[test]
+    fn parallel_tool_calls_stream_their_arguments() {
+        let t = super::super::event::replay::run(
+            include_bytes!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/fixtures/synthetic/chat_tool_calls_synthetic.sse"
+            )),
+            &mut OpenAiStream,
+        );
+        assert_eq!(t.tool_calls.len(), 2);
+        let (id, name, args) = &t.tool_calls[&0];
+        assert_eq!((id.as_str(), name.as_str()), ("call_P4r1s", "get_weather"));
+        assert_eq!(args, r#"{"location": "Paris"}"#);
+        let (id, name, args) = &t.tool_calls[&1];
+        assert_eq!((id.as_str(), name.as_str()), ("call_T0ky0", "get_weather"));
+        assert_eq!(args, r#"{"location": "Tokyo"}"#);
+        assert_eq!(
+            t.argument_events, 6,
+            "one delta carries two calls' fragments"
+        );
+        assert_eq!((t.content.as_str(), t.content_events), ("", 0));
+        assert_eq!(t.finish, ["tool_calls"]);
+        assert_eq!(t.done, 1);
+        assert!(t.usage.unwrap().contains(r#""completion_tokens":12"#));
+    }
+
+    #[test]
+    fn tool_call_entries_without_index_or_function_are_read_leniently() {
+        let c = parse_chunk(br#"{"choices":[{"delta":{"tool_calls":[{"id":"a","function":{"name":"f"}},{"function":{"arguments":"{}"}}]}}]}"#).unwrap();
+        let parts: Vec<_> = c.tool_calls.iter().collect();
+        assert_eq!(
+            (parts[0].index, parts[1].index),
+            (0, 1),
+            "their place in the array"
+        );
+        assert_eq!(parts[0].name.as_deref(), Some("f"));
+        assert_eq!(parts[1].arguments.as_deref(), Some("{}"));
+        let c =
+            parse_chunk(br#"{"choices":[{"delta":{"tool_calls":null,"content":"x"}}]}"#).unwrap();
+        assert!(c.tool_calls.is_empty());
+        assert!(
+            parse_chunk(br#"{"choices":[{"delta":{"tool_calls":[{"index":"zero"}]}}]}"#)
+                .unwrap_err()
+                .contains("invalid JSON")
+        );
+    }
+
+    #[test]
     fn error_event_and_bad_json() {
         let c = parse_chunk(br#"{"error":{"message":"boom","code":500}}"#).unwrap();
         assert_eq!(c.error.as_deref(), Some("500: boom"));
@@ -290,5 +442,53 @@ mod tests {
         let body = super::super::request_body(&target, &prompt, &opts);
         let v: Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(v["prompt"], "hi");
+    }
+}
+#[cfg(test)]
+mod tmp_bench {
+    fn time(name: &str, mut f: impl FnMut() -> usize) {
+        let mut out = Vec::new();
+        for _ in 0..3 {
+            let t = std::time::Instant::now();
+            let mut n = 0;
+            for _ in 0..500_000 {
+                n += f();
+            }
+            out.push(format!("{:?}", t.elapsed() / 500_000));
+            std::hint::black_box(n);
+        }
+        eprintln!("BENCH {name} {}", out.join(" "));
+    }
+
+    #[test]
+    fn tmp_bench() {
+        use crate::client::apis::{
+            anthropic::AnthropicStream, openai::parse_chunk, responses::parse_event,
+        };
+        let chat = br#"{"id":"chatcmpl-abc","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":" the"},"logprobs":null,"finish_reason":null}]}"#;
+        let resp = br#"{"type":"response.output_text.delta","item_id":"msg_abc","output_index":0,"content_index":0,"delta":" the","logprobs":[],"sequence_number":12}"#;
+        let anth = br#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":" the"}}"#;
+        time("chat", || {
+            parse_chunk(std::hint::black_box(chat))
+                .unwrap()
+                .content
+                .map_or(0, |c| c.len())
+        });
+        time("responses", || {
+            parse_event(
+                Some("response.output_text.delta"),
+                std::hint::black_box(resp),
+            )
+            .unwrap()
+            .content
+            .map_or(0, |c| c.len())
+        });
+        let mut p = AnthropicStream::new();
+        time("messages", || {
+            p.parse_event(Some("content_block_delta"), std::hint::black_box(anth))
+                .unwrap()
+                .content
+                .map_or(0, |c| c.len())
+        });
     }
 }

@@ -7,10 +7,16 @@
 //! `[DONE]`. Usage arrives once, inside the final response object, in the Responses shape
 //! (`input_tokens`, `output_tokens`, ...), and is normalised here to the Chat Completions one.
 //!
+//! A function call streams as an output item: `response.output_item.added` (a
+//! `function_call` item with its `call_id` and `name`), then its arguments in
+//! `response.function_call_arguments.delta` events, then `.done` with the whole arguments
+//! (read only when no fragment came first). `output_index` tells parallel calls apart.
+//!
 //! Parsing is stateless: every event carries what it means.
 
 use super::event::{
-    error_message, event_kind, invalid_json, ApiEvent, OptStr, StreamParser, Usage, UsageUpdate,
+    error_message, event_kind, invalid_json, ApiEvent, OptStr, StreamParser, ToolCallDelta,
+    ToolCallDeltas, Usage, UsageUpdate,
 };
 use super::Prompt;
 use crate::client::RequestOptions;
@@ -25,15 +31,19 @@ use std::fmt;
 /// `input` as a plain string (the simplest form, accepted by every implementation); anything
 /// else becomes a list of `{role, content}` messages, system messages included (the API
 /// accepts `system` and `developer` roles in `input`, so `instructions` is not needed).
-/// Usage always comes with `response.completed`, so nothing asks for it.
+/// An agent session's request also carries its tools and its history's calls and results
+/// as items (`tools`). Usage always comes with `response.completed`, so nothing asks for it.
 pub fn request_body(model: &str, prompt: &Prompt<'_>, opts: &RequestOptions) -> Map<String, Value> {
     let mut body = Map::new();
     body.insert("model".into(), Value::String(model.to_owned()));
-    let input = match prompt.messages {
-        [(role, content)] if role == "user" => Value::String(content.clone()),
-        _ => prompt.messages_json(),
+    let input = match (prompt.messages, prompt.agent) {
+        ([(role, content)], None) if role == "user" => Value::String(content.clone()),
+        _ => super::tools::responses_input(prompt),
     };
     body.insert("input".into(), input);
+    if let Some(agent) = prompt.agent {
+        super::tools::insert_tools(crate::client::Endpoint::Responses, &mut body, agent);
+    }
     body.insert("max_output_tokens".into(), json!(prompt.max_tokens));
     body.insert("stream".into(), Value::Bool(true));
     if let Some(t) = opts.temperature {
@@ -73,6 +83,29 @@ struct Wire<'a> {
     /// llama.cpp adds its `timings` to `response.completed`.
     #[serde(borrow, default)]
     timings: Option<&'a RawValue>,
+    /// `response.output_item.added`'s item; kept raw and read only for that event (items
+    /// of other kinds have other shapes).
+    #[serde(borrow, default)]
+    item: Option<&'a RawValue>,
+    /// The output item an event belongs to: a tool call's position in the answer.
+    #[serde(default)]
+    output_index: Option<u32>,
+    /// `response.function_call_arguments.done`'s whole arguments.
+    #[serde(borrow, default)]
+    arguments: OptStr<'a>,
+}
+
+/// A `function_call` output item, as `response.output_item.added` announces it.
+#[derive(Deserialize)]
+struct WireItem<'a> {
+    #[serde(borrow, default, rename = "type")]
+    kind: OptStr<'a>,
+    #[serde(borrow, default)]
+    call_id: OptStr<'a>,
+    #[serde(borrow, default)]
+    name: OptStr<'a>,
+    #[serde(borrow, default)]
+    arguments: OptStr<'a>,
 }
 
 #[derive(Deserialize)]
@@ -172,7 +205,7 @@ pub fn parse_event<'a>(event: Option<&str>, data: &'a [u8]) -> Result<ApiEvent<'
     if data == b"[DONE]" {
         return Ok(ApiEvent::default());
     }
-    let wire: Wire<'a> = serde_json::from_slice(data).map_err(|e| invalid_json(data, &e))?;
+    let mut wire: Wire<'a> = serde_json::from_slice(data).map_err(|e| invalid_json(data, &e))?;
     let mut out = ApiEvent {
         timings: wire.timings,
         ..Default::default()
@@ -187,6 +220,16 @@ pub fn parse_event<'a>(event: Option<&str>, data: &'a [u8]) -> Result<ApiEvent<'
             out.reasoning = wire.delta.0
         }
         "response.refusal.delta" => out.refusal = wire.delta.get().is_some_and(|d| !d.is_empty()),
+        "response.output_item.added" => out.tool_calls = started_call(&wire, data)?,
+        "response.function_call_arguments.delta" | "response.function_call_arguments.done" => {
+            let whole = kind.ends_with(".done");
+            let text = std::mem::take(if whole {
+                &mut wire.arguments
+            } else {
+                &mut wire.delta
+            });
+            out.tool_calls = arguments_part(whole, wire.output_index, text)
+        }
         "error" if out.error.is_none() => {
             let message = wire.message.get().unwrap_or("error event");
             out.error = Some(match wire.code {
@@ -235,6 +278,36 @@ pub fn parse_event<'a>(event: Option<&str>, data: &'a [u8]) -> Result<ApiEvent<'
         }
     }
     Ok(out)
+}
+
+/// A `response.function_call_arguments.delta` event's fragment `text`, or the whole
+/// arguments of its `.done` event (`whole`), of the call at output `index`.
+fn arguments_part<'a>(whole: bool, index: Option<u32>, text: OptStr<'a>) -> ToolCallDeltas<'a> {
+    ToolCallDeltas::one(ToolCallDelta {
+        index: index.unwrap_or(0),
+        arguments: text.0,
+        whole,
+        ..Default::default()
+    })
+}
+
+/// The call a `response.output_item.added` event starts, when its item is a function call
+/// (its `call_id`, `name` and any arguments already written); nothing for other items.
+fn started_call<'a>(wire: &Wire<'a>, data: &[u8]) -> Result<ToolCallDeltas<'a>, String> {
+    let Some(raw) = wire.item else {
+        return Ok(ToolCallDeltas::default());
+    };
+    let item: WireItem<'a> = serde_json::from_str(raw.get()).map_err(|e| invalid_json(data, &e))?;
+    if item.kind.get() != Some("function_call") {
+        return Ok(ToolCallDeltas::default());
+    }
+    Ok(ToolCallDeltas::one(ToolCallDelta {
+        index: wire.output_index.unwrap_or(0),
+        id: item.call_id.0,
+        name: item.name.0,
+        arguments: item.arguments.0,
+        whole: false,
+    }))
 }
 
 /// The Responses dialect as a [`StreamParser`] (it needs no state).
@@ -447,6 +520,43 @@ mod tests {
         .unwrap();
         assert_eq!(e.finish_reason.as_deref(), Some("tool_calls"));
         assert!(e.done);
+    }
+
+    #[test]
+    fn function_calls_stream_as_items_and_argument_deltas() {
+        let t = run(
+            fixture!("synthetic/responses_function_call_synthetic.sse"),
+            &mut ResponsesStream,
+        );
+        assert_eq!(t.tool_calls.len(), 2);
+        let (id, name, args) = &t.tool_calls[&0];
+        assert_eq!((id.as_str(), name.as_str()), ("call_P4r1s", "get_weather"));
+        assert_eq!(
+            args, r#"{"location":"Paris"}"#,
+            "the .done event is not added twice"
+        );
+        let (id, _, args) = &t.tool_calls[&1];
+        assert_eq!(id, "call_T0ky0");
+        assert_eq!(args, r#"{"location":"Tokyo"}"#, "arguments sent only whole");
+        assert_eq!(t.argument_events, 4);
+        assert_eq!(t.content, "");
+        assert_eq!(
+            (t.finish.as_slice(), t.done),
+            (&["tool_calls".to_owned()][..], 1)
+        );
+        assert_eq!(
+            t.usage.as_deref(),
+            Some(
+                r#"{"prompt_tokens":64,"completion_tokens":16,"completion_tokens_details":{"reasoning_tokens":0},"prompt_tokens_details":{"cached_tokens":0}}"#
+            )
+        );
+        // A message item starts no call.
+        let e = parse_event(
+            None,
+            br#"{"type":"response.output_item.added","output_index":0,"item":{"type":"message","content":[]}}"#,
+        )
+        .unwrap();
+        assert!(e.tool_calls.is_empty());
     }
 
     #[test]

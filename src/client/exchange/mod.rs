@@ -15,7 +15,7 @@ mod tests;
 mod whole;
 
 use super::apis::openai::parse_timings;
-use super::apis::{parser_for, Parser, StreamParser};
+use super::apis::{parser_for, Parser, StreamParser, ToolCallDelta};
 use crate::client::{Endpoint, Target};
 use crate::clock::Nanos;
 use crate::record::{Chunk, Draft, FailureKind, Outcome, Phase, RequestRecord};
@@ -129,6 +129,10 @@ pub struct Exchange {
     parser: Parser,
     saw_done: bool,
     refused: bool,
+    /// The answer's tool calls by their index, each with whether a fragment of its
+    /// arguments came (so a `.done` event's whole arguments are not counted twice). Empty,
+    /// and never allocated, for text answers.
+    tool_calls: Vec<(u32, bool)>,
 }
 
 impl Exchange {
@@ -247,24 +251,69 @@ impl Exchange {
                 bytes: text.len() as u32,
             });
         }
-        if let Some(text) = ev.content.as_deref().filter(|t| !t.is_empty()) {
-            self.draft.content_text.push_str(text);
-            // Draft 5.1.3.1: whitespace-only output is not the first token, but it is output:
-            // it stays a chunk (its tokens count), and the first token is the first non-blank one.
-            if self.draft.record.first_content.is_none() && !text.trim().is_empty() {
-                self.draft.record.first_content = Some(self.draft.record.chunks.len());
-            }
-            self.draft.record.chunks.push(Chunk {
-                at,
-                tokens: 0,
-                bytes: text.len() as u32,
-            });
-            self.draft.cumulative_usage.push(cumulative);
-        }
+        self.on_output(&ev, at, cumulative);
         if ev.done {
             self.saw_done = true;
         }
         Ok(ev.done)
+    }
+
+    /// The answer's output an event carries, as one chunk: its text and its tool calls'
+    /// argument fragments (several calls may share a Chat Completions delta) arrived
+    /// together.
+    fn on_output(&mut self, ev: &super::apis::ApiEvent<'_>, at: Nanos, cumulative: Option<u32>) {
+        let mut bytes = 0;
+        let mut blank = true;
+        if let Some(text) = ev.content.as_deref().filter(|t| !t.is_empty()) {
+            self.draft.content_text.push_str(text);
+            (bytes, blank) = (text.len(), text.trim().is_empty());
+        }
+        for call in ev.tool_calls.iter() {
+            if let Some(text) = self.tool_call_output(call) {
+                self.draft.content_text.push_str(text);
+                bytes += text.len();
+                blank &= text.trim().is_empty();
+            }
+        }
+        if bytes > 0 {
+            self.push_chunk(bytes, blank, at, cumulative);
+        }
+    }
+
+    /// A chunk of `bytes` of output (answer text or tool-call arguments) that arrived at
+    /// `at`, its text already kept for counting tokens.
+    fn push_chunk(&mut self, bytes: usize, blank: bool, at: Nanos, cumulative: Option<u32>) {
+        // Draft 5.1.3.1: whitespace-only output is not the first token, but it is output:
+        // it stays a chunk (its tokens count), and the first token is the first non-blank one.
+        if self.draft.record.first_content.is_none() && !blank {
+            self.draft.record.first_content = Some(self.draft.record.chunks.len());
+        }
+        self.draft.record.chunks.push(Chunk {
+            at,
+            tokens: 0,
+            bytes: bytes as u32,
+        });
+        self.draft.cumulative_usage.push(cumulative);
+    }
+
+    /// A tool call's part: a call not seen before is counted, and the arguments fragment it
+    /// brings is returned, to be timed as answer text is (the model generates arguments
+    /// token by token, so a call's first fragment can be the first token).
+    fn tool_call_output<'e>(&mut self, call: &'e ToolCallDelta<'_>) -> Option<&'e str> {
+        let slot = match self.tool_calls.iter().position(|(i, _)| *i == call.index) {
+            Some(slot) => slot,
+            None => {
+                self.tool_calls.push((call.index, false));
+                self.draft.record.tool_calls += 1;
+                self.tool_calls.len() - 1
+            }
+        };
+        let text = call.arguments.as_deref().filter(|t| !t.is_empty())?;
+        if call.whole && self.tool_calls[slot].1 {
+            return None; // the fragments already brought these arguments
+        }
+        self.tool_calls[slot].1 = true;
+        Some(text)
     }
 
     /// The outcome of a stream that ended normally at `at`.

@@ -220,3 +220,88 @@ fn leading_whitespace_is_not_the_first_token() {
         (2, Some(1))
     );
 }
+
+/// Replays a bare SSE transcript of `endpoint`, one event per millisecond, and settles it.
+fn replay_sse(name: &str, endpoint: Endpoint) -> RequestRecord {
+    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    let bytes = std::fs::read(&path).unwrap();
+    let mut ex = Exchange::for_endpoint(endpoint);
+    let mut sse = SseParser::new();
+    let mut at = 0;
+    sse.feed(&bytes, |e| {
+        at += 1_000_000;
+        !ex.on_event(e.event, e.data, at).unwrap()
+    });
+    ex.finish_stream(at);
+    settle(ex.into_draft(), &TiktokenTokenizer::cl100k())
+}
+
+#[test]
+fn a_tool_call_only_answer_is_a_timed_success() {
+    let mut ex = Exchange::for_endpoint(Endpoint::Chat);
+    let events: [&[u8]; 6] = [
+        br#"{"choices":[{"delta":{"role":"assistant","content":null}}]}"#,
+        br#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"search","arguments":""}}]}}]}"#,
+        br#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"query\":\" the"}}]}}]}"#,
+        br#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":" model\"}"}}]}}]}"#,
+        br#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+        b"[DONE]",
+    ];
+    for (i, data) in events.iter().enumerate() {
+        ex.on_event(None, data, 10 + i as u64).unwrap();
+    }
+    ex.finish_stream(20);
+    let r = settle(ex.into_draft(), &TiktokenTokenizer::cl100k());
+    assert!(r.outcome.is_ok(), "{:?}", r.outcome);
+    assert_eq!(r.tool_calls, 1);
+    assert_eq!(r.finish_reason.as_deref(), Some("tool_calls"));
+    assert_eq!(r.first_token_at(), Some(12), "the first arguments fragment");
+    assert_eq!(r.chunks.len(), 2);
+    // No usage: the arguments' text is counted by the tokenizer, as answer text would be.
+    assert_eq!(
+        r.output_tokens_source,
+        crate::record::TokenSource::Tokenizer
+    );
+    assert!(r.output_tokens >= 4, "{}", r.output_tokens);
+    assert_eq!(
+        r.chunks.iter().map(|c| c.tokens).sum::<u32>(),
+        r.output_tokens
+    );
+}
+
+#[test]
+fn tool_call_transcripts_settle_in_every_dialect() {
+    // Chat: 2 calls, 6 fragments in 5 events (one delta ends one call and starts the next).
+    let r = replay_sse("synthetic/chat_tool_calls_synthetic.sse", Endpoint::Chat);
+    assert!(r.outcome.is_ok());
+    assert_eq!((r.tool_calls, r.chunks.len()), (2, 5));
+    assert_eq!(
+        r.first_token_at(),
+        Some(3_000_000),
+        "the first non-empty fragment"
+    );
+    assert_eq!(r.output_tokens, 12, "the server's usage");
+    assert_eq!(r.chunks.iter().map(|c| c.tokens).sum::<u32>(), 12);
+    // Responses: the second call's arguments come only whole, in its `.done` event.
+    let r = replay_sse(
+        "synthetic/responses_function_call_synthetic.sse",
+        Endpoint::Responses,
+    );
+    assert!(r.outcome.is_ok());
+    assert_eq!((r.tool_calls, r.chunks.len()), (2, 4));
+    assert_eq!(r.finish_reason.as_deref(), Some("tool_calls"));
+    assert_eq!(r.output_tokens, 16);
+    // Messages: text first (the first token), then two tool_use blocks.
+    let r = replay_sse(
+        "synthetic/anthropic_tool_use_synthetic.sse",
+        Endpoint::Messages,
+    );
+    assert!(r.outcome.is_ok());
+    assert_eq!((r.tool_calls, r.chunks.len()), (2, 6));
+    assert_eq!(r.first_token_at(), Some(4_000_000));
+    assert_eq!(r.finish_reason.as_deref(), Some("tool_calls"));
+    assert_eq!(r.output_tokens, 27);
+    // A text answer makes no tool call.
+    let r = replay_api("llama.cpp-11434/messages_stream.http", Endpoint::Messages);
+    assert_eq!(r.tool_calls, 0);
+}

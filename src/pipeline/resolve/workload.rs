@@ -127,15 +127,9 @@ pub(crate) fn agent_endpoint(
     dataset: Option<&crate::workload::datasets::Dataset>,
     endpoint: crate::client::Endpoint,
 ) -> Result<()> {
-    use crate::client::Endpoint;
     let agent =
         w.agent.is_some() || matches!(dataset, Some(crate::workload::datasets::Dataset::Agent(_)));
-    if agent
-        && !matches!(
-            endpoint,
-            Endpoint::Chat | Endpoint::Responses | Endpoint::Messages
-        )
-    {
+    if agent && !endpoint.takes_tools() {
         bail!("--endpoint {endpoint:?} takes no tools: agent sessions (the agentic workload, [agent], AGNT, FUNC, an agent session dataset) need --endpoint chat, responses or messages");
     }
     Ok(())

@@ -79,6 +79,7 @@ pub(super) async fn answer(
                     return Ok(keep);
                 }
                 wr.tokens(&mut out, &piece, k, before, n);
+                truth.tool_calls = wr.tool_calls_made();
                 truth.chunk_writes.push((Instant::now(), k));
                 w.chunk(out.as_bytes()).await?;
             }
@@ -95,7 +96,7 @@ pub(super) async fn answer(
         w.chunk(out.as_bytes()).await?;
         w.end_stream().await?;
     } else {
-        let body = non_streamed(&wr, s, &text, sent);
+        let body = whole_answer(&wr, s, &text, sent, truth);
         w.full(200, "application/json", body.to_string().as_bytes(), "")
             .await?;
     }
@@ -231,6 +232,24 @@ fn server_times(r: &Responder, truth: &TruthRecord) -> ServerTimes {
                 .flat_map(|&(at, k)| std::iter::repeat_n(ms(at), k as usize))
                 .collect()
         }),
+    }
+}
+
+/// A whole answer as one JSON body (`stream: false`): a tool call when the request asked
+/// for one (counted in `truth`), else text.
+fn whole_answer(
+    wr: &StreamWriter,
+    s: &Stream,
+    text: &str,
+    sent: u32,
+    truth: &mut TruthRecord,
+) -> serde_json::Value {
+    match &wr.tool_call {
+        Some(call) if sent > 0 => {
+            truth.tool_calls = 1;
+            super::tool_answer::non_streamed_call(wr, call, s, text, sent)
+        }
+        _ => non_streamed(wr, s, text, sent),
     }
 }
 

@@ -8,7 +8,7 @@ use crate::sim::config::{FixedTiming, SimConfig};
 use crate::sim::engine::{block_hashes, Admission, Event};
 use crate::sim::server::{Request, ResponseWriter};
 use crate::sim::truth::TruthRecord;
-use crate::sim::wire::{SimApi, StreamWriter};
+use crate::sim::wire::{SimApi, SimToolCall, StreamWriter};
 use crate::tokenizer::Tokenizer;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -182,7 +182,7 @@ pub async fn completion(
         .model
         .clone()
         .unwrap_or_else(|| r.config.model.clone());
-    let writer = stream_writer(r, &parsed, api, id, &model, prompt_tokens);
+    let writer = stream_writer(r, &parsed, api, (id, seq), &model, prompt_tokens);
     let stream = Stream {
         model,
         streaming: parsed.streams(api),
@@ -294,17 +294,18 @@ async fn injected_error(
 }
 
 /// The writer of the answer's events, in `api`'s dialect, with the usage the request asked
-/// for.
+/// for and the tool call it asked for; `(id, seq)` are the response's id and the server's
+/// request counter.
 fn stream_writer(
     r: &Responder,
     parsed: &SimRequest,
     api: SimApi,
-    id: String,
+    (id, seq): (String, u64),
     model: &str,
     prompt_tokens: u32,
 ) -> StreamWriter {
     let stream_options = parsed.stream_options.as_ref();
-    StreamWriter::new(
+    let mut writer = StreamWriter::new(
         api,
         id,
         serde_json::to_string(model).unwrap_or_else(|_| "\"\"".into()),
@@ -316,5 +317,15 @@ fn stream_writer(
         stream_options.is_some_and(|s| s.continuous_usage_stats),
         prompt_tokens,
         r.config.reasoning_tokens,
-    )
+    );
+    writer.tool_call = parsed.tool_to_call(api).map(|name| {
+        // Deterministic from the request: the server's request counter.
+        let prefix = if api == SimApi::Messages {
+            "toolu"
+        } else {
+            "call"
+        };
+        SimToolCall::new(format!("{prefix}_{seq}"), &name)
+    });
+    writer
 }

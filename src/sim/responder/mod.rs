@@ -6,12 +6,13 @@
 //! applied on the way out.
 //!
 //! `request` reads what a request asks for, `generation` draws its length and faults and
-//! starts its tokens, `answer` writes them out.
+//! starts its tokens, `answer` writes them out (`tool_answer`: a tool call as one body).
 
 mod answer;
 mod generation;
 mod pooling;
 mod request;
+mod tool_answer;
 pub mod vision;
 
 use super::config::SimConfig;

@@ -1,5 +1,5 @@
 //! What a generation request asks for: the request bodies of every simulated API read into
-//! one shape (prompt text, length limit, streaming, cache switch).
+//! one shape (prompt text, length limit, streaming, cache switch, a tool to call).
 
 use crate::sim::wire::SimApi;
 use serde::Deserialize;
@@ -53,6 +53,12 @@ pub(super) struct SimRequest {
     /// SGLang's parameters.
     #[serde(default)]
     sampling_params: Option<NativeParams>,
+    /// Chat, Responses and Messages: the tools offered (only their names are read).
+    #[serde(default)]
+    tools: Option<Vec<serde_json::Value>>,
+    /// Whether and which tool must be called.
+    #[serde(default)]
+    tool_choice: Option<serde_json::Value>,
 }
 
 /// TGI `parameters` / SGLang `sampling_params`: the fields the simulator reads.
@@ -104,9 +110,15 @@ impl SimRequest {
                 parts.join("\n")
             }
             SimApi::Responses => match &self.input {
+                // Messages' content, and tools' results (`function_call_output` items).
                 Some(serde_json::Value::Array(items)) => items
                     .iter()
-                    .map(|m| m.get("content").map(text_of).unwrap_or_default())
+                    .map(|m| {
+                        m.get("content")
+                            .or_else(|| m.get("output"))
+                            .map(text_of)
+                            .unwrap_or_default()
+                    })
                     .collect::<Vec<_>>()
                     .join("\n"),
                 Some(v) => text_of(v),
@@ -166,6 +178,35 @@ impl SimRequest {
         }
     }
 
+    /// The tool the answer calls, when the request offers tools and asks for a call: the
+    /// one `tool_choice` names (Chat `{"type":"function","function":{"name"}}`, Responses
+    /// `{"type":"function","name"}`, Messages `{"type":"tool","name"}`), else the first
+    /// offered when a call is required (`"required"`, Messages `{"type":"any"}`). `None`
+    /// (a text answer) for `auto`, `none`, no tools, or an API without tools.
+    pub(super) fn tool_to_call(&self, api: SimApi) -> Option<String> {
+        if !matches!(api, SimApi::Chat | SimApi::Responses | SimApi::Messages) {
+            return None;
+        }
+        let name_of = |v: &serde_json::Value| {
+            v.get("function")
+                .and_then(|f| f.get("name"))
+                .or_else(|| v.get("name"))
+                .and_then(|n| n.as_str())
+                .map(str::to_owned)
+        };
+        let first = || self.tools.as_ref()?.iter().find_map(name_of);
+        let choice = self.tool_choice.as_ref()?;
+        let kind = choice
+            .as_str()
+            .or_else(|| choice.get("type").and_then(|t| t.as_str()));
+        match kind? {
+            "required" | "any" => first(),
+            "function" | "tool" => name_of(choice).or_else(first),
+            _ => None,
+        }
+        .filter(|_| self.tools.as_ref().is_some_and(|t| !t.is_empty()))
+    }
+
     /// Whether the answer streams (TGI's route always does).
     pub(super) fn streams(&self, api: SimApi) -> bool {
         matches!(api, SimApi::Tgi | SimApi::Websocket | SimApi::Grpc) || self.stream
@@ -180,10 +221,55 @@ pub(super) fn text_of(v: &serde_json::Value) -> String {
             .filter_map(|p| {
                 p.get("text")
                     .and_then(|t| t.as_str())
+                    // Anthropic's `tool_result` blocks carry their text as `content`.
+                    .or_else(|| p.get("content").and_then(|t| t.as_str()))
                     .or_else(|| p.as_str())
             })
             .collect::<Vec<_>>()
             .join(""),
         _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(body: serde_json::Value, api: SimApi) -> Option<String> {
+        serde_json::from_value::<SimRequest>(body)
+            .unwrap()
+            .tool_to_call(api)
+    }
+
+    #[test]
+    fn a_call_is_made_only_when_one_is_asked_for() {
+        use serde_json::json;
+        let chat_tools = json!([{"type": "function", "function": {"name": "search"}},
+                                {"type": "function", "function": {"name": "fetch"}}]);
+        let flat_tools = json!([{"type": "function", "name": "search"}, {"name": "fetch"}]);
+        let chat = |choice| json!({"tools": chat_tools, "tool_choice": choice});
+        let flat = |choice| json!({"tools": flat_tools, "tool_choice": choice});
+        let some = |s: &str| Some(s.to_owned());
+        assert_eq!(tool(chat(json!("required")), SimApi::Chat), some("search"));
+        let named = json!({"type": "function", "function": {"name": "fetch"}});
+        assert_eq!(tool(chat(named), SimApi::Chat), some("fetch"));
+        assert_eq!(tool(chat(json!("auto")), SimApi::Chat), None);
+        assert_eq!(tool(chat(json!("none")), SimApi::Chat), None);
+        assert_eq!(tool(json!({"tool_choice": "required"}), SimApi::Chat), None);
+        assert_eq!(tool(json!({"tools": chat_tools}), SimApi::Chat), None);
+        assert_eq!(tool(chat(json!("required")), SimApi::Completions), None);
+        assert_eq!(
+            tool(flat(json!("required")), SimApi::Responses),
+            some("search")
+        );
+        let named = json!({"type": "function", "name": "fetch"});
+        assert_eq!(tool(flat(named), SimApi::Responses), some("fetch"));
+        assert_eq!(
+            tool(flat(json!({"type": "any"})), SimApi::Messages),
+            some("search")
+        );
+        let named = json!({"type": "tool", "name": "fetch"});
+        assert_eq!(tool(flat(named), SimApi::Messages), some("fetch"));
+        assert_eq!(tool(flat(json!({"type": "auto"})), SimApi::Messages), None);
     }
 }

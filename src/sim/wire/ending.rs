@@ -18,7 +18,9 @@ impl StreamWriter {
             SimApi::Chat | SimApi::Completions => self.chat_end(out, sent, times),
             SimApi::Responses => {
                 let usage = self.responses_usage(sent);
-                if hit_limit {
+                if self.responses_call_end(out, sent) {
+                    // A tool call ends whole, whatever the limit.
+                } else if hit_limit {
                     let r = self.response_object(
                         "incomplete",
                         &format!(",\"incomplete_details\":{{\"reason\":\"max_output_tokens\"}},\"usage\":{usage}"),
@@ -37,7 +39,11 @@ impl StreamWriter {
                         self.next_index - 1
                     );
                 }
-                let reason = if hit_limit { "max_tokens" } else { "end_turn" };
+                let reason = match (self.tool_calls_made() > 0, hit_limit) {
+                    (true, _) => "tool_use",
+                    (false, true) => "max_tokens",
+                    (false, false) => "end_turn",
+                };
                 let _ = write!(
                     out,
                     "event: message_delta\ndata: {{\"type\":\"message_delta\",\"delta\":{{\"stop_reason\":\"{reason}\",\"stop_sequence\":null}},\"usage\":{{\"output_tokens\":{sent}}}}}\n\nevent: message_stop\ndata: {{\"type\":\"message_stop\"}}\n\n"

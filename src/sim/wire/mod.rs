@@ -7,12 +7,15 @@
 //! into one `String` per write: no JSON tree per token.
 //!
 //! `tokens` writes the events that carry tokens, `ending` the ones that end a stream (its
-//! normal end, a refusal, an error).
+//! normal end, a refusal, an error), `tool_call` an answer that calls a tool.
 
 mod ending;
 #[cfg(test)]
 mod tests;
 mod tokens;
+mod tool_call;
+
+pub use tool_call::SimToolCall;
 
 use std::fmt::Write as _;
 
@@ -89,6 +92,8 @@ pub struct ServerTimes {
 enum Block {
     Thinking,
     Text,
+    /// A `tool_use` block (a tool-call answer).
+    Tool,
 }
 
 /// Writes one response's events.
@@ -117,6 +122,9 @@ pub struct StreamWriter {
     message_open: bool,
     /// SGLang: the text so far (it streams cumulative text).
     text: String,
+    /// The tool call the answer makes, when the request asked for one (Chat, Responses and
+    /// Messages only): its tokens after any reasoning are the call's arguments.
+    pub tool_call: Option<SimToolCall>,
 }
 
 impl StreamWriter {
@@ -150,6 +158,7 @@ impl StreamWriter {
             next_index: 0,
             message_open: false,
             text: String::new(),
+            tool_call: None,
         }
     }
 
@@ -217,8 +226,13 @@ impl StreamWriter {
 
     /// The response object of the Responses API's lifecycle events.
     fn response_object(&self, status: &str, tail: &str) -> String {
+        self.response_object_with(status, "[]", tail)
+    }
+
+    /// The response object with its `output` list (JSON text).
+    fn response_object_with(&self, status: &str, output: &str, tail: &str) -> String {
         format!(
-            "{{\"id\":\"{}\",\"object\":\"response\",\"created_at\":{},\"status\":\"{status}\",\"model\":{},\"output\":[]{tail}}}",
+            "{{\"id\":\"{}\",\"object\":\"response\",\"created_at\":{},\"status\":\"{status}\",\"model\":{},\"output\":{output}{tail}}}",
             self.id, self.created, self.model_json
         )
     }

@@ -171,3 +171,70 @@ fn tgi_splits_a_multi_token_write_into_one_event_per_token() {
     let words: Vec<&str> = split_words("ab", 3).collect();
     assert_eq!(words, ["ab", "", ""]);
 }
+
+/// Writes a 3-token tool-call answer (after `reasoning` reasoning tokens, 3 + `reasoning`
+/// in all, one per write) and reads it back through the client's exchange for the same API.
+fn tool_call_round_trip(
+    api: SimApi,
+    endpoint: Endpoint,
+    reasoning: u32,
+) -> (String, crate::record::RequestRecord) {
+    use crate::client::exchange::Exchange;
+    let mut w = writer(api, reasoning);
+    w.tool_call = Some(SimToolCall::new("call_7".into(), "search"));
+    let n = 3 + reasoning;
+    let mut out = String::new();
+    w.start(&mut out);
+    let words = [" a", " b", " c", " d", " e"];
+    for i in 0..n {
+        w.tokens(&mut out, words[i as usize], 1, i, n);
+    }
+    w.end(&mut out, n, true, None);
+    assert_eq!(w.tool_calls_made(), 1, "{api:?}");
+    let mut ex = Exchange::for_endpoint(endpoint);
+    let mut at = 0;
+    SseParser::new().feed(out.as_bytes(), |e| {
+        at += 1;
+        !ex.on_event(e.event, e.data, at).unwrap()
+    });
+    ex.finish_stream(at + 1);
+    let draft = ex.into_draft();
+    let args = draft.content_text.clone();
+    let r = crate::record::settle::settle(draft, &crate::tokenizer::TiktokenTokenizer::cl100k());
+    (args, r)
+}
+
+#[test]
+fn tool_call_answers_read_back_as_one_timed_call() {
+    for (api, endpoint) in [
+        (SimApi::Chat, Endpoint::Chat),
+        (SimApi::Responses, Endpoint::Responses),
+        (SimApi::Messages, Endpoint::Messages),
+    ] {
+        for reasoning in [0, 2] {
+            let (args, r) = tool_call_round_trip(api, endpoint, reasoning);
+            let what = format!("{api:?} with {reasoning} reasoning tokens");
+            assert!(r.outcome.is_ok(), "{what}: {:?}", r.outcome);
+            assert_eq!(r.tool_calls, 1, "{what}");
+            let parsed: serde_json::Value = serde_json::from_str(&args).unwrap();
+            let words = if reasoning == 0 { " a b c" } else { " c d e" };
+            assert_eq!(parsed, serde_json::json!({ "query": words }), "{what}");
+            assert_eq!(r.chunks.len(), 3, "{what}: one chunk per argument write");
+            assert_eq!(r.reasoning_chunks.len(), reasoning as usize, "{what}");
+            assert_eq!(r.finish_reason.as_deref(), Some("tool_calls"), "{what}");
+            assert_eq!(r.output_tokens, 3 + reasoning, "{what}: the usage is exact");
+            assert_eq!(r.chunks.iter().map(|c| c.tokens).sum::<u32>(), 3, "{what}");
+            assert!(r.first_token_at().is_some(), "{what}");
+        }
+    }
+}
+
+#[test]
+fn native_apis_never_call_a_tool() {
+    let mut w = writer(SimApi::Llamacpp, 0);
+    w.tool_call = Some(SimToolCall::new("call_1".into(), "search"));
+    let mut out = String::new();
+    w.tokens(&mut out, " a", 1, 0, 1);
+    assert_eq!(w.tool_calls_made(), 0);
+    assert!(out.contains("\"content\":\" a\""), "{out}");
+}

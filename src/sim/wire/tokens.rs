@@ -11,6 +11,9 @@ impl StreamWriter {
         let sent = before + k;
         let last = sent >= n;
         let reasoning = before < self.reasoning_tokens;
+        if !reasoning && self.calls_tool() {
+            return self.tool_tokens(out, piece, sent, last);
+        }
         match self.api {
             SimApi::Chat | SimApi::Completions => {
                 let body = if self.api == SimApi::Completions {
@@ -125,7 +128,7 @@ impl StreamWriter {
             }
             let start = match want {
                 Block::Thinking => "{\"type\":\"thinking\",\"thinking\":\"\"}",
-                Block::Text => "{\"type\":\"text\",\"text\":\"\"}",
+                _ => "{\"type\":\"text\",\"text\":\"\"}",
             };
             let _ = write!(
                 out,
@@ -139,7 +142,7 @@ impl StreamWriter {
             Block::Thinking => {
                 format!("{{\"type\":\"thinking_delta\",\"thinking\":\"{piece}\"}}")
             }
-            Block::Text => format!("{{\"type\":\"text_delta\",\"text\":\"{piece}\"}}"),
+            _ => format!("{{\"type\":\"text_delta\",\"text\":\"{piece}\"}}"),
         };
         let _ = write!(
             out,
