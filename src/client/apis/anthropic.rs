@@ -74,9 +74,6 @@ struct Wire<'a> {
     /// event's `message` field (of whatever shape) can fail the parse.
     #[serde(borrow, default)]
     message: Option<&'a RawValue>,
-    /// The content block an event belongs to: a tool call's position in the answer.
-    #[serde(default)]
-    index: Option<u32>,
     #[serde(borrow, default)]
     content_block: Option<WireDelta<'a>>,
     /// `content_block_delta`'s delta, or `message_delta`'s (`stop_reason`).
@@ -108,14 +105,6 @@ struct WireDelta<'a> {
     thinking: OptStr<'a>,
     #[serde(borrow, default)]
     stop_reason: OptStr<'a>,
-    /// A `tool_use` block's id and tool name.
-    #[serde(borrow, default)]
-    id: OptStr<'a>,
-    #[serde(borrow, default)]
-    name: OptStr<'a>,
-    /// An `input_json_delta`'s fragment of the tool's input (JSON text).
-    #[serde(borrow, default)]
-    partial_json: OptStr<'a>,
 }
 
 #[derive(Deserialize)]
@@ -200,7 +189,7 @@ impl AnthropicStream {
                         }
                         // The input streams in `input_json_delta`s; the start's `input` is
                         // the empty object.
-                        Some("tool_use") => out.tool_calls = tool_part(wire.index, block),
+                        Some("tool_use") => out.tool_calls = tool_part(data)?,
                         _ => {}
                     }
                 }
@@ -211,7 +200,7 @@ impl AnthropicStream {
                         Some("text_delta") => out.content = delta.text.0,
                         Some("thinking_delta") => out.reasoning = delta.thinking.0,
                         // A tool's input, generated token by token like text.
-                        Some("input_json_delta") => out.tool_calls = tool_part(wire.index, delta),
+                        Some("input_json_delta") => out.tool_calls = tool_part(data)?,
                         // signature_delta (verifies thinking) is not text the user reads.
                         _ => {}
                     }
@@ -244,15 +233,41 @@ impl StreamParser for AnthropicStream {
 }
 
 /// A `tool_use` block's start (its id and name) or an `input_json_delta` (a fragment of its
-/// input), of the block at `index`.
-fn tool_part(index: Option<u32>, block: WireDelta<'_>) -> ToolCallDeltas<'_> {
-    ToolCallDeltas::one(ToolCallDelta {
-        index: index.unwrap_or(0),
-        id: block.id.0,
-        name: block.name.0,
-        arguments: block.partial_json.0,
+/// input), of the block at the event's `index`.
+///
+/// Read in a second pass over those events only: the fields it needs, added to [`Wire`]
+/// and [`WireDelta`], made every text delta's parse slower, and tool-call events are few.
+#[cold]
+fn tool_part(data: &[u8]) -> Result<ToolCallDeltas<'_>, String> {
+    #[derive(Deserialize)]
+    struct Tool<'a> {
+        #[serde(default)]
+        index: Option<u32>,
+        #[serde(borrow, default)]
+        content_block: Option<Part<'a>>,
+        #[serde(borrow, default)]
+        delta: Option<Part<'a>>,
+    }
+    #[derive(Deserialize)]
+    struct Part<'a> {
+        #[serde(borrow, default)]
+        id: OptStr<'a>,
+        #[serde(borrow, default)]
+        name: OptStr<'a>,
+        #[serde(borrow, default)]
+        partial_json: OptStr<'a>,
+    }
+    let wire: Tool<'_> = serde_json::from_slice(data).map_err(|e| invalid_json(data, &e))?;
+    let Some(part) = wire.content_block.or(wire.delta) else {
+        return Ok(ToolCallDeltas::default());
+    };
+    Ok(ToolCallDeltas::one(ToolCallDelta {
+        index: wire.index.unwrap_or(0),
+        id: part.id.0,
+        name: part.name.0,
+        arguments: part.partial_json.0,
         whole: false,
-    })
+    }))
 }
 
 /// Anthropic's `stop_reason` in the Chat Completions vocabulary; reasons without an

@@ -83,29 +83,6 @@ struct Wire<'a> {
     /// llama.cpp adds its `timings` to `response.completed`.
     #[serde(borrow, default)]
     timings: Option<&'a RawValue>,
-    /// `response.output_item.added`'s item; kept raw and read only for that event (items
-    /// of other kinds have other shapes).
-    #[serde(borrow, default)]
-    item: Option<&'a RawValue>,
-    /// The output item an event belongs to: a tool call's position in the answer.
-    #[serde(default)]
-    output_index: Option<u32>,
-    /// `response.function_call_arguments.done`'s whole arguments.
-    #[serde(borrow, default)]
-    arguments: OptStr<'a>,
-}
-
-/// A `function_call` output item, as `response.output_item.added` announces it.
-#[derive(Deserialize)]
-struct WireItem<'a> {
-    #[serde(borrow, default, rename = "type")]
-    kind: OptStr<'a>,
-    #[serde(borrow, default)]
-    call_id: OptStr<'a>,
-    #[serde(borrow, default)]
-    name: OptStr<'a>,
-    #[serde(borrow, default)]
-    arguments: OptStr<'a>,
 }
 
 #[derive(Deserialize)]
@@ -205,7 +182,7 @@ pub fn parse_event<'a>(event: Option<&str>, data: &'a [u8]) -> Result<ApiEvent<'
     if data == b"[DONE]" {
         return Ok(ApiEvent::default());
     }
-    let mut wire: Wire<'a> = serde_json::from_slice(data).map_err(|e| invalid_json(data, &e))?;
+    let wire: Wire<'a> = serde_json::from_slice(data).map_err(|e| invalid_json(data, &e))?;
     let mut out = ApiEvent {
         timings: wire.timings,
         ..Default::default()
@@ -220,16 +197,9 @@ pub fn parse_event<'a>(event: Option<&str>, data: &'a [u8]) -> Result<ApiEvent<'
             out.reasoning = wire.delta.0
         }
         "response.refusal.delta" => out.refusal = wire.delta.get().is_some_and(|d| !d.is_empty()),
-        "response.output_item.added" => out.tool_calls = started_call(&wire, data)?,
-        "response.function_call_arguments.delta" | "response.function_call_arguments.done" => {
-            let whole = kind.ends_with(".done");
-            let text = std::mem::take(if whole {
-                &mut wire.arguments
-            } else {
-                &mut wire.delta
-            });
-            out.tool_calls = arguments_part(whole, wire.output_index, text)
-        }
+        "response.output_item.added"
+        | "response.function_call_arguments.delta"
+        | "response.function_call_arguments.done" => out.tool_calls = tool_part(kind, data)?,
         "error" if out.error.is_none() => {
             let message = wire.message.get().unwrap_or("error event");
             out.error = Some(match wire.code {
@@ -280,34 +250,66 @@ pub fn parse_event<'a>(event: Option<&str>, data: &'a [u8]) -> Result<ApiEvent<'
     Ok(out)
 }
 
-/// A `response.function_call_arguments.delta` event's fragment `text`, or the whole
-/// arguments of its `.done` event (`whole`), of the call at output `index`.
-fn arguments_part<'a>(whole: bool, index: Option<u32>, text: OptStr<'a>) -> ToolCallDeltas<'a> {
-    ToolCallDeltas::one(ToolCallDelta {
-        index: index.unwrap_or(0),
-        arguments: text.0,
-        whole,
-        ..Default::default()
-    })
-}
-
-/// The call a `response.output_item.added` event starts, when its item is a function call
-/// (its `call_id`, `name` and any arguments already written); nothing for other items.
-fn started_call<'a>(wire: &Wire<'a>, data: &[u8]) -> Result<ToolCallDeltas<'a>, String> {
-    let Some(raw) = wire.item else {
-        return Ok(ToolCallDeltas::default());
-    };
-    let item: WireItem<'a> = serde_json::from_str(raw.get()).map_err(|e| invalid_json(data, &e))?;
-    if item.kind.get() != Some("function_call") {
-        return Ok(ToolCallDeltas::default());
+/// What a tool-call event of `kind` says: the call a `function_call` item starts
+/// (`response.output_item.added`: its `call_id`, `name` and any arguments already written;
+/// nothing for other items), an arguments fragment (`.delta`), or the whole arguments
+/// (`.done`), of the call at its `output_index`.
+///
+/// Read in a second pass over those events only: the fields it needs, added to [`Wire`],
+/// made every text delta's parse about 7 % slower (382 ns against 355 ns, release build,
+/// alternated runs on one machine), and tool-call events are few.
+#[cold]
+fn tool_part<'a>(kind: &str, data: &'a [u8]) -> Result<ToolCallDeltas<'a>, String> {
+    #[derive(Deserialize)]
+    struct Tool<'a> {
+        #[serde(default)]
+        output_index: Option<u32>,
+        #[serde(borrow, default)]
+        item: Option<Item<'a>>,
+        #[serde(borrow, default)]
+        delta: OptStr<'a>,
+        #[serde(borrow, default)]
+        arguments: OptStr<'a>,
     }
-    Ok(ToolCallDeltas::one(ToolCallDelta {
-        index: wire.output_index.unwrap_or(0),
-        id: item.call_id.0,
-        name: item.name.0,
-        arguments: item.arguments.0,
-        whole: false,
-    }))
+    #[derive(Deserialize)]
+    struct Item<'a> {
+        #[serde(borrow, default, rename = "type")]
+        kind: OptStr<'a>,
+        #[serde(borrow, default)]
+        call_id: OptStr<'a>,
+        #[serde(borrow, default)]
+        name: OptStr<'a>,
+        #[serde(borrow, default)]
+        arguments: OptStr<'a>,
+    }
+    let wire: Tool<'a> = serde_json::from_slice(data).map_err(|e| invalid_json(data, &e))?;
+    let index = wire.output_index.unwrap_or(0);
+    let part = match (kind, wire.item) {
+        ("response.output_item.added", Some(item)) if item.kind.get() == Some("function_call") => {
+            ToolCallDelta {
+                index,
+                id: item.call_id.0,
+                name: item.name.0,
+                arguments: item.arguments.0,
+                whole: false,
+            }
+        }
+        ("response.output_item.added", _) => return Ok(ToolCallDeltas::default()),
+        _ => {
+            let whole = kind.ends_with(".done");
+            ToolCallDelta {
+                index,
+                arguments: if whole {
+                    wire.arguments.0
+                } else {
+                    wire.delta.0
+                },
+                whole,
+                ..Default::default()
+            }
+        }
+    };
+    Ok(ToolCallDeltas::one(part))
 }
 
 /// The Responses dialect as a [`StreamParser`] (it needs no state).
