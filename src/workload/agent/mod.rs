@@ -91,45 +91,38 @@ pub fn conversation<'a>(
     let mut next_insert = 0usize;
     let mut next_text = 0usize;
     std::iter::from_fn(move || {
-        if let Some((at, m)) = inserts.get(next_insert) {
-            if *at <= next_text {
-                next_insert += 1;
-                return Some(match m {
-                    AgentMessage::Calls(c) => Msg::Calls(c),
-                    AgentMessage::Result {
-                        call_id,
-                        name,
-                        content,
-                    } => Msg::Result {
-                        call_id,
-                        name,
-                        content,
-                    },
-                });
-            }
+        // A part placed at or before the next text message goes first; past the last text
+        // message, the remaining parts follow in order.
+        let text_left = next_text < messages.len();
+        if let Some((_, m)) = inserts
+            .get(next_insert)
+            .filter(|(at, _)| *at <= next_text || !text_left)
+        {
+            next_insert += 1;
+            return Some(m.as_msg());
         }
         let (role, content) = messages.get(next_text)?;
         next_text += 1;
         Some(Msg::Text { role, content })
     })
-    .chain(
-        // Parts placed past the last text message.
-        inserts
-            .iter()
-            .filter(move |(at, _)| *at > messages.len())
-            .map(|(_, m)| match m {
-                AgentMessage::Calls(c) => Msg::Calls(c),
-                AgentMessage::Result {
-                    call_id,
-                    name,
-                    content,
-                } => Msg::Result {
-                    call_id,
-                    name,
-                    content,
-                },
-            }),
-    )
+}
+
+impl AgentMessage {
+    /// The part as one message of the conversation.
+    fn as_msg(&self) -> Msg<'_> {
+        match self {
+            AgentMessage::Calls(c) => Msg::Calls(c),
+            AgentMessage::Result {
+                call_id,
+                name,
+                content,
+            } => Msg::Result {
+                call_id,
+                name,
+                content,
+            },
+        }
+    }
 }
 
 /// The conversation flattened to `(role, text)` pairs for counting tokens with a chat
