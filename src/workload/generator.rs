@@ -425,9 +425,11 @@ impl Generator {
             .group_context(tokenizer)
             .map_err(text_err)?
             .unwrap_or_default();
-        let fixed = tokenizer
-            .count_messages(&with_system(system, vec![("user".into(), context.clone())]))
-            * usize::from(!context.is_empty() || system.is_some());
+        let fixed = match context.is_empty() && system.is_none() {
+            true => 0,
+            false => tokenizer
+                .count_messages(&with_system(system, vec![("user".into(), context.clone())])),
+        };
         let target = fixed + own;
         let messages = if self.scenario.content == Content::Document {
             self.document(target, system, tokenizer).map_err(text_err)?
@@ -437,7 +439,8 @@ impl Generator {
         };
         Ok(RequestSpec {
             index,
-            input_tokens: tokenizer.count_messages(&messages) as u32,
+            // `build` and `document` return messages that count exactly `target`.
+            input_tokens: target as u32,
             messages,
             max_tokens,
             class: class_name,

@@ -28,6 +28,26 @@ fn same_seed_same_requests_with_exact_lengths() {
     }
 }
 
+/// Every named workload's requests say the input length their messages count, with the
+/// chat template's overhead: the generator takes it from the exact-length builder rather
+/// than counting the prompt a second time.
+#[test]
+fn every_named_workload_counts_its_own_messages() {
+    let tok = TiktokenTokenizer::cl100k();
+    // `conversation` replays a dataset, counted as it is read; `agentic` counts its tools and
+    // calls too (workload::agent's tests).
+    let own_text = |n: &&&str| !matches!(**n, "conversation" | "agentic");
+    for name in Scenario::NAMES.iter().filter(own_text) {
+        let mut g = Generator::new(&Scenario::named(name).unwrap(), 11, &tok, None).unwrap();
+        for _ in 0..12 {
+            for r in g.next_session(&tok).unwrap() {
+                let counted = tok.count_messages(&r.messages) as u32;
+                assert_eq!(counted, r.input_tokens, "{name} request {}", r.index);
+            }
+        }
+    }
+}
+
 #[test]
 fn byte_identical_sequence_fixed_hash() {
     // The exported bytes of the first 30 synthetic-uniform requests at seed 42 (cl100k):

@@ -12,6 +12,7 @@ use super::event::{
     error_message, invalid_json, ApiEvent, OptStr, StreamParser, ToolCallDelta, ToolCallDeltas,
     UsageUpdate,
 };
+use super::openai_fast::{chunk_parts, ChunkParts};
 use super::Prompt;
 use crate::client::{Endpoint, RequestOptions};
 use crate::record::ServerTiming;
@@ -180,7 +181,8 @@ impl<'de: 'a, 'a> Deserialize<'de> for ChatToolCalls<'a> {
     }
 }
 
-/// Parses one Chat Completions or Completions SSE data payload (stateless).
+/// Parses one Chat Completions or Completions SSE data payload (stateless). Most chunks
+/// are read by the fast reader (`openai_fast.rs`); the rest, and every error, by serde.
 pub fn parse_chunk(data: &[u8]) -> Result<ApiEvent<'_>, String> {
     if data == b"[DONE]" {
         return Ok(ApiEvent {
@@ -188,24 +190,25 @@ pub fn parse_chunk(data: &[u8]) -> Result<ApiEvent<'_>, String> {
             ..Default::default()
         });
     }
-    let wire: WireChunk<'_> = serde_json::from_slice(data).map_err(|e| invalid_json(data, &e))?;
+    let (parts, error) = match chunk_parts(data) {
+        Some(parts) => (parts, None),
+        None => serde_parts(data)?,
+    };
     let mut out = ApiEvent {
-        id: wire.id.0,
-        usage: wire.usage.map(UsageUpdate::Raw),
-        timings: wire.timings,
-        error: wire.error.map(error_message),
+        id: parts.id,
+        usage: parts.usage.map(UsageUpdate::Raw),
+        timings: parts.timings,
+        error,
+        finish_reason: parts.finish_reason,
         ..Default::default()
     };
-    if let Some(choice) = wire.choices.and_then(|c| c.0) {
-        out.finish_reason = choice.finish_reason.0;
-        if let Some(delta) = choice.delta {
-            out.content = delta.content.0;
-            out.reasoning = delta.reasoning_content.0.or(delta.reasoning.0);
-            out.refusal = delta.refusal.get().is_some_and(|r| !r.is_empty());
-        }
-        if out.content.is_none() {
-            out.content = choice.text.0;
-        }
+    if parts.has_delta {
+        out.content = parts.content;
+        out.reasoning = parts.reasoning_content.or(parts.reasoning);
+        out.refusal = parts.refusal.is_some_and(|r| !r.is_empty());
+    }
+    if out.content.is_none() {
+        out.content = parts.text;
     }
     // A delta that carries text is not looked at for tool calls: servers stream a call's
     // parts in deltas of their own (`content` null or empty), and the text deltas, the hot
@@ -216,6 +219,45 @@ pub fn parse_chunk(data: &[u8]) -> Result<ApiEvent<'_>, String> {
         out.tool_calls = tool_calls(data)?;
     }
     Ok(out)
+}
+
+/// The reference reader: serde's derive over the whole chunk, and the error event's
+/// message. Takes what the fast reader leaves.
+pub(super) fn serde_parts(data: &[u8]) -> Result<(ChunkParts<'_>, Option<String>), String> {
+    let wire: WireChunk<'_> = serde_json::from_slice(data).map_err(|e| invalid_json(data, &e))?;
+    let mut parts = ChunkParts {
+        id: wire.id.0,
+        usage: wire.usage,
+        timings: wire.timings,
+        ..Default::default()
+    };
+    if let Some(choice) = wire.choices.and_then(|c| c.0) {
+        parts.finish_reason = choice.finish_reason.0;
+        parts.text = choice.text.0;
+        if let Some(delta) = choice.delta {
+            parts.has_delta = true;
+            parts.content = delta.content.0;
+            parts.reasoning_content = delta.reasoning_content.0;
+            parts.reasoning = delta.reasoning.0;
+            parts.refusal = delta.refusal.0;
+        }
+    }
+    Ok((parts, wire.error.map(error_message)))
+}
+
+/// [`parse_chunk`] through serde only, the fast reader skipped: the reference the
+/// benchmark `benches/parse_chunk.rs` compares with (not for other uses).
+#[doc(hidden)]
+pub fn parse_chunk_with_serde(data: &[u8]) -> Result<ApiEvent<'_>, String> {
+    let (parts, error) = serde_parts(data)?;
+    Ok(ApiEvent {
+        id: parts.id,
+        content: parts.content,
+        finish_reason: parts.finish_reason,
+        usage: parts.usage.map(UsageUpdate::Raw),
+        error,
+        ..Default::default()
+    })
 }
 
 /// Finds the `tool_calls` key in an event's bytes (a JSON string in the answer's text would
