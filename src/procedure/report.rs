@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 pub const TEST_SCHEMA_VERSION: u32 = 1;
 
 /// How the test ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TestStatus {
     /// Still running (the file is rewritten after every level).
@@ -26,11 +26,15 @@ pub enum TestStatus {
 }
 
 /// The system under test.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TargetInfo {
+    /// The base URL requests went to, credentials redacted.
     pub url: String,
+    /// The model served.
     pub model: String,
+    /// The engine the server said it runs, when it said.
     pub engine: Option<String>,
+    /// The engine's version, when the server said.
     pub engine_version: Option<String>,
     /// Labelled targets (`--target NAME=URL`), credentials redacted.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
