@@ -389,16 +389,40 @@ fn fluid_rate_is_never_an_unbounded_number() {
     assert_eq!(s.experience.token_rates.fluid_tokens_per_s, None);
 }
 
-/// `run.json` is typed: real output validates against the committed schema
-/// (`docs/run.schema.json`, itself checked against the types by a unit test).
+/// A validator of the committed schema `docs/NAME`.
+fn committed_schema(name: &str) -> jsonschema::Validator {
+    let path = format!("{}/docs/{name}", env!("CARGO_MANIFEST_DIR"));
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    jsonschema::validator_for(&schema).expect("a valid JSON Schema")
+}
+
+/// Every line of a run folder's `requests.jsonl` validates against
+/// `docs/requests.schema.json`; how many lines there were.
+fn requests_validate(dir: &std::path::Path, validator: &jsonschema::Validator) -> usize {
+    let text = std::fs::read_to_string(dir.join("requests.jsonl")).unwrap();
+    for line in text.lines() {
+        let record: serde_json::Value = serde_json::from_str(line).unwrap();
+        let errors: Vec<String> = validator
+            .iter_errors(&record)
+            .map(|e| format!("{} at {}", e, e.instance_path()))
+            .collect();
+        assert!(errors.is_empty(), "{}: {errors:#?}\n{line}", dir.display());
+        // And it reads back into the typed record, which writes it out identically.
+        let typed: servebench::record::wire::WireRecord =
+            serde_json::from_value(record.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&typed).unwrap(), record);
+    }
+    text.lines().count()
+}
+
+/// `run.json` and `requests.jsonl` are typed: real output validates against the committed
+/// schemas (`docs/run.schema.json`, `docs/requests.schema.json`, themselves checked against
+/// the types by a unit test).
 #[test]
 fn run_json_validates_against_the_committed_schema() {
-    let schema: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/run.schema.json"))
-            .unwrap(),
-    )
-    .unwrap();
-    let validator = jsonschema::validator_for(&schema).expect("a valid JSON Schema");
+    let validator = committed_schema("run.schema.json");
+    let requests = committed_schema("requests.schema.json");
     for (name, extra) in [
         (
             "schema-closed",
@@ -447,5 +471,70 @@ fn run_json_validates_against_the_committed_schema() {
         let mut broken = doc.clone();
         broken.as_object_mut().unwrap().remove("summary");
         assert!(!validator.is_valid(&broken));
+        // Warm-up and measured requests, every line.
+        assert!(requests_validate(&dir, &requests) >= 20, "{name}");
     }
+}
+
+/// `suite.json` is typed: a real suite's validates against the committed
+/// `docs/suite.schema.json`, reads back into `SuiteDocument` (a test that ran, one the suite
+/// skipped) and writes out byte for byte; `servebench report` reads it for the suite's page.
+#[test]
+fn suite_json_validates_against_the_committed_schema() {
+    use servebench::procedure::suite::{pretty_json, SuiteDocument, SuiteTest};
+    let dir = temp_dir("schema-suite");
+    let out = dir.join("suite");
+    // One target (guardrails needs two: skipped), every test but ttft skipped, ttft short.
+    let sim = SimServer::spawn(SimConfig::preset("fast").unwrap(), 0).unwrap();
+    let url = sim.base_url();
+    let mut args = vec!["suite", "--url", &url, "--skip"];
+    args.push("throughput,curve,itl,capacity,fairness,prefix-cache,memory-pressure,long-context");
+    args.extend([
+        "--concurrency",
+        "2",
+        "--requests",
+        "12",
+        "--warmup",
+        "none",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let o = crate::common::servebench(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(out.join("suite.json")).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let validator = committed_schema("suite.schema.json");
+    let errors: Vec<String> = validator
+        .iter_errors(&doc)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}\n{text}");
+    let typed: SuiteDocument = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        String::from_utf8(pretty_json(&typed).unwrap()).unwrap(),
+        text
+    );
+    let [SuiteTest::Ran(ttft), SuiteTest::Skipped(guardrails)] = typed.tests.as_slice() else {
+        panic!("ttft ran and guardrails was skipped: {text}")
+    };
+    assert!(out.join(&ttft.folder).join("test.json").is_file());
+    assert!(guardrails.why.contains("--target"), "{}", guardrails.why);
+    let mut broken = doc.clone();
+    broken["tests"][0]["status"] = serde_json::json!("finished");
+    assert!(!validator.is_valid(&broken), "an unknown status");
+    let o = crate::common::servebench(&[
+        "report",
+        out.to_str().unwrap(),
+        "--format",
+        "md",
+        "--output",
+        "-",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let page = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        page.contains("guardrails") && page.contains("ttft"),
+        "{page}"
+    );
 }

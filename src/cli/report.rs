@@ -11,6 +11,7 @@ use crate::metrics::generator::GeneratorFacts;
 use crate::pipeline::assemble::{assemble, Inputs};
 use crate::pipeline::pages::{run_page, write_atomic, write_files};
 use crate::procedure::report::TestReport;
+use crate::procedure::suite::SuiteDocument;
 use crate::record::run::WarmupReport;
 use crate::record::RequestRecord;
 use crate::report::page::Page;
@@ -163,46 +164,45 @@ pub fn write_test_files(dir: &Path, r: &TestReport) -> Result<[PathBuf; 2]> {
     write_page(folder.report_md(), folder.report_html(), &test_page(dir, r))
 }
 
-/// The page of a suite folder: `suite.json` and each test's `test.json`.
-fn suite_page(dir: &Path) -> Result<Page> {
+/// Reads a suite folder's `suite.json`.
+pub fn load_suite(dir: &Path) -> Result<SuiteDocument> {
     let path = SuiteFolder::new(dir).suite_json();
     let text =
         std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-    let suite: serde_json::Value =
-        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
-    // Per test: its name, folder, test.json and why it was skipped.
-    type Entry = (String, Option<String>, Option<TestReport>, Option<String>);
-    let tests: Vec<Entry> = suite["tests"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|e| {
-            let test = e["test"].as_str().unwrap_or("").to_string();
-            let folder = e["folder"].as_str().map(str::to_owned);
-            let report = folder.as_ref().and_then(|f| load_test(&dir.join(f)).ok());
-            let skipped = e["skipped"].as_str().map(str::to_owned);
-            (test, folder, report, skipped)
-        })
-        .collect();
-    let entries: Vec<SuiteEntry> = tests
+    serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{} is not a suite.json this version of servebench reads",
+            path.display()
+        )
+    })
+}
+
+/// The page of a suite folder: `suite.json` and each test's `test.json`.
+fn suite_page(dir: &Path) -> Result<Page> {
+    let suite = load_suite(dir)?;
+    let folder = SuiteFolder::new(dir);
+    // Per test: its test.json, when it ran and the file reads.
+    let reports: Vec<Option<TestReport>> = suite
+        .tests
         .iter()
-        .map(|(test, folder, report, skipped)| SuiteEntry {
-            test,
-            folder: folder.as_deref(),
-            report: report.as_ref(),
-            skipped: skipped.as_deref(),
+        .map(|e| {
+            e.folder()
+                .and_then(|f| load_test(folder.test(f).dir()).ok())
         })
         .collect();
-    let target = format!(
-        "{} on {}",
-        suite["target"]["model"].as_str().unwrap_or("?"),
-        suite["target"]["url"].as_str().unwrap_or("?")
-    );
-    Ok(test_page::suite_page(
-        &target,
-        suite["started_at"].as_str().unwrap_or("?"),
-        &entries,
-    ))
+    let entries: Vec<SuiteEntry> = suite
+        .tests
+        .iter()
+        .zip(&reports)
+        .map(|(e, report)| SuiteEntry {
+            test: e.test().slug(),
+            folder: e.folder(),
+            report: report.as_ref(),
+            skipped: e.skipped(),
+        })
+        .collect();
+    let target = format!("{} on {}", suite.target.model, suite.target.url);
+    Ok(test_page::suite_page(&target, &suite.started_at, &entries))
 }
 
 /// Writes `report.md` and `report.html` into a suite folder; returns their paths.

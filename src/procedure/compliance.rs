@@ -34,7 +34,7 @@ pub struct Requirement {
 }
 
 /// The verdict over all requirements.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum Verdict {
     #[serde(rename = "compliant")]
     Compliant,

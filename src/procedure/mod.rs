@@ -11,9 +11,9 @@
 //! `search` (bracket and bisect), `saturation` (the draft's 5.2.3.1 signals on the
 //! steady window; `arrivals` follows each arrival to its own end for them), `slo_check`
 //! (attainment with a Wilson interval), `compliance` (every MUST/SHOULD per test), `budget`,
-//! one file per test, `report` (the `test.json` contract), `tables` (the draft's Tables
-//! 1-14 in the terminal) and `conformance` (the procedures on engine models of known capacity,
-//! in virtual time).
+//! one file per test, `report` (the `test.json` contract), `suite` (the `suite.json` and
+//! `profiles.json` contracts), `tables` (the draft's Tables 1-14 in the terminal) and
+//! `conformance` (the procedures on engine models of known capacity, in virtual time).
 
 pub mod arrivals;
 pub mod budget;
@@ -35,6 +35,7 @@ pub mod saturation;
 pub mod search;
 pub mod session;
 pub mod slo_check;
+pub mod suite;
 pub mod throughput;
 pub mod ttft;
 
@@ -45,7 +46,18 @@ pub use result::{OneResult, TestResult};
 use serde::{Deserialize, Serialize};
 
 /// The ten tests of the draft's section 5.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    clap::ValueEnum,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 #[value(rename_all = "kebab-case")]
 pub enum TestName {

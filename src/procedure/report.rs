@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 pub const TEST_SCHEMA_VERSION: u32 = 1;
 
 /// How the test ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TestStatus {
     /// Still running (the file is rewritten after every level).
@@ -26,11 +26,15 @@ pub enum TestStatus {
 }
 
 /// The system under test.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TargetInfo {
+    /// The base URL requests went to, credentials redacted.
     pub url: String,
+    /// The model served.
     pub model: String,
+    /// The engine the server said it runs, when it said.
     pub engine: Option<String>,
+    /// The engine's version, when the server said.
     pub engine_version: Option<String>,
     /// Labelled targets (`--target NAME=URL`), credentials redacted.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -132,4 +136,102 @@ pub struct Finding {
     /// The procedure's own verdict: false when it found nothing it could report (no level
     /// passed, or nothing ran).
     pub answered: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    //! `test.json` as the history index reads it: a whole document written from these types
+    //! fills every column of its test row with its own value, so a field renamed here (or in
+    //! the index's view of it, `store::history`) fails this test.
+
+    use super::*;
+    use crate::artifacts::RunReport;
+    use crate::procedure::compliance::Verdict;
+    use crate::procedure::level::{LevelVerdict, Load, Role};
+    use crate::store::history::{History, Kind, RunRef};
+    use crate::store::{write_run_json, TestFolder};
+
+    fn level(run: &RunReport) -> LevelOutcome {
+        LevelOutcome {
+            index: 0,
+            label: "concurrency 4".into(),
+            role: Role::Alone,
+            load: Load::Concurrency { concurrency: 4 },
+            target: None,
+            run: "levels/01-c4".into(),
+            summary: run.summary.clone(),
+            outcomes: Default::default(),
+            verdict: LevelVerdict::Pass,
+            signals: Default::default(),
+            slo: None,
+            server: Default::default(),
+            cache: Default::default(),
+            reason: String::new(),
+        }
+    }
+
+    fn report(run: &RunReport) -> TestReportOf<serde_json::Value> {
+        TestReportOf {
+            schema_version: TEST_SCHEMA_VERSION,
+            test: TestName::Throughput,
+            section: TestName::Throughput.section().into(),
+            title: TestName::Throughput.title().into(),
+            status: TestStatus::Complete,
+            stopped: None,
+            answer: "sustainable: 120 req/s".into(),
+            started_at: "2026-11-26T10:00:00.000Z".into(),
+            finished_at: "2026-11-26T10:00:09.000Z".into(),
+            started_at_us: 1_795_000_000_000_000,
+            finished_at_us: 1_795_000_009_000_000,
+            duration_s: 9.0,
+            exit_status: 1,
+            interrupted: false,
+            tool: ToolInfo::default(),
+            command_line: vec!["servebench".into(), "test".into(), "throughput".into()],
+            target: TargetInfo::default(),
+            system: SystemInfo::default(),
+            parameters: serde_json::json!({}),
+            levels: vec![level(run)],
+            result: serde_json::json!({}),
+            compliance: Compliance {
+                requirements: Vec::new(),
+                verdict: Verdict::ConditionallyCompliant,
+            },
+        }
+    }
+
+    #[test]
+    fn a_test_json_from_the_types_fills_every_column_of_its_test_row() {
+        let root = std::env::temp_dir().join(format!("sb-test-json-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let folder = TestFolder::new(root.join("t"));
+        let run: RunReport =
+            serde_json::from_str(include_str!("../../tests/fixtures/run-sim/run.json")).unwrap();
+        let r = report(&run);
+        let level = folder.level(&r.levels[0].run);
+        std::fs::create_dir_all(level.dir()).unwrap();
+        write_run_json(level.dir(), &serde_json::to_value(&run).unwrap()).unwrap();
+        // As `servebench test` writes it.
+        std::fs::write(folder.test_json(), serde_json::to_vec_pretty(&r).unwrap()).unwrap();
+        let mut db = History::open(&root.join("db/history.db")).unwrap();
+        let indexed = db.index(folder.dir()).unwrap();
+        assert_eq!((indexed.kind, indexed.levels.len()), (Kind::Test, 1));
+        let row = db.get(&RunRef::Id(indexed.id)).unwrap();
+        assert_eq!(row.test_name.as_deref(), Some("throughput"));
+        assert_eq!(row.schema_version, Some(TEST_SCHEMA_VERSION.into()));
+        assert_eq!(row.started_at.as_deref(), Some(r.started_at.as_str()));
+        assert_eq!(row.started_at_us, Some(r.started_at_us as i64));
+        assert_eq!(row.finished_at_us, Some(r.finished_at_us as i64));
+        assert_eq!(row.interrupted, Some(false));
+        assert_eq!(row.command_line.as_ref(), Some(&r.command_line));
+        assert_eq!(row.exit_status, Some(1));
+        assert_eq!(row.verdict.as_deref(), Some("conditionally compliant"));
+        // What its one level holds is the test's too.
+        assert_eq!(row.model.as_deref(), Some(run.config.target.model.as_str()));
+        let level_row = db.get(&RunRef::Id(indexed.levels[0])).unwrap();
+        assert_eq!(level_row.parent_test, Some(indexed.id));
+        assert_eq!(level_row.test_name.as_deref(), Some("throughput"));
+        drop(db);
+        let _ = std::fs::remove_dir_all(&root);
+    }
 }

@@ -18,6 +18,7 @@ pub use draft::Draft;
 pub use outcome::{FailureKind, Outcome};
 
 use crate::clock::Nanos;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// One content event (a chunk with non-blank text) as it arrived.
@@ -32,7 +33,7 @@ pub struct Chunk {
 }
 
 /// Which part of the run a request belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
     /// Warm-up (draft 4.5): recorded, never summarised.
@@ -47,7 +48,7 @@ pub enum Phase {
 }
 
 /// Where the output token count `N` of a request came from (declared in every report).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TokenSource {
     /// The server's `usage.completion_tokens`.
@@ -60,7 +61,7 @@ pub enum TokenSource {
 }
 
 /// How the per-chunk token counts were obtained.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ChunkTokenSource {
     /// Cumulative usage streamed in every chunk (vLLM `continuous_usage_stats`).
@@ -74,11 +75,13 @@ pub enum ChunkTokenSource {
 }
 
 /// Images and audio a request carried, and what its input-token count means then.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct MediaCounts {
+    /// Images sent.
     pub images: u32,
     /// Encoded bytes of the images (before base64).
     pub image_bytes: u64,
+    /// Audio clips sent.
     pub audio: u32,
     /// Encoded bytes of the audio clips (before base64).
     pub audio_bytes: u64,
@@ -92,7 +95,7 @@ impl MediaCounts {
 }
 
 /// Where a record's `input_tokens` came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum InputTokenSource {
     /// The workload's tokenizer on the prompt text (every text-only request).
@@ -107,7 +110,7 @@ pub enum InputTokenSource {
 }
 
 /// Timings the server reported about this request (llama.cpp `timings`, simulator truth).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ServerTiming {
     /// Prompt tokens the server processed (not counting cached ones).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -225,7 +228,7 @@ pub struct RequestRecord {
 /// Per-request figures, computed once when the record settles and written with it, so
 /// dashboards need not recompute them. Their parameters (deadlines, prefill curve) are known
 /// before the measured phase starts.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Derived {
     /// First answer token − `sent_at`, ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]

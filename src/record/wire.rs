@@ -2,35 +2,50 @@
 //!
 //! Times are Unix-epoch microseconds (draft 4.7.4 allows epoch time; microseconds keep the
 //! 1 µs resolution of 4.2.1). Kept apart from the domain record so the file format can be
-//! versioned on its own (`run.json` carries `schema_version`).
+//! versioned on its own (`run.json` carries `schema_version`). Its JSON Schema,
+//! `docs/requests.schema.json`, is generated from [`WireRecord`] (`report::schema`), and a
+//! test holds the committed file to these types.
 
 use super::{
     Chunk, ChunkTokenSource, Derived, FailureKind, InputTokenSource, MediaCounts, Outcome, Phase,
     RequestRecord, ServerTiming, TokenSource,
 };
 use crate::clock::{Nanos, RunClock};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The outcome as written: `"ok"` or `{"kind": ..., "detail": ...}`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(untagged)]
 pub enum WireOutcome {
+    /// The request succeeded: `"ok"`.
     Ok(OkTag),
-    Failed { kind: FailureKind, detail: String },
+    /// The request failed: its kind, and the error in words.
+    Failed {
+        /// What went wrong (docs/reliability.md lists the kinds).
+        kind: FailureKind,
+        /// The error as the client saw it.
+        detail: String,
+    },
 }
 
 /// The literal string `"ok"`.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OkTag {
+    /// `"ok"`.
     Ok,
 }
 
-/// One line of `requests.jsonl`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+/// One line of `requests.jsonl` (docs/requests.schema.json). Times named `*_at_us` are
+/// Unix-epoch microseconds; `*_ms` are milliseconds.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 pub struct WireRecord {
+    /// Position in its phase's workload sequence (0-based).
     pub id: u64,
+    /// Which part of the run the request belongs to (only `measure` is summarised).
     pub phase: Phase,
+    /// The workload class the request was drawn from (`--workload` with classes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub class: Option<String>,
     /// Multi-turn: session id.
@@ -51,14 +66,18 @@ pub struct WireRecord {
     /// Sessions: the think time planned before this request, ms (absent: 0).
     #[serde(default, skip_serializing_if = "is_zero_f64")]
     pub planned_think_ms: f64,
+    /// The id the server gave its answer, when it gave one.
     pub response_id: Option<String>,
+    /// Open loop: when the schedule planned the request, Unix µs (`null`: closed loop).
     pub scheduled_at_us: Option<u64>,
-    /// When the request was attempted (began waiting for a connection).
+    /// When the request was attempted (began waiting for a connection), Unix µs.
     pub queued_at_us: u64,
     /// Pool wait plus TCP/TLS set-up, ms.
     pub connect_ms: f64,
+    /// Whether a kept-alive connection carried the request.
     pub reused_connection: bool,
-    /// `null` when the request bytes were never written (no connection).
+    /// When the first request byte was written, Unix µs; `null` when the request bytes
+    /// were never written (no connection).
     pub sent_at_us: Option<u64>,
     /// Bytes of the request body; absent when the request was built elsewhere (gRPC).
     #[serde(default, skip_serializing_if = "is_zero_u64")]
@@ -66,20 +85,27 @@ pub struct WireRecord {
     /// Time to send the request, first byte written → last byte written, ms (inside TTFT).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub upload_ms: Option<f64>,
+    /// When the first response byte arrived, Unix µs.
     pub first_byte_at_us: Option<u64>,
+    /// When the first answer event with non-blank text arrived, Unix µs.
     pub first_token_at_us: Option<u64>,
-    /// Content events: `[arrival_us, tokens]`.
+    /// Content events: `[arrival_us, tokens]` (Unix µs, output tokens).
     pub chunks: Vec<(u64, u32)>,
     /// Whitespace-only chunks before the first token (draft 5.1.3.1); 0 when absent. `null`
     /// when the whole answer was blank.
     #[serde(default = "zero", skip_serializing_if = "is_zero")]
     pub leading_blank_chunks: Option<u32>,
+    /// Reasoning events: `[arrival_us, tokens]` (Unix µs, reasoning tokens).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reasoning_chunks: Vec<(u64, u32)>,
+    /// When the request ended (answer complete, failed or cancelled), Unix µs.
     pub finished_at_us: u64,
+    /// `"ok"`, or the failure's kind and detail.
     pub outcome: WireOutcome,
+    /// The HTTP status of the answer, when there was one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http_status: Option<u16>,
+    /// Prompt tokens (see `input_tokens_source`).
     pub input_tokens: u32,
     /// Where `input_tokens` came from, written when not the workload's tokenizer
     /// (`server_usage`, or `text_only` for media without usage).
@@ -96,17 +122,23 @@ pub struct WireRecord {
     /// Of `output_tokens`, reasoning tokens.
     #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub reasoning_tokens: u32,
+    /// Where `output_tokens` came from.
     pub output_tokens_source: TokenSource,
+    /// How the per-chunk token counts were obtained.
     pub chunk_tokens_source: ChunkTokenSource,
+    /// The output limit the request asked for, tokens.
     pub max_tokens: u32,
     /// Items of a non-generative request (embeddings inputs, rerank documents).
     #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub items: u32,
+    /// Why the server stopped generating, as it said (`stop`, `length`, ...).
     pub finish_reason: Option<String>,
     /// Tool calls the answer made; absent when none (and in files written before it).
     #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub tool_calls: u32,
+    /// The server's last `usage` object, as it sent it.
     pub usage: Option<serde_json::Value>,
+    /// Timings the server reported about the request (llama.cpp `timings`, the simulator).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_timing: Option<ServerTiming>,
     /// Per-request figures (`ttft_ms`, `tpot_ms`, `e2e_ms`, `user_idle_ms`,

@@ -2,6 +2,7 @@
 //! dimensions and its SLO default, so a user picks one knowing what it sends.
 
 use super::page::Table;
+use crate::procedure::suite::{ProfileSuite, SuiteTest};
 use crate::workload::profile::{preset, span, Profile, PRESET_IDS, PRESET_SOURCE};
 
 /// A dimension's name as written in `run.json` and scenario files, spaced for reading.
@@ -93,25 +94,32 @@ pub fn table() -> Table {
 
 /// The answers of a suite run per profile (`suite --profiles`), one row per profile and
 /// test, from `profiles.json`'s entries.
-pub fn suites_table(entries: &[serde_json::Value]) -> Table {
+pub fn suites_table(entries: &[ProfileSuite]) -> Table {
     let mut t = Table::new(&["profile", "test", "answer", "compliance"])
         .titled("Answers per workload profile")
         .text()
         .nowrap(&[0, 1]);
-    let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_owned();
     for e in entries {
-        let id = text(&e["profile"]);
-        if let Some(why) = e.get("error").or_else(|| e.get("skipped")) {
-            t.rows.push(vec![id, "—".into(), text(why), "—".into()]);
-            continue;
-        }
-        for test in e["tests"].as_array().into_iter().flatten() {
-            let (answer, compliance) = match test.get("skipped") {
-                Some(why) => (format!("skipped: {}", text(why)), "—".into()),
-                None => (text(&test["answer"]), text(&test["compliance"])),
+        let id = e.profile().to_owned();
+        let tests = match e {
+            ProfileSuite::Ran { tests, .. } => tests,
+            ProfileSuite::Failed { error: why, .. }
+            | ProfileSuite::Skipped { skipped: why, .. } => {
+                t.rows.push(vec![id, "—".into(), why.clone(), "—".into()]);
+                continue;
+            }
+        };
+        for test in tests {
+            let (answer, compliance) = match test {
+                SuiteTest::Skipped(s) => (format!("skipped: {}", s.why), "—".into()),
+                SuiteTest::Ran(r) => (r.answer.clone(), r.compliance.words().to_owned()),
             };
-            t.rows
-                .push(vec![id.clone(), text(&test["test"]), answer, compliance]);
+            t.rows.push(vec![
+                id.clone(),
+                test.test().slug().into(),
+                answer,
+                compliance,
+            ]);
         }
     }
     t.notes.push(

@@ -1,52 +1,264 @@
-//! The JSON Schema of `run.json`, generated from the very types it is serialised from, so the
-//! committed `docs/run.schema.json` cannot drift from the code unnoticed (a test compares
-//! them, and another validates real output against the committed file).
+//! The JSON Schemas of the documents servebench writes, generated from the very types they
+//! are serialised from, so the committed files under `docs/` cannot drift from the code
+//! unnoticed (a test compares them, and others validate real output against the committed
+//! files):
+//!
+//! - `docs/run.schema.json`: `run.json` ([`RunReport`]);
+//! - `docs/requests.schema.json`: one line of `requests.jsonl` ([`WireRecord`]);
+//! - `docs/suite.schema.json`: `suite.json` ([`SuiteDocument`]);
+//! - `docs/profiles.schema.json`: `profiles.json` of `suite --profiles`
+//!   ([`ProfilesDocument`]).
+//!
+//! To update them after changing the types: `SERVEBENCH_UPDATE_SCHEMA=1 cargo test --lib
+//! schema`, and review the diff.
 
 use super::RunReport;
+use crate::procedure::suite::{ProfilesDocument, SuiteDocument};
+use crate::record::wire::WireRecord;
 
-/// The schema of `run.json` (JSON Schema 2020-12).
-pub fn run_schema() -> serde_json::Value {
-    let mut schema =
-        serde_json::to_value(schemars::schema_for!(RunReport)).expect("a schema always serialises");
+/// One committed schema: its file under `docs/` and how to make it.
+#[derive(Debug, Clone, Copy)]
+pub struct CommittedSchema {
+    /// The file name under `docs/`, e.g. `run.schema.json`.
+    pub file: &'static str,
+    /// The schema as generated from the types.
+    pub generate: fn() -> serde_json::Value,
+}
+
+/// Every schema committed under `docs/`.
+pub const COMMITTED: [CommittedSchema; 4] = [
+    CommittedSchema {
+        file: "run.schema.json",
+        generate: run_schema,
+    },
+    CommittedSchema {
+        file: "requests.schema.json",
+        generate: requests_schema,
+    },
+    CommittedSchema {
+        file: "suite.schema.json",
+        generate: suite_schema,
+    },
+    CommittedSchema {
+        file: "profiles.schema.json",
+        generate: profiles_schema,
+    },
+];
+
+impl CommittedSchema {
+    /// The schema as it is committed: pretty JSON with a final newline.
+    pub fn text(&self) -> String {
+        serde_json::to_string_pretty(&(self.generate)()).expect("a schema always serialises") + "\n"
+    }
+}
+
+/// `schema` with its `$id` (from `file`) and `description`.
+fn named(mut schema: serde_json::Value, file: &str, description: String) -> serde_json::Value {
     if let Some(obj) = schema.as_object_mut() {
         obj.insert(
             "$id".into(),
-            "https://servebench.dev/schemas/run.schema.json".into(),
+            format!("https://servebench.dev/schemas/{file}").into(),
         );
-        obj.insert(
-            "description".into(),
-            format!(
-                "run.json of servebench, schema_version {} (docs/run.md describes every field)",
-                super::SCHEMA_VERSION
-            )
-            .into(),
-        );
+        obj.insert("description".into(), description.into());
     }
     schema
 }
 
-/// The schema as it is committed: pretty JSON with a final newline.
+fn schema_of<T: schemars::JsonSchema>() -> serde_json::Value {
+    serde_json::to_value(schemars::schema_for!(T)).expect("a schema always serialises")
+}
+
+/// The schema of `run.json` (JSON Schema 2020-12).
+pub fn run_schema() -> serde_json::Value {
+    named(
+        schema_of::<RunReport>(),
+        "run.schema.json",
+        format!(
+            "run.json of servebench, schema_version {} (docs/run.md describes every field)",
+            super::SCHEMA_VERSION
+        ),
+    )
+}
+
+/// The schema of `run.json` as it is committed.
 pub fn run_schema_text() -> String {
-    serde_json::to_string_pretty(&run_schema()).expect("a schema always serialises") + "\n"
+    COMMITTED[0].text()
+}
+
+/// The schema of one line of `requests.jsonl` (JSON Schema 2020-12).
+pub fn requests_schema() -> serde_json::Value {
+    named(
+        schema_of::<WireRecord>(),
+        "requests.schema.json",
+        format!(
+            "One line of requests.jsonl of servebench, schema_version {} (docs/run.md describes every field)",
+            super::SCHEMA_VERSION
+        ),
+    )
+}
+
+/// The schema of `suite.json` (JSON Schema 2020-12).
+pub fn suite_schema() -> serde_json::Value {
+    named(
+        schema_of::<SuiteDocument>(),
+        "suite.schema.json",
+        format!(
+            "suite.json of servebench suite, schema_version {} (docs/procedures.md describes it)",
+            crate::procedure::report::TEST_SCHEMA_VERSION
+        ),
+    )
+}
+
+/// The schema of `profiles.json` (JSON Schema 2020-12).
+pub fn profiles_schema() -> serde_json::Value {
+    named(
+        schema_of::<ProfilesDocument>(),
+        "profiles.schema.json",
+        format!(
+            "profiles.json of servebench suite --profiles, schema_version {} (docs/procedures.md describes it)",
+            crate::procedure::report::TEST_SCHEMA_VERSION
+        ),
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// `docs/run.schema.json` is the schema of the current types. To update it after
-    /// changing them: `SERVEBENCH_UPDATE_SCHEMA=1 cargo test --lib schema`.
+    /// Every committed schema under `docs/` is the schema of the current types. To update
+    /// them after changing the types: `SERVEBENCH_UPDATE_SCHEMA=1 cargo test --lib schema`.
     #[test]
     fn the_committed_schema_matches_the_types() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/run.schema.json");
-        let generated = run_schema_text();
-        if std::env::var_os("SERVEBENCH_UPDATE_SCHEMA").is_some() {
-            std::fs::write(path, &generated).unwrap();
+        let update = std::env::var_os("SERVEBENCH_UPDATE_SCHEMA").is_some();
+        let mut stale = Vec::new();
+        for schema in COMMITTED {
+            let path = format!("{}/docs/{}", env!("CARGO_MANIFEST_DIR"), schema.file);
+            let generated = schema.text();
+            if update {
+                std::fs::write(&path, &generated).unwrap();
+            }
+            if std::fs::read_to_string(&path).unwrap_or_default() != generated {
+                stale.push(schema.file);
+            }
         }
-        let committed = std::fs::read_to_string(path).unwrap_or_default();
         assert!(
-            committed == generated,
-            "docs/run.schema.json is out of date: run SERVEBENCH_UPDATE_SCHEMA=1 cargo test --lib schema, and review the diff"
+            stale.is_empty(),
+            "docs/{stale:?} out of date: run SERVEBENCH_UPDATE_SCHEMA=1 cargo test --lib schema, and review the diff"
         );
+    }
+
+    /// The records of a real simulator run (`tests/fixtures/run-sim`) and records built
+    /// with every optional part (failure, reasoning, media, server timings, sessions)
+    /// validate against the committed `docs/requests.schema.json`; a line missing a
+    /// required field or with a mistyped one does not.
+    #[test]
+    fn records_validate_against_the_committed_requests_schema() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/docs/requests.schema.json"
+        ))
+        .unwrap();
+        let schema: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let validator = jsonschema::validator_for(&schema).expect("a valid JSON Schema");
+        let fixture = include_str!("../../tests/fixtures/run-sim/requests.jsonl");
+        let mut lines: Vec<serde_json::Value> = fixture
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert!(lines.len() > 10);
+        lines.extend(
+            every_part()
+                .iter()
+                .map(|r| serde_json::to_value(WireRecord::from_record(r, &clock())).unwrap()),
+        );
+        for line in &lines {
+            let errors: Vec<String> = validator
+                .iter_errors(line)
+                .map(|e| format!("{e} at {}", e.instance_path()))
+                .collect();
+            assert!(errors.is_empty(), "{errors:#?}\n{line}");
+        }
+        let mut broken = lines[0].clone();
+        broken.as_object_mut().unwrap().remove("finished_at_us");
+        assert!(!validator.is_valid(&broken), "a required field");
+        let mut broken = lines[0].clone();
+        broken["outcome"] = serde_json::json!({"kind": "no_such_kind", "detail": ""});
+        assert!(!validator.is_valid(&broken), "an unknown failure kind");
+    }
+
+    fn clock() -> crate::clock::RunClock {
+        crate::clock::RunClock::with_anchor(std::time::Instant::now(), 1_795_000_000_000_000)
+    }
+
+    /// Records with each optional part of a line set.
+    fn every_part() -> Vec<crate::record::RequestRecord> {
+        use crate::record::*;
+        let chunk = |at, tokens| Chunk {
+            at,
+            tokens,
+            bytes: 4,
+        };
+        let full = RequestRecord {
+            class: Some("chat".into()),
+            session: Some((3, 1)),
+            session_steps: 4,
+            branch: 1,
+            planned_tool_ms: 120.0,
+            planned_think_ms: 800.0,
+            response_id: Some("chatcmpl-1".into()),
+            scheduled_at: Some(1_000),
+            sent_at: Some(2_000),
+            body_sent_at: Some(2_500),
+            body_bytes: 4_096,
+            first_byte_at: Some(3_000_000),
+            chunks: vec![chunk(4_000_000, 0), chunk(5_000_000, 2)],
+            first_content: Some(1),
+            reasoning_chunks: vec![chunk(3_500_000, 3)],
+            finished_at: 6_000_000,
+            http_status: Some(200),
+            input_tokens: 300,
+            input_tokens_source: InputTokenSource::ServerUsage,
+            text_input_tokens: Some(40),
+            media: MediaCounts {
+                images: 1,
+                image_bytes: 2_000,
+                audio: 1,
+                audio_bytes: 9_000,
+            },
+            output_tokens: 5,
+            reasoning_tokens: 3,
+            max_tokens: 64,
+            items: 2,
+            finish_reason: Some("tool_calls".into()),
+            tool_calls: 1,
+            usage: Some(serde_json::json!({"prompt_tokens": 300, "completion_tokens": 5})),
+            server_timing: Some(ServerTiming {
+                prompt_n: Some(300),
+                prompt_ms: Some(12.5),
+                token_times_ms: Some(vec![1.0, 2.0]),
+                ..Default::default()
+            }),
+            derived: Some(Derived {
+                ttft_ms: Some(4.0),
+                tpot_ms: Some(1.0),
+                e2e_ms: Some(5.0),
+                user_idle_ms: 0.5,
+                deadline_misses: 1,
+                fluidity: Some(0.9),
+            }),
+            retries: 1,
+            ..Default::default()
+        };
+        let failed = RequestRecord {
+            outcome: Outcome::failed(FailureKind::Connect, "connection refused"),
+            phase: Phase::Warmup,
+            ..Default::default()
+        };
+        let blank = RequestRecord {
+            chunks: vec![chunk(1_000, 1)],
+            first_content: None,
+            ..Default::default()
+        };
+        vec![full, failed, blank]
     }
 }

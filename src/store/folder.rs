@@ -34,6 +34,8 @@ pub const TEST_JSON: &str = "test.json";
 pub const TEST_JSON_TMP: &str = "test.json.tmp";
 /// A suite's document: its tests and where their folders are.
 pub const SUITE_JSON: &str = "suite.json";
+/// `suite --profiles`' document: each profile's suite and its tests.
+pub const PROFILES_JSON: &str = "profiles.json";
 /// A scale-out shard's record, written last: its presence means the shard is done.
 pub const SHARD_JSON: &str = "shard.json";
 /// `shard.json` being written.

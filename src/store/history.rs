@@ -45,8 +45,10 @@
 //! and [`record_folder`] (what `servebench run` calls when a run ends, and what
 //! a test procedure calls for its folder); `history/schema.rs` holds the schema
 //! and its migration, and `history/rows.rs` the rows and reports handed back;
-//! `history/index.rs` reads folders into rows (`index`, `reindex`), with
-//! `history/columns.rs` turning file values into columns (`workload_key`, the
+//! `history/index.rs` reads folders into rows (`index`, `reindex`) through the
+//! typed views of `history/view.rs` (what the index reads of run.json and
+//! test.json, field by field, tolerant of older and partial files), with
+//! `history/columns.rs` turning the views into columns (`workload_key`, the
 //! load in words), and `history/query.rs` lists and looks them up (`list`,
 //! `get`, `runs_with_label`, resolving a [`RunRef`]).
 
@@ -66,6 +68,7 @@ mod rows;
 mod schema;
 #[cfg(test)]
 mod tests;
+mod view;
 
 pub use columns::workload_key;
 pub use rows::{Filter, Indexed, ReindexReport, RunRow, Unreadable};

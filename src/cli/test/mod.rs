@@ -20,6 +20,7 @@ use super::exit;
 use crate::artifacts::{SystemInfo, ToolInfo};
 use crate::pipeline::resolve::redacted_command_line;
 use crate::procedure::report::{Finding, TestReport, TestStatus, TEST_SCHEMA_VERSION};
+use crate::procedure::suite::{pretty_json, RanTest, SkippedTest, SuiteDocument, SuiteTest};
 use crate::procedure::{self, Options, TestName};
 use crate::store::{SuiteFolder, TestFolder};
 use anyhow::{Context, Result};
@@ -212,7 +213,7 @@ pub fn suite(args: SuiteArgs) -> Result<u8> {
 }
 
 /// One suite in one folder; its exit status and its `suite.json`.
-fn suite_once(args: SuiteArgs) -> Result<(u8, Option<serde_json::Value>)> {
+fn suite_once(args: SuiteArgs) -> Result<(u8, Option<SuiteDocument>)> {
     let wanted: Vec<TestName> = SUITE_ORDER
         .iter()
         .copied()
@@ -235,7 +236,10 @@ fn suite_once(args: SuiteArgs) -> Result<(u8, Option<serde_json::Value>)> {
     let mut worst = exit::OK;
     for test in wanted {
         if let Some(why) = skipped(test, &options) {
-            entries.push(serde_json::json!({"test": test, "skipped": why}));
+            entries.push(SuiteTest::Skipped(SkippedTest {
+                test,
+                why: why.into(),
+            }));
             continue;
         }
         let dir = suite_dir.join(test.slug());
@@ -248,19 +252,19 @@ fn suite_once(args: SuiteArgs) -> Result<(u8, Option<serde_json::Value>)> {
         worst = worst.max(report.exit_status);
         entries.push(suite_entry(test, &report));
     }
-    let summary = serde_json::json!({
-        "schema_version": TEST_SCHEMA_VERSION,
-        "suite": true,
-        "started_at": crate::clock::iso8601_ms(started),
-        "finished_at": crate::clock::iso8601_ms(crate::clock::RunClock::start().unix_us(0)),
-        "command_line": redacted_command_line(),
-        "target": runner.target_info(),
-        "system": system,
-        "tests": entries,
-    });
+    let summary = SuiteDocument {
+        schema_version: TEST_SCHEMA_VERSION,
+        suite: true,
+        started_at: crate::clock::iso8601_ms(started),
+        finished_at: crate::clock::iso8601_ms(crate::clock::RunClock::start().unix_us(0)),
+        command_line: redacted_command_line(),
+        target: runner.target_info(),
+        system,
+        tests: entries,
+    };
     std::fs::write(
         SuiteFolder::new(&suite_dir).suite_json(),
-        serde_json::to_vec_pretty(&summary)?,
+        pretty_json(&summary)?,
     )
     .context("writing suite.json")?;
     if let Err(err) = super::report::write_suite_files(&suite_dir) {
@@ -296,33 +300,29 @@ fn feed_capacities(options: &mut Options, report: &TestReport) {
 }
 
 /// A test's entry in `suite.json`.
-fn suite_entry(test: TestName, report: &TestReport) -> serde_json::Value {
-    serde_json::json!({
-        "test": test,
-        "section": report.section,
-        "title": report.title,
-        "folder": test.slug(),
-        "status": report.status,
-        "answer": report.answer,
-        "compliance": report.compliance.verdict,
+fn suite_entry(test: TestName, report: &TestReport) -> SuiteTest {
+    SuiteTest::Ran(RanTest {
+        test,
+        section: report.section.clone(),
+        title: report.title.clone(),
+        folder: test.slug().into(),
+        status: report.status,
+        answer: report.answer.clone(),
+        compliance: report.compliance.verdict,
     })
 }
 
 /// The suite's tests, one line each, and its folder, on the terminal.
-fn print_suite(summary: &serde_json::Value, suite_dir: &Path) {
+fn print_suite(summary: &SuiteDocument, suite_dir: &Path) {
     println!("\nSuite");
-    for e in summary["tests"].as_array().into_iter().flatten() {
-        match e.get("skipped") {
-            Some(why) => println!(
-                "  {:<16} skipped: {}",
-                e["test"].as_str().unwrap_or(""),
-                why.as_str().unwrap_or("")
-            ),
-            None => println!(
+    for e in &summary.tests {
+        match e {
+            SuiteTest::Skipped(s) => println!("  {:<16} skipped: {}", s.test.slug(), s.why),
+            SuiteTest::Ran(r) => println!(
                 "  {:<16} {} [{}]",
-                e["test"].as_str().unwrap_or(""),
-                e["answer"].as_str().unwrap_or(""),
-                e["compliance"].as_str().unwrap_or("")
+                r.test.slug(),
+                r.answer,
+                r.compliance.words()
             ),
         }
     }

@@ -7,6 +7,8 @@
 //! profile against a server without embeddings) is recorded with why, and the others run.
 
 use super::{suite_once, SuiteArgs};
+use crate::procedure::suite::{pretty_json, ProfileSuite, ProfilesDocument, SuiteDocument};
+use crate::store::folder::{PROFILES_JSON, REPORT_HTML, REPORT_MD};
 use crate::store::prepare_run_dir;
 use crate::workload::profile::{preset, PRESET_IDS};
 use anyhow::{bail, Context, Result};
@@ -41,7 +43,10 @@ pub(super) fn suite_per_profile(args: SuiteArgs) -> Result<u8> {
     let mut entries = Vec::new();
     for id in &ids {
         if super::INTERRUPTED.load(std::sync::atomic::Ordering::Acquire) {
-            entries.push(serde_json::json!({"profile": id, "skipped": "interrupted"}));
+            entries.push(ProfileSuite::Skipped {
+                profile: id.clone(),
+                skipped: "interrupted".into(),
+            });
             continue;
         }
         let folder = id.to_ascii_lowercase();
@@ -65,60 +70,59 @@ pub(super) fn suite_per_profile(args: SuiteArgs) -> Result<u8> {
         let done = match suite_once(one) {
             Ok((code, summary)) => {
                 worst = worst.max(code);
-                entry(id, &folder, code, summary.as_ref())
+                entry(id, &folder, code, summary)
             }
             Err(e) => {
                 // A configuration this profile cannot run (as `suite` alone would exit 2).
                 eprintln!("error: profile {id}: {e:#}");
                 worst = worst.max(crate::cli::exit::USAGE);
-                serde_json::json!({"profile": id, "folder": folder, "exit_status": crate::cli::exit::USAGE, "error": format!("{e:#}")})
+                ProfileSuite::Failed {
+                    profile: id.clone(),
+                    folder,
+                    exit_status: crate::cli::exit::USAGE,
+                    error: format!("{e:#}"),
+                }
             }
         };
         entries.push(done);
     }
-    write(&top, &entries)?;
+    write(&top, entries)?;
     Ok(worst)
 }
 
 /// A profile's entry in `profiles.json`: its suite's tests, or why it did not start.
-fn entry(
-    id: &str,
-    folder: &str,
-    code: u8,
-    summary: Option<&serde_json::Value>,
-) -> serde_json::Value {
+fn entry(id: &str, folder: &str, code: u8, summary: Option<SuiteDocument>) -> ProfileSuite {
     match summary {
-        Some(s) => serde_json::json!({
-            "profile": id,
-            "folder": folder,
-            "exit_status": code,
-            "tests": s["tests"],
-        }),
-        None => serde_json::json!({
-            "profile": id,
-            "folder": folder,
-            "exit_status": code,
-            "error": "the suite did not start: the server could not be used for this profile (not ready, or its test request failed: the messages are above)",
-        }),
+        Some(s) => ProfileSuite::Ran {
+            profile: id.into(),
+            folder: folder.into(),
+            exit_status: code,
+            tests: s.tests,
+        },
+        None => ProfileSuite::Failed {
+            profile: id.into(),
+            folder: folder.into(),
+            exit_status: code,
+            error: "the suite did not start: the server could not be used for this profile (not ready, or its test request failed: the messages are above)".into(),
+        },
     }
 }
 
 /// `profiles.json`, `report.md` and `report.html` of the top folder, and the table on the
 /// terminal.
-fn write(top: &Path, entries: &[serde_json::Value]) -> Result<()> {
-    let doc = serde_json::json!({
-        "schema_version": crate::procedure::report::TEST_SCHEMA_VERSION,
-        "profiles": entries,
-        "command_line": crate::pipeline::resolve::redacted_command_line(),
-    });
-    std::fs::write(top.join("profiles.json"), serde_json::to_vec_pretty(&doc)?)
-        .context("writing profiles.json")?;
-    let table = crate::report::profiles::suites_table(entries);
+fn write(top: &Path, entries: Vec<ProfileSuite>) -> Result<()> {
+    let doc = ProfilesDocument {
+        schema_version: crate::procedure::report::TEST_SCHEMA_VERSION,
+        profiles: entries,
+        command_line: crate::pipeline::resolve::redacted_command_line(),
+    };
+    std::fs::write(top.join(PROFILES_JSON), pretty_json(&doc)?).context("writing profiles.json")?;
+    let table = crate::report::profiles::suites_table(&doc.profiles);
     let page = crate::report::page::Page::new("Suite per workload profile").section(
         crate::report::page::Section::new("profiles", "Answers per profile").table(table.clone()),
     );
-    std::fs::write(top.join("report.md"), page.to_markdown()).context("writing report.md")?;
-    std::fs::write(top.join("report.html"), page.to_html()).context("writing report.html")?;
+    std::fs::write(top.join(REPORT_MD), page.to_markdown()).context("writing report.md")?;
+    std::fs::write(top.join(REPORT_HTML), page.to_html()).context("writing report.html")?;
     println!("\n{}", crate::report::tables::to_terminal(&table));
     println!(
         "Profiles folder: {} (profiles.json, report.md, report.html; a suite folder per profile)",

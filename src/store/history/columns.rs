@@ -1,10 +1,15 @@
-//! The columns of the `runs` table and how a run.json fills them: numbers, text,
-//! flags and the command line read by JSON pointer, the load in words, and the
-//! `workload_key` (see the module documentation of `history`).
+//! The columns of the `runs` table and how a run.json or a test.json fills them:
+//! numbers, text, flags and the command line read through the typed views of
+//! `view.rs`, the load in words, and the `workload_key` (see the module
+//! documentation of `history`).
 
 use rusqlite::types::Value as Sql;
 use serde_json::Value as Json;
 
+use super::view::{
+    ConfigView, DistributionView, Int, Lenient, LoadView, RequestsView, RunView, Section,
+    ServerView, SummaryView, SystemView, TargetView, TestView, WorkloadView,
+};
 use crate::artifacts::fingerprint;
 
 /// The columns of `runs` filled from the files, in table order. Anything a
@@ -79,152 +84,207 @@ pub(super) fn get<'a>(fields: &'a Fields, column: &str) -> &'a Sql {
         .map_or(&Sql::Null, |(_, v)| v)
 }
 
-pub(super) fn run_fields(doc: &Json) -> Fields {
-    let seed = doc.pointer("/config/seed").and_then(Json::as_u64);
-    vec![
-        ("schema_version", int(doc, "/schema_version").into()),
-        ("started_at", text(doc, "/started_at").into()),
-        ("started_at_us", int(doc, "/started_at_us").into()),
-        ("finished_at_us", int(doc, "/finished_at_us").into()),
-        ("interrupted", flag(doc, "/interrupted").into()),
-        ("command_line", command_line(doc).into()),
-        ("target", text(doc, "/config/target/url").into()),
-        ("endpoint", text(doc, "/config/target/endpoint").into()),
-        ("model", text(doc, "/config/target/model").into()),
-        ("engine", text(doc, "/server/engine").into()),
-        ("engine_version", text(doc, "/server/version").into()),
-        ("workload", text(doc, "/config/workload/name").into()),
-        ("workload_key", workload_key(doc).into()),
+/// The columns a `run.json` fills.
+pub(super) fn run_fields(run: &RunView) -> Fields {
+    let config = run.config.view();
+    let target = |pick: fn(&TargetView) -> &Lenient<String>| {
+        config
+            .and_then(|c| c.target.view())
+            .and_then(|t| pick(t).get())
+    };
+    let limits = config.and_then(|c| c.limits.view());
+    let system = |pick: fn(&SystemView) -> &Lenient<Json>| {
+        run.system.view().and_then(|s| json_text(pick(s)))
+    };
+    let seed = config.and_then(|c| c.seed.0.as_ref()?.as_u64());
+    let mut fields = vec![
+        ("schema_version", run.schema_version.int().into()),
+        ("started_at", run.started_at.get().into()),
+        ("started_at_us", run.started_at_us.int().into()),
+        ("finished_at_us", run.finished_at_us.int().into()),
+        ("interrupted", run.interrupted.get().into()),
+        ("command_line", command_line(&run.command_line).into()),
+        ("target", target(|t| &t.url).into()),
+        ("endpoint", target(|t| &t.endpoint).into()),
+        ("model", target(|t| &t.model).into()),
+        ("engine", server(run, |s| &s.engine).into()),
+        ("engine_version", server(run, |s| &s.version).into()),
+        ("workload", config.and_then(workload_name).into()),
+        ("workload_key", run_workload_key(run).into()),
         ("seed", seed.map(|s| s.to_string()).into()),
         (
             "load",
-            doc.pointer("/config/load").and_then(load_text).into(),
+            config.and_then(|c| load_text(c.load.0.as_ref()?)).into(),
         ),
-        ("limit_requests", int(doc, "/config/limits/requests").into()),
+        (
+            "limit_requests",
+            limits.and_then(|l| l.requests.int()).into(),
+        ),
         (
             "limit_duration_s",
-            real(doc, "/config/limits/duration").into(),
+            limits.and_then(|l| l.duration.real()).into(),
         ),
-        ("hardware", json_text(doc, "/system/hardware").into()),
-        ("gpus", json_text(doc, "/system/gpus").into()),
-        ("hostname", text(doc, "/host/hostname").into()),
-        ("requests_total", int(doc, "/summary/requests/total").into()),
-        ("completed", int(doc, "/summary/requests/completed").into()),
-        ("failed", int(doc, "/summary/requests/failed").into()),
-        ("duration_s", real(doc, "/summary/window/duration_s").into()),
-        ("ttft_p50_ms", real(doc, "/summary/ttft_ms/p50").into()),
-        ("ttft_p99_ms", real(doc, "/summary/ttft_ms/p99").into()),
-        ("tpot_p50_ms", real(doc, "/summary/tpot_ms/p50").into()),
-        ("tpot_p99_ms", real(doc, "/summary/tpot_ms/p99").into()),
-        ("itl_p99_ms", real(doc, "/summary/itl_ms/p99").into()),
-        ("e2e_p50_ms", real(doc, "/summary/e2e_ms/p50").into()),
-        ("e2e_p99_ms", real(doc, "/summary/e2e_ms/p99").into()),
+        ("hardware", system(|s| &s.hardware).into()),
+        ("gpus", system(|s| &s.gpus).into()),
         (
-            "output_tokens_per_s",
-            real(doc, "/summary/output_tokens_per_s").into(),
+            "hostname",
+            run.host.view().and_then(|h| h.hostname.get()).into(),
         ),
         (
-            "requests_per_s",
-            real(doc, "/summary/requests_per_s").into(),
+            "exit_status",
+            run.verdict.view().and_then(|v| v.exit_status.int()).into(),
         ),
-        ("success_rate", real(doc, "/summary/success_rate").into()),
-        ("slo", text(doc, "/summary/slo/spec").into()),
+    ];
+    if let Some(summary) = run.summary.view() {
+        fields.extend(summary_fields(summary));
+    }
+    fields
+}
+
+fn server(run: &RunView, pick: fn(&ServerView) -> &Lenient<String>) -> Option<String> {
+    run.server.view().and_then(|s| pick(s).get())
+}
+
+/// The columns `run.json`'s `summary` fills.
+fn summary_fields(s: &SummaryView) -> Fields {
+    let requests =
+        |pick: fn(&RequestsView) -> &Lenient<Int>| s.requests.view().and_then(|r| pick(r).int());
+    let dist = |d: &Section<DistributionView>, pick: fn(&DistributionView) -> &Lenient<f64>| {
+        d.view().and_then(|d| pick(d).real())
+    };
+    let slo = s.slo.view();
+    vec![
+        ("requests_total", requests(|r| &r.total).into()),
+        ("completed", requests(|r| &r.completed).into()),
+        ("failed", requests(|r| &r.failed).into()),
+        (
+            "duration_s",
+            s.window.view().and_then(|w| w.duration_s.real()).into(),
+        ),
+        ("ttft_p50_ms", dist(&s.ttft_ms, |d| &d.p50).into()),
+        ("ttft_p99_ms", dist(&s.ttft_ms, |d| &d.p99).into()),
+        ("tpot_p50_ms", dist(&s.tpot_ms, |d| &d.p50).into()),
+        ("tpot_p99_ms", dist(&s.tpot_ms, |d| &d.p99).into()),
+        ("itl_p99_ms", dist(&s.itl_ms, |d| &d.p99).into()),
+        ("e2e_p50_ms", dist(&s.e2e_ms, |d| &d.p50).into()),
+        ("e2e_p99_ms", dist(&s.e2e_ms, |d| &d.p99).into()),
+        ("output_tokens_per_s", s.output_tokens_per_s.real().into()),
+        ("requests_per_s", s.requests_per_s.real().into()),
+        ("success_rate", s.success_rate.real().into()),
+        ("slo", slo.and_then(|v| v.spec.get()).into()),
         (
             "goodput_requests_per_s",
-            real(doc, "/summary/slo/per_request/goodput_requests_per_s").into(),
+            slo.and_then(|v| v.per_request.view())
+                .and_then(|p| p.goodput_requests_per_s.real())
+                .into(),
         ),
-        ("exit_status", int(doc, "/verdict/exit_status").into()),
     ]
 }
 
-pub(super) fn text(doc: &Json, pointer: &str) -> Option<String> {
-    doc.pointer(pointer)?.as_str().map(str::to_owned)
+/// The columns a `test.json` fills itself (its levels add what they share).
+pub(super) fn test_fields(test: &TestView) -> Fields {
+    vec![
+        ("test_name", test.test.get().into()),
+        ("schema_version", test.schema_version.int().into()),
+        ("started_at", test.started_at.get().into()),
+        ("started_at_us", test.started_at_us.int().into()),
+        ("finished_at_us", test.finished_at_us.int().into()),
+        ("interrupted", test.interrupted.get().into()),
+        ("command_line", command_line(&test.command_line).into()),
+        ("exit_status", test.exit_status.int().into()),
+        (
+            "verdict",
+            test.compliance.view().and_then(|c| c.verdict.get()).into(),
+        ),
+    ]
 }
 
-/// An integer, also accepting a float with no fractional part (some writers
-/// emit `200.0`), as long as it is exactly representable.
-pub(super) fn int(doc: &Json, pointer: &str) -> Option<i64> {
-    let value = doc.pointer(pointer)?;
-    value.as_i64().or_else(|| {
-        value
-            .as_f64()
-            .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
-            .map(|f| f as i64)
-    })
-}
-
-fn real(doc: &Json, pointer: &str) -> Option<f64> {
-    doc.pointer(pointer)?.as_f64().filter(|f| f.is_finite())
-}
-
-pub(super) fn flag(doc: &Json, pointer: &str) -> Option<bool> {
-    doc.pointer(pointer)?.as_bool()
+/// `config.workload.name`.
+fn workload_name(config: &ConfigView) -> Option<String> {
+    Section::<WorkloadView>::of(config.workload.0.as_ref()?)
+        .view()?
+        .name
+        .get()
 }
 
 /// A string as itself; an object or array as compact JSON; null as NULL.
-fn json_text(doc: &Json, pointer: &str) -> Option<String> {
-    match doc.pointer(pointer)? {
+fn json_text(value: &Lenient<Json>) -> Option<String> {
+    match value.0.as_ref()? {
         Json::Null => None,
         Json::String(s) => Some(s.clone()),
         other => Some(other.to_string()),
     }
 }
 
-/// `/command_line` as a JSON array of strings (other elements as their JSON).
-pub(super) fn command_line(doc: &Json) -> Option<String> {
-    let args: Vec<String> = doc
-        .pointer("/command_line")?
-        .as_array()?
+/// `command_line` as a JSON array of strings (other elements as their JSON).
+fn command_line(args: &Lenient<Vec<Json>>) -> Option<String> {
+    let args: Vec<String> = args
+        .0
+        .as_ref()?
         .iter()
         .map(|a| a.as_str().map_or_else(|| a.to_string(), str::to_owned))
         .collect();
     serde_json::to_string(&args).ok()
 }
 
-/// `/config/load` in words: `closed c=64`, `open 12.5 req/s poisson`,
+/// `config.load` in words: `closed c=64`, `open 12.5 req/s poisson`,
 /// `open 8 req/s gamma cv=2`, `trace speed=1`. Unknown shapes are kept as
 /// compact JSON rather than dropped.
 pub(super) fn load_text(load: &Json) -> Option<String> {
-    let num = |key: &str| load.get(key).and_then(Json::as_f64);
-    let text = match load.get("model").and_then(Json::as_str) {
-        Some("closed") => match num("concurrency") {
+    if load.is_null() {
+        return None;
+    }
+    let unknown = || Some(load.to_string());
+    let Some(view) = Section::<LoadView>::of(load).0 else {
+        return unknown();
+    };
+    let text = match view.model.0.as_deref() {
+        Some("closed") => match view.concurrency.get() {
             Some(c) => format!("closed c={c}"),
             None => "closed".to_owned(),
         },
         Some("open") => {
-            let mut text = match num("rate_per_s") {
+            let mut text = match view.rate_per_s.get() {
                 Some(rate) => format!("open {rate} req/s"),
                 None => "open".to_owned(),
             };
-            let arrival = load.get("arrival");
-            if let Some(kind) = arrival.and_then(|a| a.get("kind")).and_then(Json::as_str) {
+            let arrival = view.arrival.view();
+            if let Some(kind) = arrival.and_then(|a| a.kind.get()) {
                 text.push(' ');
-                text.push_str(kind);
+                text.push_str(&kind);
             }
-            if let Some(cv) = arrival.and_then(|a| a.get("cv")).and_then(Json::as_f64) {
+            if let Some(cv) = arrival.and_then(|a| a.cv.get()) {
                 text.push_str(&format!(" cv={cv}"));
             }
             text
         }
-        Some("trace") => match num("speed") {
+        Some("trace") => match view.speed.get() {
             Some(speed) => format!("trace speed={speed}"),
             None => "trace".to_owned(),
         },
-        _ if load.is_null() => return None,
-        _ => load.to_string(),
+        _ => return unknown(),
     };
     Some(text)
 }
 
 /// The `workload_key` of a parsed run.json (see the module documentation),
-/// or `None` when `/config/workload` or `/config/seed` is missing or null.
+/// or `None` when `config.workload` or `config.seed` is missing or null.
 pub fn workload_key(run_json: &Json) -> Option<String> {
-    let present = |pointer: &str| run_json.pointer(pointer).filter(|v| !v.is_null());
+    run_workload_key(&RunView::read(run_json))
+}
+
+fn run_workload_key(run: &RunView) -> Option<String> {
+    let config = run.config.view()?;
     Some(fingerprint::workload_key(
-        present("/config/workload")?,
-        present("/config/dataset_info"),
-        present("/config/seed")?,
+        present(&config.workload)?,
+        present(&config.dataset_info),
+        present(&config.seed)?,
     ))
+}
+
+/// A field's JSON, unless it is missing or null.
+fn present(value: &Lenient<Json>) -> Option<&Json> {
+    value.0.as_ref().filter(|v| !v.is_null())
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Reading run and test folders into rows of the `runs` table: `index` and
-//! `reindex`; the helpers that turn run.json values into columns
-//! (`workload_key`, the load in words) are in `columns.rs`.
+//! `reindex`. Each file is read through its typed view (`view.rs`); the
+//! helpers that turn the views into columns (`workload_key`, the load in
+//! words) are in `columns.rs`.
 //!
 //! Each folder is read completely before anything is written, so a bad file
 //! never leaves half a test in the database.
@@ -16,9 +17,8 @@ use serde_json::Value as Json;
 use crate::store::folder::{RunFolder, TestFolder};
 use crate::store::runs::run_subfolders;
 
-use super::columns::{
-    command_line, flag, get, int, run_fields, text, Fields, DATA_COLUMNS, INHERITED,
-};
+use super::columns::{get, run_fields, test_fields, Fields, DATA_COLUMNS, INHERITED};
+use super::view::{RunView, TestView};
 use super::{
     canonical_dir, canonical_folder, path_key, History, HistoryError, Indexed, Kind, ReindexReport,
     Unreadable, NOW_SQL,
@@ -166,40 +166,27 @@ fn read_folder(folder: &Path) -> Result<Parsed, HistoryError> {
     path_key(folder)?;
     let test_file = TestFolder::new(folder).test_json();
     if test_file.is_file() {
-        return read_test(folder, &read_json(&test_file)?);
+        return read_test(folder, &TestView::read(&read_json(&test_file)?));
     }
     let run_file = RunFolder::new(folder).run_json();
     if run_file.is_file() {
-        return Ok(Parsed::Run(run_fields(&read_json(&run_file)?)));
+        return Ok(Parsed::Run(run_fields(&RunView::read(&read_json(
+            &run_file,
+        )?))));
     }
     Err(HistoryError::NotARunFolder {
         path: folder.to_path_buf(),
     })
 }
 
-fn read_test(folder: &Path, doc: &Json) -> Result<Parsed, HistoryError> {
-    let mut fields: Fields = vec![
-        ("test_name", text(doc, "/test").into()),
-        ("schema_version", int(doc, "/schema_version").into()),
-        ("started_at", text(doc, "/started_at").into()),
-        ("started_at_us", int(doc, "/started_at_us").into()),
-        ("finished_at_us", int(doc, "/finished_at_us").into()),
-        ("interrupted", flag(doc, "/interrupted").into()),
-        ("command_line", command_line(doc).into()),
-        ("exit_status", int(doc, "/exit_status").into()),
-        ("verdict", text(doc, "/compliance/verdict").into()),
-    ];
+fn read_test(folder: &Path, test: &TestView) -> Result<Parsed, HistoryError> {
+    let mut fields = test_fields(test);
     let mut levels = Vec::new();
     let mut skipped = Vec::new();
-    let listed: Vec<Option<String>> = match doc.pointer("/levels").and_then(Json::as_array) {
+    let listed: Vec<Option<String>> = match &test.levels.0 {
         Some(entries) => entries
             .iter()
-            .map(|level| {
-                level
-                    .pointer("/run")
-                    .and_then(Json::as_str)
-                    .map(str::to_owned)
-            })
+            .map(|level| level.view().and_then(|l| l.run.get()))
             .collect(),
         // No list: the levels are the subfolders holding a run.json.
         None => run_subfolders(folder).into_iter().map(Some).collect(),
@@ -220,7 +207,7 @@ fn read_test(folder: &Path, doc: &Json) -> Result<Parsed, HistoryError> {
             }
         };
         match path_key(&dir).and_then(|_| read_json(&RunFolder::new(&dir).run_json())) {
-            Ok(run) => levels.push((dir, run_fields(&run))),
+            Ok(run) => levels.push((dir, run_fields(&RunView::read(&run)))),
             // Canonical, so that `reindex` recognises the folder and does not
             // read it a second time.
             Err(err) => skipped.push(unreadable(&dir, &err)),

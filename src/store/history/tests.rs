@@ -3,7 +3,9 @@
 //!
 //! This file holds the fixtures; the tests are grouped by subject in
 //! `tests/database.rs` (opening, labels and notes), `tests/runs.rs` (run
-//! folders) and `tests/test_folders.rs` (test folders and their levels).
+//! folders), `tests/test_folders.rs` (test folders and their levels) and
+//! `tests/typed.rs` (a whole run.json written from the real types fills every
+//! column).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -16,6 +18,7 @@ use super::{History, RunRow};
 mod database;
 mod runs;
 mod test_folders;
+mod typed;
 
 /// The fields the index reads from a real run.json (servebench 0.1.0,
 /// simulator run), plus some it ignores.
