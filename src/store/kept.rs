@@ -94,6 +94,11 @@ impl Keeper {
         keeper
     }
 
+    /// Whether [`Keeper::judge_by`] has not been given its parameters yet.
+    pub fn needs_params(&self) -> bool {
+        self.params.is_none()
+    }
+
     /// The SLO and deadline parameters records are judged by: until they are known
     /// (before the measured phase), records are kept whatever the limit.
     pub fn judge_by(&mut self, params: SummaryParams) {

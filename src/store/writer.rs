@@ -124,11 +124,14 @@ fn write_loop(
                 let mut rec = settle(draft, tokenizer.as_ref());
                 if let Some(p) = params.get() {
                     rec.derived = Some(derive(&rec, p));
-                    keeper.judge_by(SummaryParams {
-                        slo: p.slo.clone(),
-                        ux: p.ux,
-                        ..SummaryParams::default()
-                    });
+                    // Once: the SLO's clone cost more than the rest of a record's keeping.
+                    if keeper.needs_params() {
+                        keeper.judge_by(SummaryParams {
+                            slo: p.slo.clone(),
+                            ux: p.ux,
+                            ..SummaryParams::default()
+                        });
+                    }
                 }
                 let c = live.of(rec.phase);
                 if rec.outcome.is_ok() {
