@@ -2,10 +2,11 @@
 //!
 //! Text is made of atoms (single-token vocabulary words, or code and prose pieces built from
 //! them). For a target of N tokens the builder draws a little more than enough atoms, finds
-//! the longest atom prefix that counts at most N (exo's bisection, started from a
-//! proportional guess so it usually takes two counts, even at 128K tokens), then pads with single-token words until the count is exactly N,
-//! verifying each step with the same counter the report will use (which may include a chat
-//! template's overhead). When no padding reaches N, it fails and says the minimum.
+//! the longest atom prefix that counts at most N (exo's bisection, started from a guess
+//! that one or two counts usually confirm, even at 128K tokens), then pads with
+//! single-token words until the count is exactly N, verifying each step with the same
+//! counter the report will use (which may include a chat template's overhead). When no
+//! padding reaches N, it fails and says the minimum.
 
 use crate::tokenizer::Tokenizer;
 use rand::RngExt;
@@ -176,14 +177,16 @@ impl TextSource {
     }
 }
 
-/// The guessed answer of [`longest_within`] when two counts confirm it: `k` atoms count at
-/// most `target` and `k + 1` more, where `k` is the number of atoms whose estimated lengths
-/// (a word is one token, other atoms a token per four bytes) sum to at most `need`. When the
-/// count grows with the text this is exactly the longest such prefix, and the whole batch
-/// counts more than `target`, so it is also what the full search would find: the same text,
-/// in one or two counts where the search takes four or more. Each count is a full tokenisation, and
-/// the request feeder's counts were a quarter of the client's CPU at 256 streams (a 16-token
-/// prompt took 255,000 instructions to build, 70,000 now; callgrind, `workload export`).
+/// The guessed answer of [`longest_within`] when counts confirm it: `k` atoms count at most
+/// `target` and `k + 1` more, where `k` is the number of atoms whose estimated lengths (a
+/// word is one token, other atoms a token per four bytes) sum to at most `need`. When the
+/// count never falls as the text grows, this is exactly the longest such prefix, and the
+/// whole batch counts more than `target`, so it is also what the full search would find,
+/// with the same random draws: the same text, in one or two counts where the search takes
+/// four or more. Each count is a full tokenisation: the request feeder's counts were a
+/// quarter of the client's CPU at 256 streams (a 16-token prompt took 255,000 instructions
+/// to build, 70,000 now: `valgrind --tool=callgrind servebench workload export
+/// --input-tokens 16 --requests 2000`, inclusive cost of `Generator::next_request`).
 fn pinned(
     prefix: &str,
     atoms: &[String],
@@ -204,9 +207,11 @@ fn pinned(
         return None;
     }
     let at_guess = count(&join(prefix, &atoms[..guess]));
-    // A space and letters after a word is a word piece of its own for every tokenizer
-    // that splits words apart (GPT's pattern, SentencePiece's spaces), and the word is one
-    // token, so it adds one: an exact guess needs no second count.
+    // A space and letters after a word is a piece of its own for every tokenizer that
+    // splits at spaces before encoding (the GPT patterns of cl100k and o200k, Llama 3's,
+    // SentencePiece's default), so it adds at least one token and an exact guess needs no
+    // second count. A vocabulary with tokens across words could add none; the prompt is
+    // still exact then, but may be shorter by a word than the old bisection's.
     let word = |i: usize| {
         atoms.get(i).is_some_and(|a: &String| {
             a.len() > 1 && a.starts_with(' ') && a[1..].chars().all(char::is_alphabetic)
@@ -255,7 +260,7 @@ fn longest_within(
             (hi, above) = (k, true);
             probe = k.saturating_sub(step);
         }
-        step *= 2;
+        step = step.saturating_mul(2);
     }
     (lo, lo_count)
 }
@@ -340,6 +345,87 @@ mod tests {
                 }
                 if content == Content::Random {
                     assert_eq!((quick.is_some(), calls.get()), (true, 1), "{target}");
+                }
+            }
+        }
+    }
+
+    /// The builder before the guided search, kept to hold the new one to it.
+    fn exact_by_bisection(
+        src: &TextSource,
+        prefix: &str,
+        target: usize,
+        content: Content,
+        rng: &mut ChaCha8Rng,
+        count: &dyn Fn(&str) -> usize,
+    ) -> String {
+        let base = count(prefix);
+        if base >= target {
+            return prefix.to_owned();
+        }
+        let need = target - base;
+        let mut atoms: Vec<String> = Vec::new();
+        let mut estimate = need + need / 4 + 8;
+        loop {
+            while atoms.len() < estimate {
+                atoms.push(src.atom(content, atoms.len(), rng));
+            }
+            if count(&join(prefix, &atoms)) >= target {
+                break;
+            }
+            estimate *= 2;
+        }
+        let (mut lo, mut hi) = (0usize, atoms.len());
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            if count(&join(prefix, &atoms[..mid])) <= target {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        atoms.truncate(lo);
+        let mut text = join(prefix, &atoms);
+        for _ in 0..256 {
+            let n = count(&text);
+            if n == target {
+                break;
+            }
+            if n < target {
+                text.push_str(src.word(rng));
+            } else if atoms.pop().is_some() {
+                text = join(prefix, &atoms);
+            } else {
+                break;
+            }
+        }
+        text
+    }
+
+    /// The same text, and the same random draws after it, as the old bisection, for every
+    /// content kind, with and without a shared prefix, over seeds and lengths.
+    #[test]
+    fn the_builder_makes_the_old_bisections_text() {
+        use rand::Rng;
+        let tok = TiktokenTokenizer::cl100k();
+        let src = TextSource::new(&tok);
+        let count = |s: &str| tok.count(s) + 5;
+        let mut r = ChaCha8Rng::seed_from_u64(99);
+        let prefix = src.exact("", 300, Content::Code, &mut r, &count).unwrap();
+        for content in [Content::Random, Content::Code, Content::Document] {
+            for target in [6usize, 7, 16, 33, 100, 511, 2000] {
+                for seed in 0..4u64 {
+                    for pre in ["", prefix.as_str()] {
+                        let target = target + count(pre);
+                        let (mut a, mut b) = (
+                            ChaCha8Rng::seed_from_u64(seed),
+                            ChaCha8Rng::seed_from_u64(seed),
+                        );
+                        let new = src.exact(pre, target, content, &mut a, &count).unwrap();
+                        let old = exact_by_bisection(&src, pre, target, content, &mut b, &count);
+                        assert_eq!(new, old, "{content:?} {target} seed {seed}");
+                        assert_eq!(a.next_u64(), b.next_u64(), "{content:?} {target} {seed}");
+                    }
                 }
             }
         }

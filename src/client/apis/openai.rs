@@ -245,8 +245,9 @@ pub(super) fn serde_parts(data: &[u8]) -> Result<(ChunkParts<'_>, Option<String>
     Ok((parts, wire.error.map(error_message)))
 }
 
-/// [`parse_chunk`] through serde only, the fast reader skipped: the reference the
-/// benchmark `benches/parse_chunk.rs` compares with (not for other uses).
+/// serde's read of a chunk alone (id, content, finish reason, usage; without the rest of
+/// [`parse_chunk`]'s assembly and its tool-call check): the reference the benchmark
+/// `benches/parse_chunk.rs` compares the fast reader with (not for other uses).
 #[doc(hidden)]
 pub fn parse_chunk_with_serde(data: &[u8]) -> Result<ApiEvent<'_>, String> {
     let (parts, error) = serde_parts(data)?;

@@ -1,5 +1,5 @@
 //! The fast reader of a Chat Completions or Completions chunk: the fields the client keeps,
-//! read in place with [`Cursor`], every other field skipped without being visited.
+//! read in place with [`Cursor`], every other field's grammar checked without decoding it.
 //!
 //! It answers only where serde would answer the same (`openai.rs`'s derive is the
 //! reference, and the tests compare the two on every recorded chunk and on hand-made edge
@@ -251,6 +251,18 @@ mod tests {
         // skipped string (serde does not check those either).
         assert!(chunk_parts(b"{\"choices\":[{\"delta\":{\"content\":\"\xff\"}}]}").is_none());
         assert!(agrees_bytes(b"{\"model\":\"\xff\",\"choices\":[]}"));
+        // Not UTF-8 in a key serde matches: left to it (it refuses). In a key inside a
+        // skipped object: both accept.
+        assert!(chunk_parts(b"{\"\xff\":1,\"choices\":[]}").is_none());
+        assert!(agrees_bytes(b"{\"x\":{\"\xff\":1},\"choices\":[]}"));
+        // Nesting past 64 inside a skipped field: left to serde, which skips it.
+        let deep = format!(
+            r#"{{"choices":[{{"logprobs":{}{},"delta":{{"content":"a"}}}}]}}"#,
+            "[".repeat(70),
+            "]".repeat(70)
+        );
+        assert!(chunk_parts(deep.as_bytes()).is_none());
+        assert!(serde_parts(deep.as_bytes()).is_ok());
     }
 
     /// Cut or corrupted chunks: whenever the fast reader still answers, serde agrees.
