@@ -264,6 +264,10 @@ pub fn test_body(
 }
 
 #[cfg(test)]
+#[path = "bodies_tests.rs"]
+mod bodies_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::client::{BaseUrl, Secret};
