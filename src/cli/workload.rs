@@ -246,7 +246,7 @@ fn export_line(scenario: &crate::workload::Scenario, r: RequestSpec) -> serde_js
     let messages = crate::client::apis::tools::chat_messages(&prompt);
     let mut tools = serde_json::Map::new();
     if let Some(agent) = r.agent.as_deref() {
-        let chat = crate::client::Endpoint::Chat;
+        let chat = crate::client::apis::dialect::ToolForm::Chat;
         crate::client::apis::tools::insert_tools(chat, &mut tools, agent);
     }
     let mut line = serde_json::json!({

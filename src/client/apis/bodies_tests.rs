@@ -62,7 +62,9 @@ fn cases() -> Vec<Case> {
         agent: None,
     };
     let pairs = |v: Value| -> Vec<(String, Value)> {
-        let Value::Object(map) = v else { unreachable!() };
+        let Value::Object(map) = v else {
+            unreachable!()
+        };
         map.into_iter().collect()
     };
     let plain = RequestOptions {
