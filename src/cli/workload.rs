@@ -1,10 +1,10 @@
 //! `servebench workload show|export`: what a workload sends, without sending anything.
 
-use super::args::{WorkloadArgs, WorkloadCommand};
-use super::exit;
-use crate::config::{BaseUrl, Endpoint, Target};
-use crate::metrics::Distribution;
+use crate::client::{BaseUrl, Endpoint, Target};
+use crate::flags::{WorkloadArgs, WorkloadCommand};
+use crate::pipeline::exit;
 use crate::pipeline::resolve::workload_of;
+use crate::stats::Distribution;
 use crate::workload::datasets;
 use crate::workload::{Generator, RequestSpec};
 use anyhow::{Context, Result};
