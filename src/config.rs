@@ -3,21 +3,13 @@
 //! The CLI (`cli/`) parses strings into these types once; nothing downstream sees a string
 //! that means a mode. Everything here serialises into `run.json`, with secrets redacted.
 
+use crate::client::{ArrivalClock, RequestOptions, RetryPolicy, Target};
 use crate::metrics::slo::SloSpec;
+use crate::schedule::LoadPattern;
 use crate::workload::WorkloadSpec;
 use serde::{Serialize, Serializer};
 use std::path::PathBuf;
 use std::time::Duration;
-
-#[cfg(test)]
-mod tests;
-
-// The client owns the target and what every request shares; the run's configuration holds
-// them, and these paths keep reading for the stages above the client.
-pub use crate::client::base_url::{BaseUrl, Secret, UrlError};
-pub use crate::client::options::{ArrivalClock, RequestOptions, RetryPolicy};
-pub use crate::client::target::{is_credential_header, Endpoint, Target, WebSocketOptions};
-pub use crate::schedule::pattern::{Arrival, LoadPattern};
 
 /// When the measured run ends: the first limit reached.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]

@@ -105,7 +105,7 @@ fn recorded_sessions_replay_step_by_step_against_the_simulators_truth() {
     assert_eq!((ss.requests_per_session, ss.steps_per_session), (4.0, 3.0));
     assert_eq!((ss.fan_out_steps, ss.max_branches), (3, 2));
     assert_eq!(ss.tool_calls_answered, 3);
-    let dist = |d: &Option<servebench::metrics::Distribution>| d.unwrap();
+    let dist = |d: &Option<servebench::stats::Distribution>| d.unwrap();
     assert_eq!(
         (dist(&ss.tool_ms).p50, dist(&ss.think_ms).p50),
         (30.0, 20.0)

@@ -322,7 +322,7 @@ fn the_cli_runs_every_endpoint_against_the_builtin_simulator() {
 #[test]
 fn readiness_and_discovery_on_every_api() {
     use servebench::client::simple::call;
-    use servebench::config::BaseUrl;
+    use servebench::client::BaseUrl;
     use std::time::Duration;
     let cfg = SimConfig::fixed(1.0, 1.0);
     let model = cfg.model.clone();

@@ -247,6 +247,48 @@ fn no_source_file_runs_over_600_lines() {
     );
 }
 
+/// The `pub use` statements of a piece of code that re-export another folder's items
+/// (`pub use crate::X::…` with `X` not `room`), each as written.
+fn foreign_re_exports(code: &str, room: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = code;
+    while let Some(i) = rest.find("pub use ") {
+        let stmt = &rest[i..];
+        let end = stmt.find(';').map_or(stmt.len(), |e| e + 1);
+        let stmt = &stmt[..end];
+        if crate_paths(stmt).iter().any(|to| to != room) {
+            out.push(stmt.split_whitespace().collect::<Vec<_>>().join(" "));
+        }
+        rest = &rest[i + end.max(1)..];
+    }
+    out
+}
+
+#[test]
+fn no_folder_re_exports_another_folders_items() {
+    // A path says where the code lives: users import from the owning folder, and a folder's
+    // `pub use` re-exports only its own children (its front door), never another folder's
+    // items under its name.
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let mut found: Vec<String> = Vec::new();
+    for f in &files {
+        let from = room(f);
+        let Some(code) = non_test_code(f) else {
+            continue;
+        };
+        for stmt in foreign_re_exports(&code, &from) {
+            found.push(format!("{}: {stmt}", f.display()));
+        }
+    }
+    found.sort();
+    assert!(
+        found.is_empty(),
+        "re-exports of other folders' items (import them from their owner instead):\n{}",
+        found.join("\n")
+    );
+}
+
 #[test]
 fn the_readers_find_what_they_look_for() {
     // The checks above are only as good as their parsing: a hand-made file.
@@ -257,6 +299,11 @@ fn the_readers_find_what_they_look_for() {
     std::fs::write(&path, code).unwrap();
     let kept = non_test_code(&path).unwrap();
     assert_eq!(crate_paths(&kept), vec!["stats", "metrics", "clock"]);
+    let facade = "pub use self::a::B;\npub use crate::metrics::{x, Y};\npub use crate::stats::D;\n";
+    assert_eq!(
+        foreign_re_exports(facade, "metrics"),
+        vec!["pub use crate::stats::D;"]
+    );
     std::fs::remove_dir_all(&dir).ok();
     let lengths = function_lengths("fn a() {\n    x();\n}\npub(crate) async fn b() { y() }\n");
     assert_eq!(

@@ -158,7 +158,7 @@ fn past_the_limit_a_run_keeps_no_records_and_its_summary_is_the_files() {
     let out = servebench::runner::run(
         &cfg,
         servebench::tokenizer::reference(),
-        &servebench::runner::ServerInfo::default(),
+        &servebench::record::run::ServerInfo::default(),
     )
     .unwrap();
     let streamed = out

@@ -144,7 +144,7 @@ fn open_loop_follows_the_seeded_plan() {
     // Same seed, same plan: the offsets between arrivals are those of the schedule module.
     let plan: Vec<u64> = servebench::schedule::ArrivalPlan::new(
         200.0,
-        servebench::config::Arrival::Poisson,
+        servebench::schedule::Arrival::Poisson,
         43 ^ (Phase::Measure as u64).wrapping_mul(0x9E37_79B9),
     )
     .take(100)

@@ -185,7 +185,7 @@ fn profile_prefill_then_run_with_the_curve() {
         })
         .collect();
     assert_eq!(values.len(), 30);
-    let d = servebench::metrics::Distribution::of(&mut values).unwrap();
+    let d = servebench::stats::Distribution::of(&mut values).unwrap();
     assert!((d.p50 - s["fluidity"]["p50"].as_f64().unwrap()).abs() < 1e-12);
     assert!((d.mean - s["fluidity"]["mean"].as_f64().unwrap()).abs() < 1e-12);
 }
@@ -275,7 +275,7 @@ fn fairness_per_class_with_a_baseline() {
             .filter(|r| r["class"] == class)
             .map(|r| r["ttft_ms"].as_f64().unwrap())
             .collect();
-        servebench::metrics::Distribution::of(&mut v).unwrap().p50
+        servebench::stats::Distribution::of(&mut v).unwrap().p50
     };
     let mut counted = 0;
     for class in ["short", "long"] {

@@ -103,7 +103,7 @@ fn chained_and_session_profiles_send_sessions_and_embed_switches_the_endpoint() 
     );
     assert_eq!(
         cfg.target.endpoint,
-        servebench::config::Endpoint::Embeddings
+        servebench::client::Endpoint::Embeddings
     );
     assert!(cfg.slo.is_none(), "throughput-oriented: no SLO default");
     let (out, s) = run(&cfg);
@@ -124,7 +124,7 @@ fn chained_and_session_profiles_send_sessions_and_embed_switches_the_endpoint() 
         ],
         &temp_dir("profile-xrank"),
     );
-    assert_eq!(cfg.target.endpoint, servebench::config::Endpoint::Rerank);
+    assert_eq!(cfg.target.endpoint, servebench::client::Endpoint::Rerank);
     assert_eq!(cfg.slo.as_ref().unwrap().to_string(), "e2e_ms<=3000");
     assert!(cfg.workload.items_query, "rerank sends a query first");
     sim.shutdown();

@@ -348,7 +348,7 @@ fn script_build() -> String {
 
 /// llama.cpp's `n_decode_total` counter (decode calls since the server started).
 fn decode_calls(base_url: &str) -> f64 {
-    let url = servebench::config::BaseUrl::parse(base_url).unwrap();
+    let url = servebench::client::BaseUrl::parse(base_url).unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

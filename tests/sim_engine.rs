@@ -3,7 +3,7 @@
 
 use crate::common::{config, run, temp_dir};
 use servebench::client::simple::call;
-use servebench::config::BaseUrl;
+use servebench::client::BaseUrl;
 use servebench::sim::config::{Faults, PrefillPolicy};
 use servebench::sim::{SimConfig, SimServer};
 use std::time::Duration;

@@ -465,7 +465,7 @@ fn run_json_validates_against_the_committed_schema() {
         assert!(errors.is_empty(), "{name}: {errors:#?}");
         // The document reads back into the typed report and writes out identically: reports,
         // comparisons and merges work from run folders alone.
-        let typed: servebench::report::RunReport = serde_json::from_value(doc.clone()).unwrap();
+        let typed: servebench::artifacts::RunReport = serde_json::from_value(doc.clone()).unwrap();
         assert_eq!(serde_json::to_value(&typed).unwrap(), doc, "{name}");
         // And the schema is not vacuous: a document missing `summary` fails it.
         let mut broken = doc.clone();

@@ -2,13 +2,13 @@
 //! the pure comparison (`crate::compare`) → tables, JSON, the comparison page (`--md`,
 //! `--html`), and for `regress` the exit status a CI pipeline gates on.
 
-use super::args::{CompareArgs, RegressArgs};
-use super::exit;
 use super::runs::{load, resolve, Group, LazyHistory};
 use crate::compare::metrics::Normalisation;
 use crate::compare::{
     compare as build, page, regress, render, ComparisonReport, Options, SystemInput,
 };
+use crate::flags::{CompareArgs, RegressArgs};
+use crate::pipeline::exit;
 use crate::pipeline::pages::write_atomic;
 use anyhow::{bail, Context, Result};
 use std::path::Path;

@@ -2,9 +2,9 @@
 //! another tool's format (`crate::export`), to stdout or a file; Parquet's three files into
 //! the folder `-o` names (`pipeline::parquet`).
 
-use super::args::{ExportArgs, ExportFormatArg};
-use super::exit;
 use crate::export::{aiperf, csv, vllm};
+use crate::flags::{ExportArgs, ExportFormatArg};
+use crate::pipeline::exit;
 use crate::store::runs::{read_report, read_wire_records};
 use anyhow::{bail, Context, Result};
 use std::path::Path;

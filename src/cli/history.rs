@@ -2,8 +2,8 @@
 //! ends. The run folders are the truth; the database (`store::history`) only lists them,
 //! so a failure to index warns and never costs a run.
 
-use super::args::{HistoryArgs, LabelArgs, NoteArgs, ReindexArgs};
-use super::exit;
+use crate::flags::{HistoryArgs, LabelArgs, NoteArgs, ReindexArgs};
+use crate::pipeline::exit;
 use crate::store::history::{self, store_path, Filter, History, RunRef, RunRow};
 use anyhow::{Context, Result};
 use comfy_table::presets::NOTHING;

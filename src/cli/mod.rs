@@ -5,9 +5,6 @@
 //! `RunConfig`, the run executed, its verdict), `sim` serves the simulator; `history`,
 //! `compare` and `export` read finished runs back (`runs` resolves what an argument names).
 
-/// The flag structs live in `flags` (below `pipeline`, which resolves them); `cli::args` is
-/// the name the commands use.
-pub use crate::flags as args;
 pub mod compare;
 pub mod export;
 pub mod history;
@@ -21,12 +18,12 @@ pub mod sim;
 pub mod test;
 pub mod workload;
 
-use args::{Cli, Command};
+use crate::flags::{Cli, Command};
 use clap::Parser;
 use std::process::ExitCode;
 
 // Exit statuses (documented in the README): the pipeline decides them.
-pub use crate::pipeline::exit;
+use crate::pipeline::exit;
 
 /// Parses the command line and runs it.
 pub fn main() -> ExitCode {

@@ -5,11 +5,12 @@
 //! first-token rule), at the lengths given, saved with where it was profiled for
 //! `run --prefill-curve`.
 
-use super::args::ProfilePrefillArgs;
-use super::exit;
 use super::run::{ready, Ready};
-use crate::config::{Limits, LoadPattern, PrefillSetup, ProfilePlan, Warmup};
+use crate::config::{Limits, PrefillSetup, ProfilePlan, Warmup};
+use crate::flags::ProfilePrefillArgs;
+use crate::pipeline::exit;
 use crate::runner::{self, RunError};
+use crate::schedule::LoadPattern;
 use anyhow::{Context, Result};
 use std::time::Duration;
 

@@ -3,20 +3,21 @@
 //! still says `"status": "running"`). Prints the terminal report, writes `report.md` and
 //! `report.html`; `run` writes the two files through `pipeline::pages::write_files` as it ends.
 
-use super::args::{ReportArgs, ReportFormat};
-use super::exit;
+use crate::artifacts::{RunReport, RunStart};
 use crate::config::PrefillSetup;
+use crate::flags::{ReportArgs, ReportFormat};
 use crate::metrics::fluidity::ProfiledCurve;
 use crate::metrics::generator::GeneratorFacts;
 use crate::pipeline::assemble::{assemble, Inputs};
+use crate::pipeline::exit;
 use crate::pipeline::pages::{run_page, write_atomic, write_files};
 use crate::procedure::report::TestReport;
 use crate::procedure::suite::SuiteDocument;
 use crate::record::run::WarmupReport;
 use crate::record::RequestRecord;
 use crate::report::page::Page;
+use crate::report::terminal;
 use crate::report::test_page::{self, LevelReport, SuiteEntry};
-use crate::report::{terminal, RunReport, RunStart};
 use crate::store::folder::{RunFolder, SuiteFolder, TestFolder};
 use crate::store::kept::Keeper;
 use crate::store::run_dir::{earliest_us, for_each_request};

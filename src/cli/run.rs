@@ -6,18 +6,20 @@
 //! this file gets the target ready (the simulator when no `--url`, readiness, the model, one
 //! test request) and prints the outcome.
 
-use super::args::RunArgs;
-use super::exit;
-use crate::config::{BaseUrl, PrefillSetup, RunConfig};
+use crate::client::BaseUrl;
+use crate::config::{PrefillSetup, RunConfig};
+use crate::flags::RunArgs;
 use crate::pipeline::execute::{execute, Execute};
+use crate::pipeline::exit;
+use crate::record::run::ServerInfo;
 use crate::report::terminal;
-use crate::runner::{self, ServerInfo};
+use crate::runner;
 use crate::sim::SimServer;
 use crate::store::RunFolder;
 use crate::tokenizer;
 use anyhow::{Context, Result};
 
-pub use crate::pipeline::resolve::{resolve, Resolved};
+use crate::pipeline::resolve::{resolve, Resolved};
 
 /// A target ready to measure: the built-in simulator when no `--url` was given (kept alive
 /// here), the resolved configuration with the model discovered, the server's facts and the
@@ -101,7 +103,7 @@ fn start_sim(args: &RunArgs, resolved: &mut Resolved) -> Result<Option<SimServer
     if args.target.url.is_some() {
         return Ok(None);
     }
-    let mut cfg = super::args::sim_config(
+    let mut cfg = crate::flags::sim_config(
         &args.sim.sim_preset,
         args.sim.sim_config.as_deref(),
         args.sim.sim_ttft_ms,
@@ -123,7 +125,7 @@ fn start_sim(args: &RunArgs, resolved: &mut Resolved) -> Result<Option<SimServer
     // Nothing here reads the simulator's truth: keeping it would grow with the run.
     server.truth().keep_at_most(0);
     let url = match resolved.config.target.endpoint {
-        crate::config::Endpoint::Grpc => server.grpc_url(),
+        crate::client::Endpoint::Grpc => server.grpc_url(),
         _ => server.base_url(),
     };
     eprintln!(
@@ -141,7 +143,7 @@ fn start_sim(args: &RunArgs, resolved: &mut Resolved) -> Result<Option<SimServer
 
 /// The model: the server's first when none was given; else whether the server lists it
 /// (`false`: it does not, and the message is printed).
-fn model_served(args: &RunArgs, target: &mut crate::config::Target, server: &ServerInfo) -> bool {
+fn model_served(args: &RunArgs, target: &mut crate::client::Target, server: &ServerInfo) -> bool {
     if target.model.is_empty() {
         target.model = server
             .models
@@ -168,7 +170,7 @@ fn model_served(args: &RunArgs, target: &mut crate::config::Target, server: &Ser
 /// profiled on another system warned about.
 fn check_prefill(
     prefill: &mut PrefillSetup,
-    target: &crate::config::Target,
+    target: &crate::client::Target,
     server: &ServerInfo,
     warnings: &mut Vec<crate::metrics::warnings::Warning>,
 ) {
@@ -201,7 +203,7 @@ fn preflight(
     args: &RunArgs,
     config: &RunConfig,
     rt: &tokio::runtime::Runtime,
-) -> std::result::Result<Option<runner::preflight::Speed>, String> {
+) -> std::result::Result<Option<crate::record::speed::Speed>, String> {
     let t = &config.target;
     let key_env = args
         .target
@@ -218,7 +220,7 @@ fn preflight(
     } else {
         t.headers
             .iter()
-            .find(|(k, _)| crate::config::is_credential_header(k))
+            .find(|(k, _)| crate::client::is_credential_header(k))
             .map(|(k, _)| format!("--header '{k}: ...'"))
     };
     let route = runner::preflight::Route::of(t, &key_env, key_sent);
@@ -303,9 +305,9 @@ mod tests {
     #[test]
     fn rate_accepts_a_negative_number_so_the_check_can_name_it() {
         use clap::Parser;
-        let cli = crate::cli::args::Cli::try_parse_from(["servebench", "run", "--rate", "-1"])
+        let cli = crate::flags::Cli::try_parse_from(["servebench", "run", "--rate", "-1"])
             .expect("-1 is read as the value of --rate, not as a flag");
-        let crate::cli::args::Command::Run(args) = cli.command else {
+        let crate::flags::Command::Run(args) = cli.command else {
             unreachable!()
         };
         assert_eq!(args.run.load.rate, Some(-1.0));

@@ -4,16 +4,17 @@
 //! `pipeline::assemble`) so a shard is an ordinary run and a merged folder an ordinary run
 //! folder.
 
-use super::args::{Cli, ClockSyncArg, Command, K8sArgs, MergeArgs, PlanArgs, RunArgs, RunCommand};
-use super::exit;
 use super::run::{self, Ready};
+use crate::artifacts::RunReport;
 use crate::clock::iso8601_ms;
 use crate::config::RunConfig;
+use crate::flags::{Cli, ClockSyncArg, Command, K8sArgs, MergeArgs, PlanArgs, RunArgs, RunCommand};
 use crate::metrics::warnings::Warning;
 use crate::pipeline::execute::{execute, Execute};
+use crate::pipeline::exit;
 use crate::pipeline::host::host_info;
 use crate::pipeline::resolve::resolve;
-use crate::report::{terminal, RunReport};
+use crate::report::terminal;
 use crate::scaleout::clock::{probe_date, ClockOffset};
 use crate::scaleout::k8s::{manifests, to_yaml, K8sOptions, Storage};
 use crate::scaleout::merge::{ShardRecord, SHARD_KIND, SHARD_SCHEMA_VERSION};
@@ -309,7 +310,7 @@ fn check_planned_workload(args: &RunArgs, config: &RunConfig, plan: &Plan) -> Re
 fn shard_clock(
     offset_ms: Option<f64>,
     sync: ClockSyncArg,
-    target: &crate::config::Target,
+    target: &crate::client::Target,
 ) -> Result<ClockOffset> {
     Ok(match (offset_ms, sync) {
         (Some(ms), _) => {

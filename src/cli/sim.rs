@@ -1,7 +1,7 @@
 //! `servebench sim`: serve the simulator in the foreground.
 
-use super::args::{sim_config, SimArgs};
-use super::exit;
+use crate::flags::{sim_config, SimArgs};
+use crate::pipeline::exit;
 use crate::sim::SimServer;
 use anyhow::{bail, Context, Result};
 use std::net::{IpAddr, SocketAddr};

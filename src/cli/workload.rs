@@ -1,10 +1,10 @@
 //! `servebench workload show|export`: what a workload sends, without sending anything.
 
-use super::args::{WorkloadArgs, WorkloadCommand};
-use super::exit;
-use crate::config::{BaseUrl, Endpoint, Target};
-use crate::metrics::Distribution;
+use crate::client::{BaseUrl, Endpoint, Target};
+use crate::flags::{WorkloadArgs, WorkloadCommand};
+use crate::pipeline::exit;
 use crate::pipeline::resolve::workload_of;
+use crate::stats::Distribution;
 use crate::workload::datasets;
 use crate::workload::{Generator, RequestSpec};
 use anyhow::{Context, Result};
@@ -246,7 +246,7 @@ fn export_line(scenario: &crate::workload::Scenario, r: RequestSpec) -> serde_js
     let messages = crate::client::apis::tools::chat_messages(&prompt);
     let mut tools = serde_json::Map::new();
     if let Some(agent) = r.agent.as_deref() {
-        let chat = crate::client::Endpoint::Chat;
+        let chat = crate::client::apis::dialect::ToolForm::Chat;
         crate::client::apis::tools::insert_tools(chat, &mut tools, agent);
     }
     let mut line = serde_json::json!({

@@ -29,3 +29,6 @@ pub use exchange::{execute, Exchange, PreparedRequest};
 pub use options::{ArrivalClock, RequestOptions, RetryPolicy};
 pub use pool::Pool;
 pub use target::{is_credential_header, Endpoint, Target, WebSocketOptions};
+
+#[cfg(test)]
+mod target_tests;

@@ -152,11 +152,11 @@ impl Endpoint {
     /// history (Chat Completions, Responses, Anthropic Messages), so agent sessions can be
     /// sent through it. The others (raw-text routes, WebSocket templates, gRPC, embeddings,
     /// rerank) have no field for tools: an agent workload there is refused before a run.
+    /// Read from the API's row of the request-options table (`client::apis::dialect`).
     pub fn takes_tools(self) -> bool {
-        matches!(
-            self,
-            Endpoint::Chat | Endpoint::Responses | Endpoint::Messages
-        )
+        crate::client::apis::dialect::dialect(self, Default::default())
+            .tools
+            .is_some()
     }
 
     /// The items a request of `texts` workload texts carries: every text is an input to

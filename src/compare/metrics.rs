@@ -165,7 +165,7 @@ impl Metric {
 }
 
 /// A figure of the complete sessions' wall time, when the run had sessions.
-fn session_wall(run: &RunReport, f: fn(&crate::metrics::Distribution) -> f64) -> Option<f64> {
+fn session_wall(run: &RunReport, f: fn(&crate::stats::Distribution) -> f64) -> Option<f64> {
     run.summary.sessions.as_ref()?.wall_ms.as_ref().map(f)
 }
 

@@ -15,7 +15,7 @@ fn run(i: usize, seed: u64, level: f64, start_s: u64) -> RunInput {
     let mut r = fixture::report();
     let j = 1.0 + JITTER[i % JITTER.len()];
     let s = &mut r.summary;
-    let lat = |d: &mut Option<crate::metrics::Distribution>, p50: f64, p99: f64| {
+    let lat = |d: &mut Option<crate::stats::Distribution>, p50: f64, p99: f64| {
         let d = d.as_mut().unwrap();
         d.p50 = p50 * level * j;
         d.p99 = p99 * level * j;
@@ -178,7 +178,7 @@ fn the_checklist_finds_what_makes_a_comparison_unfair() {
     // Other seeds, another load, another SLO, days later on the same machine.
     let mut b = system("b", 1.0, &[6, 7, 8, 9, 10], 3 * 86_400);
     for r in &mut b.runs {
-        r.report.config.load = crate::config::LoadPattern::Closed { concurrency: 64 };
+        r.report.config.load = crate::schedule::LoadPattern::Closed { concurrency: 64 };
         r.report.config.max_failure_share = 0.1;
         r.report.config.limits.requests = Some(2000);
         r.report.system.hardware = Some("H100 x 8".into());
@@ -238,7 +238,7 @@ fn the_checklist_finds_what_makes_a_comparison_unfair() {
 #[test]
 fn runs_within_a_system_must_repeat_one_configuration() {
     let mut a = system("a", 1.0, &SEEDS, 0);
-    a.runs[2].report.config.load = crate::config::LoadPattern::Closed { concurrency: 8 };
+    a.runs[2].report.config.load = crate::schedule::LoadPattern::Closed { concurrency: 8 };
     let r = compare(&[a, system("b", 1.0, &SEEDS, 5)], &Options::default());
     assert_eq!(check(&r, "repeats"), CheckStatus::Fail);
     let d = r
@@ -256,7 +256,7 @@ fn separate_machines_need_no_shared_time() {
     for r in &mut b.runs {
         r.report.config.target.builtin_simulator = false;
         r.report.config.target.url =
-            crate::config::BaseUrl::parse("http://gpu-box:8000/v1").unwrap();
+            crate::client::BaseUrl::parse("http://gpu-box:8000/v1").unwrap();
     }
     let r = compare(&[a, b], &Options::default());
     assert_eq!(check(&r, "same_time"), CheckStatus::NotApplicable);

@@ -15,9 +15,10 @@
 
 use super::{measured, num, Ordered, Req, Stats};
 use crate::artifacts::RunReport;
-use crate::config::{Endpoint, LoadPattern};
+use crate::client::Endpoint;
 use crate::record::wire::{WireOutcome, WireRecord};
 use crate::record::Phase;
+use crate::schedule::LoadPattern;
 use serde_json::{json, Value as Json};
 use std::collections::BTreeMap;
 

@@ -174,9 +174,10 @@ pub fn summaries(runs: &[(String, &RunReport)]) -> String {
     let _ = writeln!(out, "{}", SUMMARY_COLUMNS.join(","));
     for (path, r) in runs {
         let s = &r.summary;
-        let p =
-            |d: &Option<crate::metrics::Distribution>,
-             f: fn(&crate::metrics::Distribution) -> f64| { opt(d.as_ref().map(f)) };
+        let p = |d: &Option<crate::stats::Distribution>,
+                 f: fn(&crate::stats::Distribution) -> f64| {
+            opt(d.as_ref().map(f))
+        };
         let per_request = s.slo.as_ref().and_then(|slo| slo.per_request.as_ref());
         line(
             &mut out,

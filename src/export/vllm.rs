@@ -14,8 +14,9 @@
 
 use super::{measured, num, Ordered, Req, Stats};
 use crate::artifacts::RunReport;
-use crate::config::{Arrival, Endpoint, LoadPattern};
+use crate::client::Endpoint;
 use crate::record::wire::WireRecord;
+use crate::schedule::{Arrival, LoadPattern};
 use serde_json::Value as Json;
 
 /// The percentiles written, as `--metric-percentiles` would name them.

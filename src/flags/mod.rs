@@ -1,7 +1,6 @@
 //! Flag definitions. The doc comments are the `--help` text: keep them complete.
 //!
-//! One file per group of flags, each struct re-exported here as `flags::X` (and, for the
-//! commands, `cli::args::X`): `run`'s
+//! One file per group of flags, each struct re-exported here as `flags::X`: `run`'s
 //! groups (`target`, `workload`, `load`, `limits`, `ux`, `output`, `sim`), which `RunArgs`
 //! below gathers, and the other commands' flags (`commands`, `procedure`, `runs`,
 //! `scaleout`). This file keeps the command line itself and the value parsers.

@@ -66,7 +66,7 @@ pub struct OutputArgs {
     /// Which clock timestamps chunk arrivals: kernel (the kernel's receive timestamp, where
     /// the OS gives one) or read (when the read returned).
     #[arg(long, value_enum, default_value = "kernel")]
-    pub arrival_clock: crate::config::ArrivalClock,
+    pub arrival_clock: crate::client::ArrivalClock,
     /// Open a new TCP (and TLS) connection for every request instead of reusing kept-alive
     /// ones, as real clients do (measures a server's connection handling; at hundreds of
     /// requests per second the client's ephemeral ports may run out).

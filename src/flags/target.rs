@@ -39,7 +39,7 @@ pub struct TargetArgs {
     /// grpc (KServe v2 / Triton ModelStreamInfer). Native routes live at the server root: a
     /// trailing /v1 of --url is dropped for them.
     #[arg(long, value_enum, default_value = "chat")]
-    pub endpoint: crate::config::Endpoint,
+    pub endpoint: crate::client::Endpoint,
     /// Environment variable holding the API key, sent as a Bearer token (as x-api-key for
     /// --endpoint messages) and never written out. Default: ANTHROPIC_API_KEY for
     /// messages, OPENAI_API_KEY otherwise.

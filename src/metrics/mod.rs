@@ -10,8 +10,6 @@
 
 pub mod cache;
 pub mod derive;
-/// The sample summary lives in `stats`; kept here so `metrics::distribution` paths read on.
-pub use crate::stats::distribution;
 pub mod experience;
 pub mod failures;
 pub mod fairness;
@@ -28,6 +26,5 @@ pub mod summary;
 pub mod ux;
 pub mod warnings;
 
-pub use crate::stats::Distribution;
 pub use request::{ItlOption, RequestMetrics};
 pub use summary::{summarize, RunSummary, SummaryParams};

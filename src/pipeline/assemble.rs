@@ -4,6 +4,7 @@
 
 use super::host::host_info;
 use super::verdict::verdict;
+use crate::artifacts::{RunReport, RunStart, TimingNotes};
 use crate::clock::Nanos;
 use crate::metrics::experience::FluidityParams;
 use crate::metrics::fluidity::ProfiledCurve;
@@ -12,7 +13,7 @@ use crate::metrics::warnings::Warning;
 use crate::metrics::{summarize, RunSummary, SummaryParams};
 use crate::record::run::{GeneratorReport, ProfileReport, WarmupReport};
 use crate::record::{Phase, RequestRecord};
-use crate::report::{json::run_json, RunReport, RunStart, TimingNotes};
+use crate::report::json::run_json;
 use crate::store::kept::StreamedRun;
 use crate::store::{write_run_json, RunFolder};
 use crate::telemetry::timeline::TimelineRow;

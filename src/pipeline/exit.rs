@@ -1,6 +1,6 @@
 //! Exit statuses (documented in the README). Here because the pipeline decides them (a run's
-//! `verdict`, a server `execute` could not use); every command returns one, and `cli`
-//! re-exports this module as `cli::exit`.
+//! `verdict`, a server `execute` could not use); every command returns one (`cli` reads them
+//! here).
 
 /// Success.
 pub const OK: u8 = 0;

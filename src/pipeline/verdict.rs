@@ -4,9 +4,10 @@
 
 use super::exit;
 use crate::artifacts::Verdict;
-use crate::config::{LoadPattern, RunConfig};
+use crate::config::RunConfig;
 use crate::metrics::summary::failed_share;
 use crate::record::FailureKind;
+use crate::schedule::LoadPattern;
 
 /// The least share of a run's measured requests that must have finished (answered, or
 /// failed) before the run ended. Below it, the rest were still unanswered at the end and
@@ -114,7 +115,7 @@ pub fn verdict(r: &crate::metrics::RunSummary, config: &RunConfig, interrupted: 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Arrival;
+    use crate::schedule::Arrival;
 
     const OPEN: LoadPattern = LoadPattern::Open {
         rate_per_s: 0.5,

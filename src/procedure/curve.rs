@@ -184,8 +184,8 @@ pub fn slo_reading(c: Option<&SloCheck>) -> (Option<bool>, Option<String>) {
 pub fn point(l: &super::LevelOutcome, share: f64) -> CurvePoint {
     let s = &l.summary;
     let (slo_met, reading) = slo_reading(l.slo.as_ref());
-    let pick = |d: Option<crate::metrics::Distribution>,
-                f: fn(&crate::metrics::Distribution) -> f64| d.map(|d| f(&d));
+    let pick = |d: Option<crate::stats::Distribution>,
+                f: fn(&crate::stats::Distribution) -> f64| d.map(|d| f(&d));
     CurvePoint {
         level: l.index,
         share,

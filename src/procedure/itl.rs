@@ -9,8 +9,8 @@ use super::report::Finding;
 use super::session::Session;
 use super::throughput::capacity;
 use super::{common_parameters, Options};
-use crate::metrics::Distribution;
 use crate::record::{Phase, RequestRecord};
+use crate::stats::Distribution;
 use serde::{Deserialize, Serialize};
 
 /// Table 6 at one load level.

@@ -253,7 +253,7 @@ pub struct ServerFigures {
     pub kv_cache_usage_max: Option<f64>,
 }
 
-pub use crate::metrics::cache::CacheFigures;
+use crate::metrics::cache::CacheFigures;
 
 /// One entry of `test.json`'s `levels`.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -11,7 +11,7 @@ use super::session::Session;
 use super::throughput::estimate;
 use super::{common_parameters, Options};
 use crate::metrics::summary::InputBucket;
-use crate::metrics::Distribution;
+use crate::stats::Distribution;
 use serde::{Deserialize, Serialize};
 
 /// `result` of a TTFT test.

@@ -2,7 +2,7 @@
 //! [`RunReport`]. Its shape is described by `docs/run.schema.json`, which a test checks
 //! real output against.
 
-use super::RunReport;
+use crate::artifacts::RunReport;
 
 /// The whole `run.json` document.
 pub fn run_json(report: &RunReport) -> serde_json::Value {

@@ -18,6 +18,3 @@ pub mod tables;
 pub mod terminal;
 pub mod test_page;
 pub mod test_tables;
-
-/// run.json's types live in `artifacts`; re-exported where the renderers read them.
-pub use crate::artifacts::*;

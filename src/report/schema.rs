@@ -12,7 +12,7 @@
 //! To update them after changing the types: `SERVEBENCH_UPDATE_SCHEMA=1 cargo test --lib
 //! schema`, and review the diff.
 
-use super::RunReport;
+use crate::artifacts::RunReport;
 use crate::procedure::suite::{ProfilesDocument, SuiteDocument};
 use crate::record::wire::WireRecord;
 
@@ -75,7 +75,7 @@ pub fn run_schema() -> serde_json::Value {
         "run.schema.json",
         format!(
             "run.json of servebench, schema_version {} (docs/run.md describes every field)",
-            super::SCHEMA_VERSION
+            crate::artifacts::SCHEMA_VERSION
         ),
     )
 }
@@ -92,7 +92,7 @@ pub fn requests_schema() -> serde_json::Value {
         "requests.schema.json",
         format!(
             "One line of requests.jsonl of servebench, schema_version {} (docs/run.md describes every field)",
-            super::SCHEMA_VERSION
+            crate::artifacts::SCHEMA_VERSION
         ),
     )
 }

@@ -16,9 +16,11 @@ mod users;
 
 use super::page::Table;
 use super::terminal::WIDTH;
-use super::RunReport;
-use crate::config::{Arrival, Endpoint, LoadPattern, RunConfig};
+use crate::artifacts::RunReport;
+use crate::client::Endpoint;
+use crate::config::RunConfig;
 use crate::record::run::WarmupReport;
+use crate::schedule::{Arrival, LoadPattern};
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{Cell, CellAlignment, ContentArrangement};
 use std::fmt::Write;

@@ -7,8 +7,8 @@ mod notes;
 mod results;
 
 use super::tables;
-use super::RunReport;
-use crate::metrics::Distribution;
+use crate::artifacts::RunReport;
+use crate::stats::Distribution;
 use std::fmt::Write;
 
 /// Width the terminal report fits in.

@@ -12,7 +12,7 @@ use super::chart::procedures::{load_curve, long_context_fit};
 use super::chart::{Chart, Series, Unit};
 use super::page::{Page, Section, Table, Tone};
 use super::run_page::summary_section;
-use super::RunReport;
+use crate::artifacts::RunReport;
 use crate::procedure::capacity::CapacityResult;
 use crate::procedure::compliance::Strength;
 use crate::procedure::curve::{stats_levels, CurveResult};
@@ -213,7 +213,7 @@ fn itl_chart(r: &TestReport) -> Option<(Chart, String)> {
         .iter()
         .map(|l| format!("{:.0} % of capacity", l.share * 100.0))
         .collect();
-    let pick = |f: fn(&crate::metrics::Distribution) -> f64| {
+    let pick = |f: fn(&crate::stats::Distribution) -> f64| {
         x.levels
             .iter()
             .map(|l| l.itl_ms.map_or(f64::NAN, |d| f(&d)))

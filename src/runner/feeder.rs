@@ -6,7 +6,7 @@ use crate::client::apis::media::request_body_with_media;
 use crate::client::apis::Prompt;
 use crate::client::exchange::http_request;
 use crate::client::PreparedRequest;
-use crate::config::{RequestOptions, Target};
+use crate::client::{RequestOptions, Target};
 use crate::schedule::shard::Shard;
 use crate::tokenizer::SharedTokenizer;
 use crate::workload::datasets::Dataset;
@@ -38,9 +38,9 @@ impl Feed {
 /// Sessions built ahead of sending for `load`: at least 512, and two waves of a closed
 /// loop's streams (so when every stream ends at once, the next requests are ready and the
 /// feeder refills at leisure), at most 8,192.
-pub fn lookahead_for(load: crate::config::LoadPattern) -> usize {
+pub fn lookahead_for(load: crate::schedule::LoadPattern) -> usize {
     match load {
-        crate::config::LoadPattern::Closed { concurrency } => (2 * concurrency as usize).max(512),
+        crate::schedule::LoadPattern::Closed { concurrency } => (2 * concurrency as usize).max(512),
         _ => 512,
     }
     .min(8192)

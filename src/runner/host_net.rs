@@ -7,7 +7,7 @@
 //! elsewhere they are absent and the report says so). The parsers are pure and tested on
 //! captured text.
 
-pub use crate::record::run::PortUse;
+use crate::record::run::PortUse;
 
 /// `RetransSegs` and `OutSegs` of `/proc/net/snmp` (system-wide counters).
 pub fn tcp_segments() -> Option<(u64, u64)> {

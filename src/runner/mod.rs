@@ -26,12 +26,12 @@ use crate::config::RunConfig;
 use crate::metrics::experience::FluidityParams;
 use crate::metrics::fluidity::ProfiledCurve;
 use crate::metrics::generator::GeneratorFacts;
-use crate::record::run::{ProfileReport, WarmupReport};
+use crate::record::run::{ProfileReport, ServerInfo, WarmupReport};
 use crate::record::RequestRecord;
 use crate::tokenizer::SharedTokenizer;
 use cpu::ThreadCpu;
 use phase::PhaseEnd;
-pub use ready::{wait_until_ready, ReadyError, ServerInfo};
+pub use ready::{wait_until_ready, ReadyError};
 use steps::Bench;
 use thiserror::Error;
 

@@ -8,9 +8,10 @@
 //! measured with [`super::preflight::TOGETHER`] requests sent at once. The progress line
 //! replaces it with what it sees as each phase goes on.
 
-use super::preflight::Speed;
 use super::warmup::{REQUIRED_OUTPUT_TOKENS, REQUIRED_REQUESTS};
-use crate::config::{LoadPattern, PrefillSetup, RunConfig, Warmup};
+use crate::config::{PrefillSetup, RunConfig, Warmup};
+use crate::record::speed::Speed;
+use crate::schedule::LoadPattern;
 
 /// Seconds a `--quick` test's warm-up aims at.
 pub const QUICK_WARMUP_S: f64 = 10.0;
@@ -294,7 +295,7 @@ fn thousands(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Arrival;
+    use crate::schedule::Arrival;
     use std::time::Duration;
 
     /// One request alone: 100 ms to the first token, 20 ms per token after it; eight sent

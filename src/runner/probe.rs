@@ -6,8 +6,8 @@
 use super::phase::Shared;
 use crate::client::exchange::ExchangeLimits;
 use crate::client::{execute, Exchange, Pool, PreparedRequest};
+use crate::client::{RequestOptions, Target};
 use crate::clock::RunClock;
-use crate::config::{RequestOptions, Target};
 use crate::record::{FailureKind, Phase};
 use crate::tokenizer::SharedTokenizer;
 use crate::workload::{Generator, RequestSpec, WorkloadSpec};

@@ -11,7 +11,8 @@
 use super::phase::Shared;
 use super::probe::{one_request, prepared, Solo};
 use crate::client::PreparedRequest;
-use crate::config::{ProfilePlan, RequestOptions, RunConfig};
+use crate::client::RequestOptions;
+use crate::config::{ProfilePlan, RunConfig};
 use crate::metrics::experience::prompt_tokens;
 use crate::metrics::fluidity::PrefillCurve;
 use crate::record::run::ProfileReport;

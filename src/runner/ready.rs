@@ -11,8 +11,8 @@
 
 use crate::client::http::HttpError;
 use crate::client::simple::{call, SimpleResponse};
-use crate::config::Target;
-pub use crate::record::run::ServerInfo;
+use crate::client::Target;
+use crate::record::run::ServerInfo;
 use serde_json::Value;
 use std::time::{Duration, Instant};
 use thiserror::Error;
@@ -34,13 +34,13 @@ pub async fn wait_until_ready(
     ready_timeout: Duration,
 ) -> Result<ServerInfo, ReadyError> {
     let url = target.url.to_string();
-    if target.endpoint == crate::config::Endpoint::Grpc {
+    if target.endpoint == crate::client::Endpoint::Grpc {
         return grpc_ready(target, ready_timeout).await;
     }
     // The native routes and a WebSocket have no model list of their own: readiness is the
     // server's /health (any answer but 503 will do; a plain WebSocket server may have none).
     let native =
-        target.endpoint.is_native() || target.endpoint == crate::config::Endpoint::Websocket;
+        target.endpoint.is_native() || target.endpoint == crate::client::Endpoint::Websocket;
     let path = if native {
         format!("{}/health", target.url.native_base_path())
     } else {
@@ -140,9 +140,9 @@ async fn grpc_ready(target: &Target, ready_timeout: Duration) -> Result<ServerIn
 /// Used when the OpenAI model list said nothing; the engine is named after the route.
 async fn native_model(target: &Target, base: &str, info: &mut ServerInfo) {
     let (route, field) = match target.endpoint {
-        crate::config::Endpoint::Llamacpp => ("/props", "model_path"),
-        crate::config::Endpoint::Tgi => ("/info", "model_id"),
-        crate::config::Endpoint::Sglang => ("/get_model_info", "model_path"),
+        crate::client::Endpoint::Llamacpp => ("/props", "model_path"),
+        crate::client::Endpoint::Tgi => ("/info", "model_id"),
+        crate::client::Endpoint::Sglang => ("/get_model_info", "model_path"),
         _ => return,
     };
     if info.models.is_empty() {

@@ -17,9 +17,10 @@ use super::feeder::Feed;
 use super::phase::{run_phase, Controls, DoneWhen, PhasePlan, Shared};
 use super::probe::{one_request, prepared, Solo};
 use crate::client::PreparedRequest;
-use crate::config::{LoadPattern, RunConfig, Warmup};
+use crate::config::{RunConfig, Warmup};
 use crate::record::run::WarmupReport;
 use crate::record::Phase;
+use crate::schedule::LoadPattern;
 use crate::store::writer::Counters;
 use crate::tokenizer::SharedTokenizer;
 use crate::workload::WorkloadSpec;
@@ -264,7 +265,7 @@ mod tests {
         assert_eq!(cycle, Some(8.0));
         let open = LoadPattern::Open {
             rate_per_s: 4.0,
-            arrival: crate::config::Arrival::Poisson,
+            arrival: crate::schedule::Arrival::Poisson,
         };
         assert_eq!(Warmed::pace(open, 160, 40.0), (Some(4.0), None));
         assert_eq!(

@@ -8,7 +8,7 @@
 //! offset to about the probe spacing plus the round trip. [`estimate`] intersects those
 //! brackets (pure, tested on hand-made probes); [`probe_date`] takes them.
 
-use crate::config::Target;
+use crate::client::Target;
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 

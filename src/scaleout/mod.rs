@@ -13,6 +13,4 @@ pub mod clock;
 pub mod k8s;
 pub mod merge;
 pub mod plan;
-/// A shard is a share of the schedule, so it lives in `schedule`; kept here by name.
-pub use crate::schedule::shard;
 pub mod yaml;

@@ -8,7 +8,8 @@
 //! workload. Credentials never enter a plan (it ends up in a ConfigMap): each shard reads
 //! its key from its own environment.
 
-use crate::config::{Limits, LoadPattern, RunConfig, Warmup};
+use crate::config::{Limits, RunConfig, Warmup};
+use crate::schedule::LoadPattern;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -128,7 +129,7 @@ pub fn run_options(args: &[String]) -> Result<Vec<String>, PlanError> {
         };
         if let Some(h) = header {
             let key = h.split(':').next().unwrap_or("").trim();
-            if crate::config::is_credential_header(key) {
+            if crate::client::is_credential_header(key) {
                 return Err(PlanError::Credential(format!("--header {key}")));
             }
         }
@@ -287,7 +288,7 @@ mod tests {
     #[test]
     fn session_workloads_are_refused_by_name() {
         let mut config = crate::export::fixture::report().config;
-        config.target.url = crate::config::BaseUrl::parse("http://h:1/v1").unwrap();
+        config.target.url = crate::client::BaseUrl::parse("http://h:1/v1").unwrap();
         config.target.builtin_simulator = false;
         config.load = LoadPattern::Closed { concurrency: 8 };
         assert_eq!(check_shardable(&config, 2), Ok(()));
@@ -321,7 +322,7 @@ mod tests {
             seed: 7,
             load: LoadPattern::Open {
                 rate_per_s: 12.5,
-                arrival: crate::config::Arrival::Poisson,
+                arrival: crate::schedule::Arrival::Poisson,
             },
             limits: Limits {
                 requests: Some(100),

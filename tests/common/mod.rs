@@ -1,14 +1,15 @@
 //! Helpers shared by the integration tests.
 
 use clap::Parser;
-use servebench::cli::args::{Cli, Command, RunArgs};
-use servebench::cli::run::resolve;
 use servebench::config::RunConfig;
+use servebench::flags::{Cli, Command, RunArgs};
 use servebench::metrics::generator::judge;
 use servebench::metrics::{summarize, RunSummary, SummaryParams};
+use servebench::pipeline::resolve::resolve;
 use servebench::record::run::GeneratorReport;
+use servebench::record::run::ServerInfo;
 use servebench::record::{Phase, RequestRecord};
-use servebench::runner::{self, RunOutput, ServerInfo};
+use servebench::runner::{self, RunOutput};
 use std::path::PathBuf;
 
 /// A fresh, empty temporary folder (a run may use it as its `--out`).

@@ -3,7 +3,7 @@
 
 use super::bare_client;
 use super::closed_run;
-use crate::cli::args::SelfbenchArgs;
+use crate::flags::SelfbenchArgs;
 use crate::record::run::GeneratorReport;
 use crate::sim::{SimConfig, SimServer};
 use anyhow::Result;

@@ -9,14 +9,16 @@ mod bare_client;
 mod cpu_ratio;
 mod summary_speed;
 
-use super::args::{Cli, Command, SelfbenchArgs};
+use crate::flags::{Cli, Command, SelfbenchArgs};
 use crate::metrics::generator::judge;
-use crate::metrics::{summarize, Distribution, SummaryParams};
+use crate::metrics::{summarize, SummaryParams};
 use crate::pipeline::resolve::resolve;
 use crate::record::run::GeneratorReport;
+use crate::record::run::ServerInfo;
 use crate::record::RequestRecord;
-use crate::runner::{self, RunOutput, ServerInfo};
+use crate::runner::{self, RunOutput};
 use crate::sim::{SimConfig, SimServer};
+use crate::stats::Distribution;
 use anyhow::{Context, Result};
 use clap::Parser;
 use cpu_ratio::{cpu_against_bare, CpuPerChunk};
@@ -426,7 +428,7 @@ pub fn selfbench(args: SelfbenchArgs) -> Result<u8> {
     if args.open_loop_rate > 0.0 {
         open_loop(args.open_loop_rate, &args)?;
     }
-    Ok(super::exit::OK)
+    Ok(crate::pipeline::exit::OK)
 }
 
 /// `--procedures`: the conformance cases, answer against truth, then the slow server's
@@ -503,8 +505,8 @@ fn procedures() -> Result<u8> {
         }
     }
     Ok(if ok {
-        super::exit::OK
+        crate::pipeline::exit::OK
     } else {
-        super::exit::FAILED
+        crate::pipeline::exit::FAILED
     })
 }

@@ -1,7 +1,8 @@
 //! Between two levels: wait for the server to finish the previous level's requests, and
 //! empty its prefix cache when a level starts cold.
 
-use crate::config::{BaseUrl, RunConfig, Target};
+use crate::client::{BaseUrl, Target};
+use crate::config::RunConfig;
 use std::time::{Duration, Instant};
 
 /// Waits (up to 60 s) until the server's `/metrics` shows nothing running or waiting, so a

@@ -4,18 +4,19 @@
 use super::between_levels::{drain, flush_prefix_cache};
 use super::INTERRUPTED;
 use crate::artifacts::{RunReport, SystemInfo};
-use crate::config::{Arrival, Limits, LoadPattern, PrefillSetup, RunConfig, Warmup};
+use crate::config::{Limits, PrefillSetup, RunConfig, Warmup};
 use crate::metrics::fluidity::ProfiledCurve;
 use crate::pipeline::execute::{execute, Execute};
 use crate::procedure::budget::{Budget, DEFAULT_OVERHEAD_S};
 use crate::procedure::level::{Bench, LevelRun, LevelSpec, Load, Stop, WarmupChoice};
 use crate::procedure::report::TargetInfo;
 use crate::procedure::{self, Options, TestName};
+use crate::record::run::ServerInfo;
 use crate::record::RequestRecord;
 use crate::runner::plan::{
     expected_rate, human, quick_warmup_requests, warmup_plan, QUICK_WARMUP_S,
 };
-use crate::runner::ServerInfo;
+use crate::schedule::{Arrival, LoadPattern};
 use crate::sim::SimServer;
 use crate::store::{prepare_run_dir, RunFolder};
 use crate::tokenizer::SharedTokenizer;

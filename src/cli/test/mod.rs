@@ -15,9 +15,9 @@ mod levels;
 mod prepare;
 mod profiles;
 
-use super::args::{RunArgs, SuiteArgs, TestArgs};
-use super::exit;
 use crate::artifacts::{SystemInfo, ToolInfo};
+use crate::flags::{RunArgs, SuiteArgs, TestArgs};
+use crate::pipeline::exit;
 use crate::pipeline::resolve::redacted_command_line;
 use crate::procedure::report::{Finding, TestReport, TestStatus, TEST_SCHEMA_VERSION};
 use crate::procedure::suite::{pretty_json, RanTest, SkippedTest, SuiteDocument, SuiteTest};

@@ -3,8 +3,8 @@
 
 use super::levels::{LevelRunner, TargetSetup};
 use crate::artifacts::SystemInfo;
-use crate::cli::args::{ProcedureArgs, RunArgs};
 use crate::cli::run::{ready, Ready};
+use crate::flags::{ProcedureArgs, RunArgs};
 use crate::procedure::budget::Budget;
 use crate::procedure::level::Load;
 use crate::procedure::{self, Options, TestName};
@@ -166,7 +166,7 @@ fn start_guardrail_sims(
         ("output", 0.0, 20.0, 0.02),
         ("full", 40.0, 20.0, 0.02),
     ] {
-        let mut cfg = crate::cli::args::sim_config(
+        let mut cfg = crate::flags::sim_config(
             &args.sim.sim_preset,
             args.sim.sim_config.as_deref(),
             args.sim.sim_ttft_ms,
@@ -201,7 +201,7 @@ fn options(
     let builtin = match &args.target.url {
         Some(_) => procedure::Disclosure::default(),
         None => procedure::Disclosure::of_simulator(
-            &crate::cli::args::sim_config(
+            &crate::flags::sim_config(
                 &args.sim.sim_preset,
                 args.sim.sim_config.as_deref(),
                 args.sim.sim_ttft_ms,

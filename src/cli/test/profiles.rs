@@ -39,7 +39,7 @@ fn wanted(names: &[String]) -> Result<Vec<String>> {
 pub(super) fn suite_per_profile(args: SuiteArgs) -> Result<u8> {
     let ids = wanted(&args.profiles)?;
     let top = prepare_run_dir(args.run.output.out.as_deref(), args.run.output.force)?;
-    let mut worst = crate::cli::exit::OK;
+    let mut worst = crate::pipeline::exit::OK;
     let mut entries = Vec::new();
     for id in &ids {
         if super::INTERRUPTED.load(std::sync::atomic::Ordering::Acquire) {
@@ -75,11 +75,11 @@ pub(super) fn suite_per_profile(args: SuiteArgs) -> Result<u8> {
             Err(e) => {
                 // A configuration this profile cannot run (as `suite` alone would exit 2).
                 eprintln!("error: profile {id}: {e:#}");
-                worst = worst.max(crate::cli::exit::USAGE);
+                worst = worst.max(crate::pipeline::exit::USAGE);
                 ProfileSuite::Failed {
                     profile: id.clone(),
                     folder,
-                    exit_status: crate::cli::exit::USAGE,
+                    exit_status: crate::pipeline::exit::USAGE,
                     error: format!("{e:#}"),
                 }
             }

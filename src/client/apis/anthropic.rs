@@ -17,10 +17,9 @@ use super::event::{
     ToolCallDelta, ToolCallDeltas, Usage, UsageUpdate,
 };
 use super::Prompt;
-use crate::client::RequestOptions;
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::borrow::Cow;
 
 /// The API version the parser is written against (the only one Anthropic documents for the
@@ -30,9 +29,10 @@ pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// Builds the JSON body of a streaming Messages request. System (and `developer`) messages
 /// go to the top-level `system` field, joined by blank lines, because the API accepts only
 /// `user` and `assistant` turns in `messages`. An agent session's request also carries its
-/// tools, and its history's calls and results as `tool_use` and `tool_result` blocks
-/// (`tools`).
-pub fn request_body(model: &str, prompt: &Prompt<'_>, opts: &RequestOptions) -> Map<String, Value> {
+/// history's calls and results as `tool_use` and `tool_result` blocks (`tools`). The
+/// options (`max_tokens`, which the API requires, the tools, `ignore_eos`, which Anthropic
+/// rejects but llama.cpp reads) are written by `dialect`.
+pub fn request_body(model: &str, prompt: &Prompt<'_>) -> Map<String, Value> {
     let is_system = |role: &str| role == "system" || role == "developer";
     let system: Vec<&str> = prompt
         .messages
@@ -43,26 +43,10 @@ pub fn request_body(model: &str, prompt: &Prompt<'_>, opts: &RequestOptions) -> 
     let turns = super::tools::anthropic_turns(prompt, is_system);
     let mut body = Map::new();
     body.insert("model".into(), Value::String(model.to_owned()));
-    body.insert("max_tokens".into(), json!(prompt.max_tokens));
     if !system.is_empty() {
         body.insert("system".into(), Value::String(system.join("\n\n")));
     }
     body.insert("messages".into(), Value::Array(turns));
-    if let Some(agent) = prompt.agent {
-        super::tools::insert_tools(crate::client::Endpoint::Messages, &mut body, agent);
-    }
-    body.insert("stream".into(), Value::Bool(true));
-    if let Some(t) = opts.temperature {
-        body.insert("temperature".into(), json!(t));
-    }
-    if opts.ignore_eos {
-        // Not part of Anthropic's API (which rejects unknown fields: use --ignore-eos false
-        // there); llama.cpp reads it on this route as on its chat route.
-        body.insert("ignore_eos".into(), Value::Bool(true));
-    }
-    if !opts.prefix_cache {
-        body.insert("cache_prompt".into(), Value::Bool(false)); // llama.cpp
-    }
     body
 }
 
@@ -288,6 +272,7 @@ fn normalise_stop_reason(reason: Cow<'_, str>) -> Cow<'_, str> {
 mod tests {
     use super::super::event::replay::run;
     use super::*;
+    use serde_json::json;
 
     macro_rules! fixture {
         ($name:literal) => {

@@ -15,9 +15,10 @@
 //! `text_output` (the new text of each response) and mark the last response with the
 //! `triton_final_response` parameter.
 
+use super::dialect::{dialect, OptionValue};
 use super::event::ApiEvent;
 use super::Prompt;
-use crate::client::RequestOptions;
+use crate::client::{Endpoint, RequestOptions};
 use std::borrow::Cow;
 use std::collections::HashMap;
 
@@ -186,6 +187,34 @@ fn tensor(name: &str, datatype: &str, contents: InferTensorContents) -> InferInp
     }
 }
 
+/// A sampling option as a tensor typed by its value: INT32, FP32 or BOOL.
+fn option_tensor(name: &str, value: OptionValue) -> InferInputTensor {
+    let (datatype, contents) = match value {
+        OptionValue::Int(v) => (
+            "INT32",
+            InferTensorContents {
+                int_contents: vec![v.min(i32::MAX as u32) as i32],
+                ..Default::default()
+            },
+        ),
+        OptionValue::Float(v) => (
+            "FP32",
+            InferTensorContents {
+                fp32_contents: vec![v as f32],
+                ..Default::default()
+            },
+        ),
+        OptionValue::Bool(v) => (
+            "BOOL",
+            InferTensorContents {
+                bool_contents: vec![v],
+                ..Default::default()
+            },
+        ),
+    };
+    tensor(name, datatype, contents)
+}
+
 /// The streamed inference request for `prompt` (its messages joined as raw text; no chat
 /// template). `request_id` lets logs be joined.
 pub fn request(
@@ -212,35 +241,19 @@ pub fn request(
         },
     );
     let mut inputs = vec![text, stream];
+    let sampling = dialect(Endpoint::Grpc, backend).sampling(prompt.max_tokens, opts);
     match backend {
+        // Each sampling option is a tensor of its own.
         GrpcBackend::TensorrtLlm => {
-            inputs.push(tensor(
-                "max_tokens",
-                "INT32",
-                InferTensorContents {
-                    int_contents: vec![prompt.max_tokens.min(i32::MAX as u32) as i32],
-                    ..Default::default()
-                },
-            ));
-            if let Some(t) = opts.temperature {
-                inputs.push(tensor(
-                    "temperature",
-                    "FP32",
-                    InferTensorContents {
-                        fp32_contents: vec![t as f32],
-                        ..Default::default()
-                    },
-                ));
-            }
+            inputs.extend(sampling.into_iter().map(|(name, v)| option_tensor(name, v)))
         }
+        // The sampling options as one JSON object, in one BYTES tensor.
         GrpcBackend::Vllm => {
-            let mut params = serde_json::json!({"max_tokens": prompt.max_tokens});
-            if let Some(t) = opts.temperature {
-                params["temperature"] = t.into();
-            }
-            if opts.ignore_eos {
-                params["ignore_eos"] = true.into();
-            }
+            let params: serde_json::Map<String, serde_json::Value> = sampling
+                .into_iter()
+                .map(|(name, value)| (name.to_owned(), value.json()))
+                .collect();
+            let params = serde_json::Value::Object(params);
             inputs.push(tensor(
                 "sampling_parameters",
                 "BYTES",

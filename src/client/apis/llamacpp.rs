@@ -12,28 +12,19 @@ use super::event::{
     clamp_u32, error_with_type, invalid_json, ApiEvent, OptStr, StreamParser, Usage, UsageUpdate,
 };
 use super::Prompt;
-use crate::client::RequestOptions;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::borrow::Cow;
 
-/// Body of a llama.cpp `POST /completion` request: the messages' contents joined by blank
-/// lines as raw text, `n_predict` for the length, `cache_prompt` as the prefix-cache switch.
+/// The API's own part of a llama.cpp `POST /completion` request: the messages' contents
+/// joined by blank lines as raw text. The options (`n_predict` for the length,
+/// `cache_prompt` as the prefix-cache switch, always sent) are written by `dialect`.
 /// Per-token probabilities can be asked for with `--extra-body '{"n_probs": 2}'`.
-pub fn request_body(prompt: &Prompt<'_>, opts: &RequestOptions) -> Map<String, Value> {
+pub fn request_body(prompt: &Prompt<'_>) -> Map<String, Value> {
     let mut body = Map::new();
     body.insert("prompt".into(), Value::String(prompt.joined_text()));
-    body.insert("n_predict".into(), json!(prompt.max_tokens));
-    body.insert("stream".into(), Value::Bool(true));
-    body.insert("cache_prompt".into(), Value::Bool(opts.prefix_cache));
-    if opts.ignore_eos {
-        body.insert("ignore_eos".into(), Value::Bool(true));
-    }
-    if let Some(t) = opts.temperature {
-        body.insert("temperature".into(), json!(t));
-    }
     body
 }
 
@@ -143,6 +134,7 @@ impl StreamParser for LlamaCppStream {
 mod tests {
     use super::super::event::replay::run;
     use super::*;
+    use serde_json::json;
 
     macro_rules! fixture {
         ($name:literal) => {

@@ -1,7 +1,8 @@
 //! The APIs servebench drives: how each one's request is written and its stream read.
 //!
-//! One file per API. Each builds its request body from the same [`Prompt`] and
-//! [`RequestOptions`], and each parses its stream into the same [`ApiEvent`]s through one
+//! One file per API. Each writes its own part of a request body (the model, the [`Prompt`]
+//! in its shape); the shared [`RequestOptions`] are written in each API's words from one
+//! table ([`dialect`]). Each parses its stream into the same [`ApiEvent`]s through one
 //! trait ([`StreamParser`]), so the exchange (`client::exchange`), the record and every
 //! metric are shared. [`Parser`] holds one dialect's parser per request without boxing.
 //!
@@ -21,6 +22,7 @@
 
 pub mod answer;
 pub mod anthropic;
+pub mod dialect;
 pub mod embeddings;
 pub mod event;
 mod json_scan;
@@ -77,52 +79,37 @@ impl Prompt<'_> {
     }
 }
 
-/// Builds the JSON body of a streaming request for `endpoint`. `--extra-body` fields and
-/// the workload's per-request overrides are applied last (the overrides win); for TGI and
-/// SGLang an object under their parameter key (`parameters`, `sampling_params`) is merged
-/// into it rather than replacing it.
+/// Builds the body of a streaming request for `target`: the API's own part from its file
+/// (the model, the prompt in its shape), then the shared options in the API's words from
+/// its [`dialect`] row, `--extra-body` fields and the workload's per-request overrides last
+/// (the overrides win; for TGI and SGLang an object under their parameter key,
+/// `parameters` or `sampling_params`, is merged into it rather than replacing it).
 pub fn request_body(target: &Target, prompt: &Prompt<'_>, opts: &RequestOptions) -> Vec<u8> {
     let (endpoint, model) = (target.endpoint, target.model.as_str());
-    let (mut body, nested) = match endpoint {
-        Endpoint::Chat | Endpoint::Completions => {
-            (openai::request_body(endpoint, model, prompt, opts), None)
-        }
-        Endpoint::Responses => (responses::request_body(model, prompt, opts), None),
-        Endpoint::Embeddings => (embeddings::request_body(model, prompt), None),
-        Endpoint::Rerank => (rerank::request_body(model, prompt), None),
-        Endpoint::Messages => (anthropic::request_body(model, prompt, opts), None),
-        Endpoint::Llamacpp => (llamacpp::request_body(prompt, opts), None),
-        Endpoint::Tgi => (tgi::request_body(prompt, opts), Some("parameters")),
-        Endpoint::Sglang => (sglang::request_body(prompt, opts), Some("sampling_params")),
+    let backend = target.grpc_backend.unwrap_or_default();
+    let mut body = match endpoint {
+        Endpoint::Chat | Endpoint::Completions => openai::request_body(endpoint, model, prompt),
+        Endpoint::Responses => responses::request_body(model, prompt),
+        Endpoint::Embeddings => embeddings::request_body(model, prompt),
+        Endpoint::Rerank => rerank::request_body(model, prompt),
+        Endpoint::Messages => anthropic::request_body(model, prompt),
+        Endpoint::Llamacpp => llamacpp::request_body(prompt),
+        Endpoint::Tgi => tgi::request_body(prompt),
+        Endpoint::Sglang => sglang::request_body(prompt),
         Endpoint::Grpc => {
-            // Protobuf, not JSON: --extra-body and body overrides do not apply.
+            // Protobuf, not JSON: the options become tensors (from the same dialect row);
+            // --extra-body and body overrides do not apply.
             use prost::Message;
-            return kserve::request(
-                target.grpc_backend.unwrap_or_default(),
-                model,
-                "",
-                prompt,
-                opts,
-            )
-            .encode_to_vec();
+            return kserve::request(backend, model, "", prompt, opts).encode_to_vec();
         }
         Endpoint::Websocket => {
             let ws = target.websocket.clone().unwrap_or_default();
-            // The template was checked when the run was configured (`check_template`).
-            let message = websocket::request_message(&ws, model, prompt, opts);
-            (message.unwrap_or_default(), None)
+            // The template was checked when the run was configured (`check_template`); its
+            // placeholders say the options.
+            websocket::request_message(&ws, model, prompt, opts).unwrap_or_default()
         }
     };
-    for (k, v) in opts.extra_body.iter().chain(prompt.overrides) {
-        match (body.get_mut(k), v) {
-            (Some(Value::Object(inner)), Value::Object(add)) if Some(k.as_str()) == nested => {
-                inner.extend(add.iter().map(|(k, v)| (k.clone(), v.clone())));
-            }
-            _ => {
-                body.insert(k.clone(), v.clone());
-            }
-        }
-    }
+    dialect::dialect(endpoint, backend).write(&mut body, prompt, opts);
     serde_json::to_vec(&Value::Object(body)).expect("a JSON map always serialises")
 }
 
@@ -262,6 +249,10 @@ pub fn test_body(
     target.model = "m".into();
     serde_json::from_slice(&request_body(&target, &prompt, &opts)).unwrap()
 }
+
+#[cfg(test)]
+#[path = "bodies_tests.rs"]
+mod bodies_tests;
 
 #[cfg(test)]
 mod tests {

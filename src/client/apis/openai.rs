@@ -14,47 +14,23 @@ use super::event::{
 };
 use super::openai_fast::{chunk_parts, ChunkParts};
 use super::Prompt;
-use crate::client::{Endpoint, RequestOptions};
+use crate::client::Endpoint;
 use crate::record::ServerTiming;
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
-/// Builds the JSON body of a streaming Chat Completions or Completions request.
-pub fn request_body(
-    endpoint: Endpoint,
-    model: &str,
-    prompt: &Prompt<'_>,
-    opts: &RequestOptions,
-) -> Map<String, Value> {
+/// The API's own part of a streaming Chat Completions or Completions request: the model
+/// and the prompt (`messages`, or `prompt` as the contents joined). The options (the
+/// length as `max_tokens`, `stream_options`, `ignore_eos` with vLLM's `min_tokens`, the
+/// agent's tools on Chat) are written by `dialect`.
+pub fn request_body(endpoint: Endpoint, model: &str, prompt: &Prompt<'_>) -> Map<String, Value> {
     let mut body = Map::new();
     body.insert("model".into(), Value::String(model.to_owned()));
     if endpoint == Endpoint::Completions {
         body.insert("prompt".into(), Value::String(prompt.joined_text()));
     } else {
         body.insert("messages".into(), super::tools::chat_messages(prompt));
-    }
-    if let (Endpoint::Chat, Some(agent)) = (endpoint, prompt.agent) {
-        super::tools::insert_tools(endpoint, &mut body, agent);
-    }
-    body.insert("max_tokens".into(), json!(prompt.max_tokens));
-    body.insert("stream".into(), Value::Bool(true));
-    let mut stream_options = json!({"include_usage": true});
-    if opts.usage_per_chunk {
-        stream_options["continuous_usage_stats"] = Value::Bool(true);
-    }
-    body.insert("stream_options".into(), stream_options);
-    if let Some(t) = opts.temperature {
-        body.insert("temperature".into(), json!(t));
-    }
-    if opts.ignore_eos {
-        // vLLM, SGLang, llama.cpp and the simulator honour `ignore_eos`; vLLM also takes
-        // `min_tokens`, which makes the length exact even where EOS handling differs.
-        body.insert("ignore_eos".into(), Value::Bool(true));
-        body.insert("min_tokens".into(), json!(prompt.max_tokens));
-    }
-    if !opts.prefix_cache {
-        body.insert("cache_prompt".into(), Value::Bool(false)); // llama.cpp
     }
     body
 }
@@ -334,6 +310,8 @@ pub fn parse_timings(raw: &RawValue) -> Option<ServerTiming> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::client::RequestOptions;
+    use serde_json::json;
     use std::borrow::Cow;
 
     fn usage_text(e: &ApiEvent<'_>) -> String {

@@ -19,11 +19,10 @@ use super::event::{
     ToolCallDeltas, Usage, UsageUpdate,
 };
 use super::Prompt;
-use crate::client::RequestOptions;
 use serde::de::{Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::fmt;
 
@@ -31,9 +30,11 @@ use std::fmt;
 /// `input` as a plain string (the simplest form, accepted by every implementation); anything
 /// else becomes a list of `{role, content}` messages, system messages included (the API
 /// accepts `system` and `developer` roles in `input`, so `instructions` is not needed).
-/// An agent session's request also carries its tools and its history's calls and results
-/// as items (`tools`). Usage always comes with `response.completed`, so nothing asks for it.
-pub fn request_body(model: &str, prompt: &Prompt<'_>, opts: &RequestOptions) -> Map<String, Value> {
+/// An agent session's request also carries its history's calls and results as items
+/// (`tools`). The options (the length as `max_output_tokens`, the tools, `ignore_eos`,
+/// which OpenAI rejects but vLLM and llama.cpp read) are written by `dialect`; usage always
+/// comes with `response.completed`, so nothing asks for it.
+pub fn request_body(model: &str, prompt: &Prompt<'_>) -> Map<String, Value> {
     let mut body = Map::new();
     body.insert("model".into(), Value::String(model.to_owned()));
     let input = match (prompt.messages, prompt.agent) {
@@ -41,22 +42,6 @@ pub fn request_body(model: &str, prompt: &Prompt<'_>, opts: &RequestOptions) -> 
         _ => super::tools::responses_input(prompt),
     };
     body.insert("input".into(), input);
-    if let Some(agent) = prompt.agent {
-        super::tools::insert_tools(crate::client::Endpoint::Responses, &mut body, agent);
-    }
-    body.insert("max_output_tokens".into(), json!(prompt.max_tokens));
-    body.insert("stream".into(), Value::Bool(true));
-    if let Some(t) = opts.temperature {
-        body.insert("temperature".into(), json!(t));
-    }
-    if opts.ignore_eos {
-        // Not part of OpenAI's API (which rejects it: use --ignore-eos false there); vLLM
-        // and llama.cpp read it as on their chat route.
-        body.insert("ignore_eos".into(), Value::Bool(true));
-    }
-    if !opts.prefix_cache {
-        body.insert("cache_prompt".into(), Value::Bool(false)); // llama.cpp
-    }
     body
 }
 
@@ -326,6 +311,7 @@ impl StreamParser for ResponsesStream {
 mod tests {
     use super::super::event::replay::run;
     use super::*;
+    use serde_json::json;
 
     macro_rules! fixture {
         ($name:literal) => {

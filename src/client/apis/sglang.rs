@@ -18,27 +18,18 @@ use super::event::{
     clamp_u32, error_with_type, invalid_json, ApiEvent, OptStr, StreamParser, Usage, UsageUpdate,
 };
 use super::Prompt;
-use crate::client::RequestOptions;
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::borrow::Cow;
 
-/// Body of an SGLang `POST /generate` request with `stream: true`. SGLang has no
-/// per-request prefix-cache switch (its radix cache is a server flag).
-pub fn request_body(prompt: &Prompt<'_>, opts: &RequestOptions) -> Map<String, Value> {
-    let mut params = Map::new();
-    params.insert("max_new_tokens".into(), json!(prompt.max_tokens));
-    if let Some(t) = opts.temperature {
-        params.insert("temperature".into(), json!(t));
-    }
-    if opts.ignore_eos {
-        params.insert("ignore_eos".into(), Value::Bool(true));
-    }
+/// The API's own part of an SGLang `POST /generate` request: the prompt as raw `text`.
+/// The options (`stream: true`, `sampling_params` with `max_new_tokens`, temperature and
+/// `ignore_eos`) are written by `dialect`. SGLang has no per-request prefix-cache switch
+/// (its radix cache is a server flag).
+pub fn request_body(prompt: &Prompt<'_>) -> Map<String, Value> {
     let mut body = Map::new();
     body.insert("text".into(), Value::String(prompt.joined_text()));
-    body.insert("sampling_params".into(), Value::Object(params));
-    body.insert("stream".into(), Value::Bool(true));
     body
 }
 
@@ -183,6 +174,7 @@ impl StreamParser for SglangStream {
 mod tests {
     use super::super::event::replay::run;
     use super::*;
+    use serde_json::json;
 
     macro_rules! fixture {
         ($name:literal) => {

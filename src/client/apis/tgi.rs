@@ -16,30 +16,19 @@ use super::event::{
     clamp_u32, error_with_type, invalid_json, ApiEvent, OptStr, StreamParser, Usage, UsageUpdate,
 };
 use super::Prompt;
-use crate::client::RequestOptions;
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::borrow::Cow;
 
-/// Body of a TGI `POST /generate_stream` request. `details: true` makes the last event
-/// carry the finish reason and token counts. TGI rejects a temperature of 0, so greedy
-/// decoding is asked for with `do_sample: false` instead. TGI has no way to ignore EOS and
-/// no per-request prefix-cache switch.
-pub fn request_body(prompt: &Prompt<'_>, opts: &RequestOptions) -> Map<String, Value> {
+/// The API's own part of a TGI `POST /generate_stream` request: the prompt as raw
+/// `inputs`, and `parameters.details: true`, which makes the last event carry the finish
+/// reason and token counts. The options (`parameters.max_new_tokens`, and the temperature
+/// as `do_sample`, since TGI rejects a temperature of 0) are written by `dialect`. TGI has
+/// no way to ignore EOS and no per-request prefix-cache switch.
+pub fn request_body(prompt: &Prompt<'_>) -> Map<String, Value> {
     let mut params = Map::new();
-    params.insert("max_new_tokens".into(), json!(prompt.max_tokens));
     params.insert("details".into(), Value::Bool(true));
-    match opts.temperature {
-        Some(t) if t > 0.0 => {
-            params.insert("do_sample".into(), Value::Bool(true));
-            params.insert("temperature".into(), json!(t));
-        }
-        Some(_) => {
-            params.insert("do_sample".into(), Value::Bool(false));
-        }
-        None => {}
-    }
     let mut body = Map::new();
     body.insert("inputs".into(), Value::String(prompt.joined_text()));
     body.insert("parameters".into(), Value::Object(params));
@@ -140,6 +129,7 @@ impl StreamParser for TgiStream {
 mod tests {
     use super::super::event::replay::run;
     use super::*;
+    use serde_json::json;
 
     macro_rules! fixture {
         ($name:literal) => {

@@ -2,8 +2,9 @@
 //! and results, in each API's own form (Chat Completions, Responses, Anthropic Messages).
 //!
 //! The history is the plan's (`workload::agent`): the same bytes go to every server. Only
-//! these three APIs have fields for tools (`Endpoint::takes_tools`); the configuration
-//! refuses an agent workload on the others before anything is sent.
+//! these three APIs have fields for tools (their `dialect` rows name a [`ToolForm`];
+//! `Endpoint::takes_tools`); the configuration refuses an agent workload on the others
+//! before anything is sent.
 //!
 //! | API | tools | a call in the history | a result |
 //! |---|---|---|---|
@@ -11,30 +12,30 @@
 //! | responses | `{"type":"function", name, description, parameters}` | a `function_call` item | a `function_call_output` item |
 //! | messages | `{name, description, input_schema}` | an assistant message of `tool_use` blocks | `tool_result` blocks in one user message |
 
+use super::dialect::ToolForm;
 use super::Prompt;
-use crate::client::Endpoint;
 use crate::workload::agent::{conversation, AgentParts, Msg, ToolCall};
 use serde_json::{json, Map, Value};
 
-/// Adds `tools` and `tool_choice` for `endpoint`: a tool call is required when the plan's
+/// Adds `tools` and `tool_choice` in `form`: a tool call is required when the plan's
 /// answer calls tools (`calls_tools`), else the model chooses (`auto`: the session's last
 /// step, answered in text).
-pub fn insert_tools(endpoint: Endpoint, body: &mut Map<String, Value>, agent: &AgentParts) {
+pub fn insert_tools(form: ToolForm, body: &mut Map<String, Value>, agent: &AgentParts) {
     let tools: Vec<Value> = agent
         .tools
         .iter()
-        .map(|t| match endpoint {
-            Endpoint::Responses => json!({"type": "function", "name": t.name,
+        .map(|t| match form {
+            ToolForm::Responses => json!({"type": "function", "name": t.name,
                 "description": t.description, "parameters": t.parameters}),
-            Endpoint::Messages => json!({"name": t.name, "description": t.description,
+            ToolForm::Messages => json!({"name": t.name, "description": t.description,
                 "input_schema": t.parameters}),
-            _ => json!({"type": "function", "function": {"name": t.name,
+            ToolForm::Chat => json!({"type": "function", "function": {"name": t.name,
                 "description": t.description, "parameters": t.parameters}}),
         })
         .collect();
-    let choice = match (endpoint, agent.calls_tools) {
-        (Endpoint::Messages, true) => json!({"type": "any"}),
-        (Endpoint::Messages, false) => json!({"type": "auto"}),
+    let choice = match (form, agent.calls_tools) {
+        (ToolForm::Messages, true) => json!({"type": "any"}),
+        (ToolForm::Messages, false) => json!({"type": "auto"}),
         (_, true) => json!("required"),
         (_, false) => json!("auto"),
     };

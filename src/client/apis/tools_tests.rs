@@ -2,7 +2,7 @@
 //! more call and its result), written exactly, for each API that takes tools.
 
 use super::*;
-use crate::client::RequestOptions;
+use crate::client::{Endpoint, RequestOptions};
 use crate::workload::agent::{AgentMessage, ToolDef};
 use std::sync::Arc;
 

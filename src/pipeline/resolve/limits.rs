@@ -3,7 +3,8 @@
 //! and the retries.
 
 use crate::client::exchange::ExchangeLimits;
-use crate::config::{Limits, RetryPolicy, Warmup};
+use crate::client::RetryPolicy;
+use crate::config::{Limits, Warmup};
 use crate::flags::{LimitArgs, SloArgs};
 use crate::metrics::slo::SloSpec;
 use anyhow::{bail, Context, Result};

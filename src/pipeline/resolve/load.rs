@@ -2,8 +2,8 @@
 //! gamma arrivals at a rate), or a trace's own timestamps; and the open loop's cap on
 //! requests in flight.
 
-use crate::config::{Arrival, LoadPattern};
 use crate::flags::{ArrivalArg, LoadArgs};
+use crate::schedule::{Arrival, LoadPattern};
 use crate::workload::datasets::Dataset;
 use anyhow::{bail, Result};
 

@@ -38,7 +38,7 @@ pub struct Resolved {
 /// The target and what is sent to it: the dataset, the workload (of a profile, a name, a
 /// file or fixed lengths) and the endpoint, its items and its media.
 struct Sent {
-    target: crate::config::Target,
+    target: crate::client::Target,
     workload: crate::workload::WorkloadSpec,
     dataset: Option<std::sync::Arc<crate::workload::datasets::Dataset>>,
     dataset_info: Option<crate::workload::datasets::DatasetInfo>,

@@ -2,7 +2,7 @@
 //! metrics, GPUs), the client's threads, and the command line as the run records it, with
 //! credentials redacted.
 
-use crate::config::BaseUrl;
+use crate::client::BaseUrl;
 use crate::flags::{OutputArgs, TelemetryArgs};
 use anyhow::{Context, Result};
 
@@ -60,7 +60,7 @@ pub fn redact_args(args: impl IntoIterator<Item = String>) -> Vec<String> {
                 .filter(|_| !after_header)
                 .unwrap_or(("", &a));
             match h.split_once(':') {
-                Some((k, _)) if crate::config::is_credential_header(k) => {
+                Some((k, _)) if crate::client::is_credential_header(k) => {
                     let sep = if prefix.is_empty() { "" } else { "=" };
                     format!("{prefix}{sep}{k}: <redacted>")
                 }

@@ -3,7 +3,7 @@
 //! certificate, key and template file is read here, before anything starts.
 
 use crate::artifacts::SystemInfo;
-use crate::config::{BaseUrl, Secret, Target};
+use crate::client::{BaseUrl, Secret, Target};
 use crate::flags::{RunArgs, SutBoundaryArg, TargetArgs};
 use anyhow::{bail, Context, Result};
 
@@ -46,10 +46,10 @@ pub(crate) fn target_of(
     }
     let api_key = api_key(t, &url)?;
     let websocket = match t.endpoint {
-        crate::config::Endpoint::Websocket => Some(websocket_options(args)?),
+        crate::client::Endpoint::Websocket => Some(websocket_options(args)?),
         _ => None,
     };
-    if t.endpoint == crate::config::Endpoint::Grpc && url.tls {
+    if t.endpoint == crate::client::Endpoint::Grpc && url.tls {
         bail!("--endpoint grpc speaks plain HTTP/2 (h2c) only: use an http:// URL (e.g. http://127.0.0.1:8001 for Triton)");
     }
     let headers = headers(t)?;
@@ -63,7 +63,7 @@ pub(crate) fn target_of(
         tls: tls.clone(),
         proxy,
         websocket,
-        grpc_backend: (t.endpoint == crate::config::Endpoint::Grpc)
+        grpc_backend: (t.endpoint == crate::client::Endpoint::Grpc)
             .then_some(args.websocket.grpc_backend),
         trace_id_prefix: trace_id_prefix(t)?,
     })
@@ -120,10 +120,10 @@ fn headers(t: &TargetArgs) -> Result<Vec<(String, String)>> {
 
 /// The WebSocket mode's options from the flags, checked: the template fills into a JSON
 /// object and every pointer is well formed.
-fn websocket_options(args: &RunArgs) -> Result<crate::config::WebSocketOptions> {
+fn websocket_options(args: &RunArgs) -> Result<crate::client::WebSocketOptions> {
     let w = &args.websocket;
     let opt = |s: &str| (!s.is_empty()).then(|| s.to_owned());
-    let mut ws = crate::config::WebSocketOptions {
+    let mut ws = crate::client::WebSocketOptions {
         path: w.ws_path.clone(),
         text_path: w.ws_text_path.clone(),
         reasoning_path: opt(&w.ws_reasoning_path),
@@ -153,7 +153,7 @@ fn websocket_options(args: &RunArgs) -> Result<crate::config::WebSocketOptions> 
             overrides: &[],
             agent: None,
         },
-        &crate::config::RequestOptions::default(),
+        &crate::client::RequestOptions::default(),
     )?;
     Ok(ws)
 }

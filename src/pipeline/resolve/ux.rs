@@ -139,7 +139,7 @@ fn baseline_by_class(dir: &std::path::Path) -> Result<BTreeMap<String, (f64, f64
     Ok(by_class
         .into_iter()
         .filter_map(|(c, mut v)| {
-            let d = crate::metrics::Distribution::of(&mut v)?;
+            let d = crate::stats::Distribution::of(&mut v)?;
             Some((c, (d.p50, d.p99)))
         })
         .collect())

@@ -2,7 +2,7 @@
 //! lengths or the dataset's own), and the request body every request carries. `workload
 //! show|export` resolves its workload here too.
 
-use crate::config::RequestOptions;
+use crate::client::RequestOptions;
 use crate::flags::{BodyArgs, WorkloadFlags};
 use crate::workload::datasets::{Dataset, DatasetInfo};
 use crate::workload::WorkloadSpec;

@@ -2,9 +2,9 @@
 //! to, each checked from the run's own record, met or not, with the evidence; then every
 //! warning the summary raised. What is not met becomes a deviation in the C.1 notes.
 
+use crate::artifacts::RunReport;
 use crate::record::FailureKind;
 use crate::report::page::{Section, Table, Tone};
-use crate::report::RunReport;
 
 /// One requirement and how the run fared.
 #[derive(Debug, Clone, PartialEq)]

@@ -4,10 +4,10 @@
 //! Pure: records in, values out, computed with the same per-request definitions as the
 //! summary (`metrics::request::measure`, `FluidityParams::input`).
 
+use crate::artifacts::RunReport;
 use crate::metrics::experience::{FluidityParams, FluiditySummary};
 use crate::metrics::request::{measure, ItlOption};
 use crate::record::{Phase, RequestRecord};
-use crate::report::RunReport;
 
 /// Most token timelines a report draws.
 pub const TIMELINE_ROWS: usize = 40;

@@ -3,10 +3,10 @@
 //! left out rather than drawn empty; the page says why instead.
 
 use super::data::RunData;
+use crate::artifacts::RunReport;
 use crate::metrics::fluidity::FluidRate;
 use crate::metrics::ItlOption;
 use crate::report::chart::{Bins, Chart, Marker, MarkerKind, Scale, Series, Unit};
-use crate::report::RunReport;
 use crate::telemetry::timeline::TimelineRow;
 
 /// A chart and what to read from it.
@@ -30,7 +30,7 @@ fn bins_for(values: &[f64]) -> Bins {
     }
 }
 
-fn percentile_markers(d: Option<crate::metrics::Distribution>) -> Vec<Marker> {
+fn percentile_markers(d: Option<crate::stats::Distribution>) -> Vec<Marker> {
     match d {
         Some(d) => vec![
             Marker::vertical(d.p50, &format!("P50 {}", Unit::Ms.format(d.p50))),

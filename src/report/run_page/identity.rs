@@ -2,11 +2,11 @@
 //! template reads, then the system identification and test configuration of the C.2 full
 //! report (items 1 and 2).
 
+use crate::artifacts::RunReport;
 use crate::report::chart::axis::group_thousands;
 use crate::report::page::{Section, Table};
 use crate::report::tables::{describe_load, endpoint_name, warmup_line};
 use crate::report::terminal::fmt_rate;
-use crate::report::RunReport;
 use std::fmt::Write;
 
 /// The model as the run named it, with what the server listed when that differs.
@@ -95,10 +95,7 @@ pub fn guardrails(r: &RunReport) -> String {
     format!("{config}; {refused} requests refused as content during the run")
 }
 
-fn ms(
-    d: Option<crate::metrics::Distribution>,
-    f: fn(&crate::metrics::Distribution) -> f64,
-) -> String {
+fn ms(d: Option<crate::stats::Distribution>, f: fn(&crate::stats::Distribution) -> f64) -> String {
     d.map(|d| format!("{:.1}", f(&d)))
         .unwrap_or_else(|| "- (no completed request)".into())
 }

@@ -22,7 +22,7 @@ pub use data::RunData;
 use super::page::{Page, Section, Table, Tone};
 use super::tables;
 use super::terminal::{fmt_ms, fmt_rate, opt_ms};
-use super::RunReport;
+use crate::artifacts::RunReport;
 
 /// The whole report of one run.
 pub fn page(r: &RunReport, data: &RunData) -> Page {

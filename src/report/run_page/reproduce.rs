@@ -8,7 +8,7 @@
 //! prompts, the API and the request options. It is computed from `run.json`, so old runs get
 //! it too.
 
-use crate::report::RunReport;
+use crate::artifacts::RunReport;
 
 /// `sha256:` and the first 16 hex digits of the SHA-256 of the workload's identity.
 pub fn workload_hash(r: &RunReport) -> String {

@@ -2,11 +2,11 @@
 //! present with data, fairness and compliance following the run's facts.
 
 use super::*;
+use crate::artifacts::{SystemInfo, TimingNotes, TokenizerInfo, ToolInfo, Verdict};
 use crate::flags::{Cli, Command};
 use crate::metrics::generator::{judge, GeneratorFacts};
 use crate::metrics::{summarize, SummaryParams};
 use crate::record::{Chunk, FailureKind, Outcome, Phase, RequestRecord};
-use crate::report::{SystemInfo, TimingNotes, TokenizerInfo, ToolInfo, Verdict};
 use crate::telemetry::summary::ClientTotals;
 use crate::telemetry::TelemetryData;
 use clap::Parser;
@@ -101,7 +101,7 @@ pub(crate) fn report_of(flags: &[&str], records: &[RequestRecord]) -> RunReport 
     );
     let verdict: Verdict = crate::pipeline::verdict::verdict(&summary, &config, false);
     RunReport {
-        schema_version: crate::report::SCHEMA_VERSION,
+        schema_version: crate::artifacts::SCHEMA_VERSION,
         tool: ToolInfo::default(),
         started_at: "2026-11-22T10:00:00.000Z".into(),
         finished_at: "2026-11-22T10:00:01.000Z".into(),

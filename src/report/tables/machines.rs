@@ -2,9 +2,9 @@
 //! and energy over the measurement window, and the load generator's own health.
 
 use super::table;
+use crate::artifacts::RunReport;
 use crate::report::page::Table;
 use crate::report::terminal::{client_line, fmt_ms};
-use crate::report::RunReport;
 use crate::telemetry::summary::{GpuWindow, Pair, ServerWindow};
 
 /// The server's metrics, GPUs and energy over the measurement window.

@@ -46,8 +46,7 @@ pub fn media(s: &RunSummary) -> Option<Table> {
     let m = s.media.as_ref()?;
     let mut t = table(&["Requests with images or audio", "P50", "P95", "P99"])
         .titled("Images and audio: the upload inside TTFT");
-    let kb = |d: Option<crate::metrics::Distribution>,
-              f: fn(&crate::metrics::Distribution) -> f64| {
+    let kb = |d: Option<crate::stats::Distribution>, f: fn(&crate::stats::Distribution) -> f64| {
         d.map(|d| format!("{:.1} KB", f(&d) / 1e3))
             .unwrap_or_else(|| "-".into())
     };

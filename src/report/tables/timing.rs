@@ -3,9 +3,10 @@
 //! client's.
 
 use super::table;
-use crate::metrics::{Distribution, RunSummary};
+use crate::metrics::RunSummary;
 use crate::report::page::Table;
 use crate::report::terminal::{fmt_ms, fmt_rate, opt_ms};
+use crate::stats::Distribution;
 
 type Pick = fn(&Distribution) -> f64;
 const PCTS: [(&str, Pick); 8] = [

@@ -3,8 +3,8 @@
 //! runs past 80 lines.
 
 use super::{client_line, fmt_rate, row};
+use crate::artifacts::RunReport;
 use crate::report::tables;
-use crate::report::RunReport;
 use std::fmt::Write;
 
 /// Notes: how the generator and the server fared, telemetry, the warm-up and the warnings.

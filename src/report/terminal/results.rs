@@ -2,8 +2,8 @@
 //! file of its own so that `render` reads as its sections and no function runs past 80 lines.
 
 use super::{fmt_ms, fmt_rate, opt_ms, row, timestamp_bound, USERS_LEGEND};
+use crate::artifacts::RunReport;
 use crate::metrics::fluidity::FluidRate;
-use crate::report::RunReport;
 use std::fmt::Write;
 
 /// Results: latency, throughput, what users saw, the SLO and the failures.

@@ -117,7 +117,7 @@ pub(super) fn itl(r: &TestReport, out: &mut Parts) {
     header.extend(x.levels.iter().map(|l| format!("{:.0} %", l.share * 100.0)));
     let h: Vec<&str> = header.iter().map(String::as_str).collect();
     let mut t = table(&h);
-    type Pick = fn(&crate::metrics::Distribution) -> f64;
+    type Pick = fn(&crate::stats::Distribution) -> f64;
     let dist_rows: [(&str, Pick); 7] = [
         ("ITL P50", |d| d.p50),
         ("ITL P90", |d| d.p90),

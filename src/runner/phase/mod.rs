@@ -25,8 +25,8 @@ mod request;
 use super::feeder::Feed;
 use crate::client::Pool;
 use crate::clock::{Nanos, RunClock};
-use crate::config::LoadPattern;
 use crate::record::{Draft, FailureKind, Phase};
+use crate::schedule::LoadPattern;
 pub use drive::run_phase;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
@@ -127,7 +127,7 @@ pub struct Shared {
     pub clock: RunClock,
     pub timeout: Duration,
     pub limits: crate::client::exchange::ExchangeLimits,
-    pub retry: crate::config::RetryPolicy,
+    pub retry: crate::client::RetryPolicy,
     pub url: Arc<str>,
     pub sink: Sender<Draft>,
     pub sent: Arc<AtomicU64>,

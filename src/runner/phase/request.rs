@@ -99,7 +99,7 @@ async fn run_one(
 /// How long to wait before retrying a refused request, when the policy retries it:
 /// its `Retry-After` (seconds) capped by the policy, or 0.5 s doubling per retry.
 fn retry_wait(
-    policy: &crate::config::RetryPolicy,
+    policy: &crate::client::RetryPolicy,
     r: &crate::record::RequestRecord,
     retries: u32,
 ) -> Option<Duration> {

@@ -25,9 +25,9 @@ mod verdict;
 
 use crate::client::exchange::ExchangeLimits;
 use crate::client::http::Connector;
+use crate::client::{Endpoint, RequestOptions, Target};
 use crate::client::{Exchange, Pool, PreparedRequest};
 use crate::clock::RunClock;
-use crate::config::{Endpoint, RequestOptions, Target};
 use crate::record::Phase;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -44,7 +44,7 @@ const QUOTED: usize = 200;
 /// Copies of the test request sent at once to see how many the server serves in parallel.
 pub const TOGETHER: u32 = 8;
 
-pub use crate::record::speed::Speed;
+use crate::record::speed::Speed;
 
 pub use super::probe::{prepared, Solo};
 

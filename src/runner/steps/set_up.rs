@@ -4,14 +4,16 @@
 
 use super::Bench;
 use crate::client::http::{Connector, HttpError, ReadStamps};
+use crate::client::ArrivalClock;
 use crate::client::Pool;
 use crate::clock::{Nanos, RunClock};
-use crate::config::{ArrivalClock, LoadPattern, RunConfig};
+use crate::config::RunConfig;
 use crate::record::run::ServerInfo;
 use crate::runner::cpu::{self, ThreadCpu};
 use crate::runner::phase::{Controls, Shared};
 use crate::runner::progress::{self, Progress};
 use crate::runner::{feeder, ReadyError, RunError};
+use crate::schedule::LoadPattern;
 use crate::store::{RecordWriter, RunFolder};
 use crate::telemetry::Collector;
 use crate::tokenizer::SharedTokenizer;

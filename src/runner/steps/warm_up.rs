@@ -2,7 +2,7 @@
 //! scale-out; it leaves the measured phase its pace and, in a closed loop, a lead-in.
 
 use super::{Bench, WarmedUp};
-use crate::config::{LoadPattern, RunConfig};
+use crate::config::RunConfig;
 use crate::record::Phase;
 use crate::runner::feeder::{self, Feed};
 use crate::runner::phase::LeadIn;
@@ -10,6 +10,7 @@ use crate::runner::progress::PhaseView;
 use crate::runner::warmup::{self, Warmed};
 use crate::runner::{plan, RunError, WARMUP_SEED_SALT};
 use crate::schedule::shard::Shard;
+use crate::schedule::LoadPattern;
 use std::time::Duration;
 
 impl Bench<'_> {

@@ -6,7 +6,7 @@ use super::*;
 use crate::client::apis::parser_for;
 use crate::client::apis::StreamParser;
 use crate::client::sse::SseParser;
-use crate::config::Endpoint;
+use crate::client::Endpoint;
 
 fn writer(api: SimApi, reasoning: u32) -> StreamWriter {
     let mut w = StreamWriter::new(

@@ -2,7 +2,8 @@
 //! the virtual bench's prefix cache and guardrail delays.
 
 use super::*;
-use crate::procedure::level::{Bench, CacheFigures, LevelRun, LevelSpec, Load};
+use crate::metrics::cache::CacheFigures;
+use crate::procedure::level::{Bench, LevelRun, LevelSpec, Load};
 use std::time::Duration;
 
 #[test]

@@ -1,7 +1,7 @@
-//! Tests of the configuration: base URLs and their credentials, and the redaction of
-//! secrets and credential headers.
+//! Tests of the client's configuration (`base_url`, `target`): base URLs and their
+//! credentials, and the redaction of secrets and credential headers.
 
-use super::*;
+use super::{BaseUrl, Endpoint, Secret, Target, UrlError};
 
 #[test]
 fn base_url_keeps_base_path() {
