@@ -97,10 +97,14 @@ pub struct SelfbenchArgs {
     #[arg(long, default_value_t = 1)]
     pub client_threads: usize,
     /// Pairs of runs (servebench, then the bare reference client, the same load) behind the
-    /// CPU ratio of the fixed-timing throughput run; their median ratio is the answer, since
-    /// one pair on a shared machine moves by ±15 %.
+    /// CPU ratio of the fixed-timing throughput run; their median ratio is the answer.
     #[arg(long, default_value_t = 3)]
     pub bare_pairs: u32,
+    /// Requests per stream in each run of a CPU pair. At 8 (2,048 requests at 256 streams,
+    /// about 2 s of CPU) the kernel's 10 ms accounting ticks move a ratio by under 1 %; at 2 a
+    /// pair moved by ±15 %.
+    #[arg(long, default_value_t = 8)]
+    pub bare_requests_per_stream: u32,
     /// Also time summarising this many synthetic requests (0 skips), e.g. 1000000.
     #[arg(long, default_value_t = 0)]
     pub summary_requests: u64,

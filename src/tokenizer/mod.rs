@@ -5,6 +5,7 @@
 //! report records which tokenizer counted what.
 
 mod hf;
+mod pieces;
 mod tiktoken;
 
 pub use self::hf::HfTokenizer;

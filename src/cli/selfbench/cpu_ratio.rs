@@ -2,29 +2,41 @@
 //! in alternating pairs on the same machine so both meet the same neighbours.
 
 use super::bare_client;
-use super::closed_run;
+use super::closed_run_on;
 use crate::flags::SelfbenchArgs;
 use crate::record::run::GeneratorReport;
 use crate::sim::{SimConfig, SimServer};
 use anyhow::Result;
 
-/// servebench's CPU per chunk against the bare reference client's, on the same load: the
-/// run just made and a bare run, then `bare_pairs - 1` more pairs, each servebench run right
-/// before its bare run so both meet the same machine; the median of the pairs' ratios. Two
-/// ratios: the whole generator (request preparation on the feeder thread and the record
-/// writer included), and its runtime threads alone, which do what the bare client does
-/// (send, read, frame) plus what measuring adds (timestamps, parsing, records).
-pub(super) fn cpu_against_bare(first: CpuPerChunk, streams: u32, args: &SelfbenchArgs) {
+/// servebench's CPU per chunk against the bare reference client's, on the same load:
+/// `bare_pairs` pairs of runs of `bare_requests_per_stream` requests a stream, each
+/// servebench run right before its bare run so both meet the same machine; the median of
+/// the pairs' ratios. Two ratios: the whole generator (request preparation on the feeder
+/// thread and the record writer included), and its runtime threads alone, which do what
+/// the bare client does (send, read, frame) plus what measuring adds (timestamps, parsing,
+/// records).
+pub(super) fn cpu_against_bare(streams: u32, args: &SelfbenchArgs) {
     let (mut whole, mut runtime) = (Vec::new(), Vec::new());
+    let per_stream = args.bare_requests_per_stream.max(1);
+    println!(
+        "  CPU against a bare client: {} pairs of {} requests each",
+        args.bare_pairs,
+        streams * per_stream
+    );
     for pair in 0..args.bare_pairs {
-        let ours = if pair == 0 {
-            Ok(first)
-        } else {
-            closed_run(SimConfig::fixed(0.0, 1.0), streams, args, "tput", "kernel")
-                .map(|(_, report, truth)| CpuPerChunk::of(&report, &truth, args.client_threads))
-        };
+        let ours = closed_run_on(
+            SimConfig::fixed(0.0, 1.0),
+            streams,
+            per_stream,
+            args,
+            "tput-pair",
+            "kernel",
+            "chat",
+        )
+        .map(|(_, report, truth)| CpuPerChunk::of(&report, &truth, args.client_threads));
         let bare = ours.and_then(|ours| {
-            bare_cpu_per_chunk(SimConfig::fixed(0.0, 1.0), streams, args).map(|b| (ours, b))
+            bare_cpu_per_chunk(SimConfig::fixed(0.0, 1.0), streams, per_stream, args)
+                .map(|b| (ours, b))
         });
         match bare {
             Ok((ours, bare)) => {
@@ -92,7 +104,12 @@ impl CpuPerChunk {
 
 /// The same closed-loop load as [`throughput`] sent by the bare reference client against a
 /// fresh simulator; returns its CPU per chunk written by the server, µs.
-fn bare_cpu_per_chunk(cfg: SimConfig, streams: u32, args: &SelfbenchArgs) -> Result<f64> {
+fn bare_cpu_per_chunk(
+    cfg: SimConfig,
+    streams: u32,
+    requests_per_stream: u32,
+    args: &SelfbenchArgs,
+) -> Result<f64> {
     let sim = SimServer::spawn(cfg, 0)?;
     let addr = sim.addr().to_string();
     let body = serde_json::json!({
@@ -108,7 +125,7 @@ fn bare_cpu_per_chunk(cfg: SimConfig, streams: u32, args: &SelfbenchArgs) -> Res
         path: "/v1/chat/completions",
         body: serde_json::to_vec(&body)?,
         streams,
-        requests_per_stream: 2,
+        requests_per_stream,
         threads: args.client_threads,
     };
     let result = bare_client::run(&load)?;

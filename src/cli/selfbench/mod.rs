@@ -252,7 +252,7 @@ fn throughput(streams: u32, args: &SelfbenchArgs, engine_model: bool) -> Result<
     );
     client_figures(&out, &report);
     if !engine_model && args.bare_pairs > 0 {
-        cpu_against_bare(cpu, streams, args);
+        cpu_against_bare(streams, args);
     }
     Ok(())
 }
