@@ -7,7 +7,7 @@
 //! reader").
 //!
 //! It never guesses: every method returns `None` for anything it does not fully check (a
-//! malformed value, a lone surrogate, nesting past 64 levels), and the caller then hands the
+//! malformed value, a surrogate not paired, nesting past 64 levels), and the caller then hands the
 //! event to serde, which gives the answer or the error. So the fast path can only answer
 //! where serde would answer the same, and the tests hold it to that.
 
@@ -187,8 +187,10 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// The character of the escape at `i` (a backslash) and its length in bytes. A `\u`
-    /// escape of a surrogate is left to serde, which pairs or refuses it.
+    /// The character of the escape at `i` (a backslash) and its length in bytes. A high
+    /// surrogate followed by a low one (`\ud83d\ude00`, an emoji as Python's `json.dumps`
+    /// writes it) is one character of 12 bytes; a surrogate alone is left to serde, which
+    /// refuses it.
     fn escape(&self, i: usize) -> Option<(char, usize)> {
         let c = match *self.bytes.get(i + 1)? {
             b'"' => '"',
@@ -200,16 +202,33 @@ impl<'a> Cursor<'a> {
             b'r' => '\r',
             b't' => '\t',
             b'u' => {
-                let hex = std::str::from_utf8(self.bytes.get(i + 2..i + 6)?).ok()?;
-                if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-                    return None;
+                let code = self.hex4(i + 2)?;
+                if (0xD800..0xDC00).contains(&code) {
+                    if self.bytes.get(i + 6..i + 8)? != b"\\u" {
+                        return None;
+                    }
+                    let low = self.hex4(i + 8)?;
+                    if !(0xDC00..0xE000).contains(&low) {
+                        return None;
+                    }
+                    let pair = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
+                    return char::from_u32(pair).map(|c| (c, 12));
                 }
-                let code = u32::from_str_radix(hex, 16).ok()?;
+                // A low surrogate alone is no `char`: None.
                 return char::from_u32(code).map(|c| (c, 6));
             }
             _ => return None,
         };
         Some((c, 2))
+    }
+
+    /// The four hex digits at `i`, as a number.
+    fn hex4(&self, i: usize) -> Option<u32> {
+        let hex = std::str::from_utf8(self.bytes.get(i..i + 4)?).ok()?;
+        if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        u32::from_str_radix(hex, 16).ok()
     }
 
     /// Skips one value of any kind, checking its grammar.
@@ -381,11 +400,32 @@ mod tests {
 
     #[test]
     fn strings_borrow_without_escapes_and_decode_with_them() {
-        let mut c = Cursor::new(br#""plain" "a\nb\u00e9\\" "\ud83d\ude00""#);
+        let mut c = Cursor::new(br#""plain" "a\nb\u00e9\\" "\ud83d\ude00!""#);
         assert!(matches!(c.string(), Some(Cow::Borrowed("plain"))));
         assert_eq!(c.string().as_deref(), Some("a\nbé\\"));
-        // A surrogate pair is left to serde.
-        assert_eq!(c.string(), None);
+        // A surrogate pair is one character, as serde reads it.
+        assert_eq!(c.string().as_deref(), Some("😀!"));
+        assert_eq!(
+            serde_json::from_str::<String>(r#""\ud83d\ude00!""#).unwrap(),
+            "😀!"
+        );
+    }
+
+    /// A surrogate that is not half of a pair is refused here and by serde alike.
+    #[test]
+    fn lone_surrogates_are_left_to_serde_which_refuses_them() {
+        for text in [
+            r#""\ud83d""#,
+            r#""\ud83dx""#,
+            r#""\ud83d\u0041""#,
+            r#""\ude00""#,
+            r#""\ud83d\ud83d""#,
+            r#""\ud83d\ude0""#,
+        ] {
+            assert_eq!(Cursor::new(text.as_bytes()).string(), None, "{text}");
+            assert!(!skips(text), "{text}");
+            assert!(serde_json::from_str::<String>(text).is_err(), "{text}");
+        }
     }
 
     #[test]

@@ -229,18 +229,19 @@ mod tests {
             r#" { "id" : "x" , "choices" : [ { "delta" : { "content" : "" } } ] } "#,
             r#"{"choices":[{"delta":{"content":"x"}}],"usage":{"completion_tokens":3}}"#,
             r#"{"choices":[{"logprobs":{"content":[{"token":"a","logprob":-0.1,"bytes":[97]}]},"delta":{"content":"a"}}]}"#,
+            r#"{"choices":[{"delta":{"content":"\ud83d\ude00 \u00e9"}}]}"#,
         ];
         for case in cases {
             assert!(agrees(case), "the fast path should read {case}");
         }
         // Left to serde: a repeated field, a non-string text, an escaped key, an error,
-        // a surrogate pair, trailing bytes, a choice that is not an object.
+        // a surrogate alone, trailing bytes, a choice that is not an object.
         let to_serde = [
             r#"{"id":"a","id":"b"}"#,
             r#"{"choices":[{"delta":{"content":5}}]}"#,
             r#"{"ch\u006fices":[]}"#,
             r#"{"error":{"message":"boom"}}"#,
-            r#"{"choices":[{"delta":{"content":"\ud83d\ude00"}}]}"#,
+            r#"{"choices":[{"delta":{"content":"\ud83d"}}]}"#,
             r#"{"choices":[]} x"#,
             r#"{"choices":[null]}"#,
         ];
