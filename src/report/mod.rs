@@ -18,3 +18,6 @@ pub mod tables;
 pub mod terminal;
 pub mod test_page;
 pub mod test_tables;
+
+#[cfg(test)]
+mod pages_tests;
