@@ -7,7 +7,8 @@
 //!
 //! A change to how anything reads shows here as a diff of the fixture files. After a
 //! deliberate change: `SERVEBENCH_UPDATE_PAGES=1 cargo test --lib pages`, and review the
-//! diff.
+//! diff. Everything is rendered the one way the commands render it: through the seam
+//! (`report::output`), from the views of `report::views`.
 
 use crate::artifacts::{RunReport, SystemInfo, ToolInfo};
 use crate::compare::metrics::Normalisation;
@@ -15,13 +16,16 @@ use crate::compare::{self, RunInput, SystemInput};
 use crate::procedure::conformance;
 use crate::procedure::report::{TargetInfo, TestReport, TestStatus, TEST_SCHEMA_VERSION};
 use crate::procedure::suite::{
-    pretty_json, ProfileSuite, ProfilesDocument, RanTest, SkippedTest, SuiteDocument, SuiteTest,
+    ProfileSuite, ProfilesDocument, RanTest, SkippedTest, SuiteDocument, SuiteTest,
 };
 use crate::procedure::TestName;
 use crate::record::{Chunk, FailureKind, Outcome, Phase, RequestRecord};
-use crate::report::page::{Page, Section};
-use crate::report::run_page::{self, RunData};
-use crate::report::test_page::{self, LevelReport, SuiteEntry};
+use crate::report::output::{render, render_each, Output, Render};
+use crate::report::run_page;
+use crate::report::test_page::LevelReport;
+use crate::report::views::{
+    ComparisonView, ProfilesView, RegressView, RunView, SuiteView, TestView,
+};
 
 /// Where the pinned outputs live, under the crate.
 const FIXTURES: &str = "tests/fixtures/pages";
@@ -99,7 +103,10 @@ fn run_records() -> Vec<RequestRecord> {
 /// The pinned run: its report (as `assemble` makes it) and its records.
 fn run() -> (RunReport, Vec<RequestRecord>) {
     let recs = run_records();
-    let out = std::env::temp_dir().join(format!("sb-pages-{}", std::process::id()));
+    // A folder of its own per call: the tests of this file run at the same time.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let out = std::env::temp_dir().join(format!("sb-pages-{}-{call}", std::process::id()));
     let out_flag = out.to_string_lossy().to_string();
     let mut r = run_page::tests::report_of(
         &[
@@ -329,140 +336,93 @@ fn systems() -> Vec<SystemInput> {
     ]
 }
 
-/// Every pinned output, by its fixture file's name, built as the code renders it today.
-fn outputs() -> Vec<(&'static str, String)> {
+/// Every output of `view`, named `{name}.terminal.txt`, `{name}.json`, `{name}.md` and
+/// `{name}.html` (those it has), rendered through the seam.
+fn through_the_seam(name: &str, view: &dyn Render) -> Vec<(String, String)> {
+    let all = [
+        Output::Terminal,
+        Output::Json,
+        Output::Markdown,
+        Output::Html,
+    ];
+    render_each(view, &all)
+        .into_iter()
+        .map(|(o, text)| {
+            let ext = match o {
+                Output::Terminal => "terminal.txt",
+                Output::Json => "json",
+                Output::Markdown => "md",
+                Output::Html => "html",
+            };
+            (format!("{name}.{ext}"), text)
+        })
+        .collect()
+}
+
+/// Every pinned output, by its fixture file's name.
+fn outputs() -> Vec<(String, String)> {
     let mut out = Vec::new();
     let (run, records) = run();
-    out.push(("run.terminal.txt", crate::report::terminal::render(&run)));
-    out.push((
-        "run.detail.txt",
-        crate::report::terminal::render_detail(&run),
-    ));
-    let page = run_page::page(&run, &RunData::of(&run, &records));
-    out.push(("run.md", page.to_markdown()));
-    out.push(("run.html", page.to_html()));
-    let json = serde_json::to_vec_pretty(&crate::report::json::run_json(&run)).unwrap();
-    out.push(("run.json", String::from_utf8(json).unwrap()));
+    let view = RunView {
+        report: &run,
+        records: &records,
+        detail: false,
+    };
+    out.extend(through_the_seam("run", &view));
+    let detail = RunView {
+        detail: true,
+        ..view
+    };
+    out.push(("run.detail.txt".into(), detail.terminal()));
     let curve = test_report(TestName::Curve, "fixed", 1);
     let throughput = test_report(TestName::Throughput, "fixed", 1);
     let reports = levels(&curve);
-    let level_reports: Vec<LevelReport> = reports
+    let levels: Vec<LevelReport> = reports
         .iter()
         .map(|(folder, report)| LevelReport { folder, report })
         .collect();
-    out.push((
-        "test.terminal.txt",
-        crate::report::test_tables::render(&curve),
-    ));
-    let page = test_page::page(&curve, &level_reports);
-    out.push(("test.md", page.to_markdown()));
-    out.push(("test.html", page.to_html()));
-    let json = serde_json::to_vec_pretty(&curve).unwrap();
-    out.push(("test.json", String::from_utf8(json).unwrap()));
+    let view = TestView {
+        report: &curve,
+        levels: &levels,
+    };
+    out.extend(through_the_seam("test", &view));
     let suite = suite(&[throughput.clone(), curve.clone()]);
-    out.extend(suite_outputs(
-        &suite,
-        &[Some(throughput), Some(curve), None, None],
-    ));
-    out.extend(profiles_outputs(&profiles(&suite)));
+    let tests = [Some(throughput), Some(curve), None, None];
+    let view = SuiteView {
+        suite: &suite,
+        tests: &tests,
+    };
+    out.extend(through_the_seam("suite", &view));
+    let doc = profiles(&suite);
+    out.extend(through_the_seam("profiles", &ProfilesView { doc: &doc }));
     out.extend(comparison_outputs());
     out
 }
 
-/// The suite's terminal lines, page and `suite.json`. `reports`: each entry's `test.json`,
-/// when it could be read.
-fn suite_outputs(
-    suite: &SuiteDocument,
-    reports: &[Option<TestReport>],
-) -> Vec<(&'static str, String)> {
-    let mut terminal = String::from("\nSuite\n");
-    for e in &suite.tests {
-        terminal.push_str(&match e {
-            SuiteTest::Skipped(s) => format!("  {:<16} skipped: {}\n", s.test.slug(), s.why),
-            SuiteTest::Ran(r) => format!(
-                "  {:<16} {} [{}]\n",
-                r.test.slug(),
-                r.answer,
-                r.compliance.words()
-            ),
-        });
-    }
-    let entries: Vec<SuiteEntry> = suite
-        .tests
-        .iter()
-        .zip(reports)
-        .map(|(e, report)| SuiteEntry {
-            test: e.test().slug(),
-            folder: e.folder(),
-            report: report.as_ref(),
-            skipped: e.skipped(),
-        })
-        .collect();
-    let target = format!("{} on {}", suite.target.model, suite.target.url);
-    let page = test_page::suite_page(&target, &suite.started_at, &entries);
-    vec![
-        ("suite.terminal.txt", terminal),
-        ("suite.md", page.to_markdown()),
-        ("suite.html", page.to_html()),
-        (
-            "suite.json",
-            String::from_utf8(pretty_json(suite).unwrap()).unwrap(),
-        ),
-    ]
-}
-
-/// The suite per profile's table, page and `profiles.json`.
-fn profiles_outputs(doc: &ProfilesDocument) -> Vec<(&'static str, String)> {
-    let table = crate::report::profiles::suites_table(&doc.profiles);
-    let page = Page::new("Suite per workload profile")
-        .section(Section::new("profiles", "Answers per profile").table(table.clone()));
-    vec![
-        (
-            "profiles.terminal.txt",
-            format!("\n{}\n", crate::report::tables::to_terminal(&table)),
-        ),
-        ("profiles.md", page.to_markdown()),
-        ("profiles.html", page.to_html()),
-        (
-            "profiles.json",
-            String::from_utf8(pretty_json(doc).unwrap()).unwrap(),
-        ),
-    ]
-}
-
-/// `compare` (its text, `--json`, `--md` and `--html`) and `regress` (its text, `--json`).
-fn comparison_outputs() -> Vec<(&'static str, String)> {
+/// `compare` (its text, `--json`, `--md` with and without `--html`, `--html`) and `regress`
+/// (its text, `--json`).
+fn comparison_outputs() -> Vec<(String, String)> {
     let systems = systems();
     let mut report = compare::compare(&systems, &compare::Options::default());
     report.tool = tool();
     let command: Vec<String> = ["servebench", "compare", "main", "pr", "spot"]
         .map(String::from)
         .into();
-    let page = compare::page::page(&report, &command);
+    let view = ComparisonView {
+        report: &report,
+        command: &command,
+        html_file: "compare.html",
+    };
+    let mut out = through_the_seam("compare", &view);
+    let alone = ComparisonView {
+        html_file: "the HTML page (compare --html)",
+        ..view
+    };
+    let md = render(&alone, Output::Markdown).unwrap();
+    out.push(("compare.no-html.md".into(), md));
     let gate = compare::regress::gate(&systems[0].runs, &systems[1].runs, 0.05);
-    vec![
-        ("compare.terminal.txt", compare::render::render(&report)),
-        (
-            "compare.json",
-            format!("{}\n", serde_json::to_string_pretty(&report).unwrap()),
-        ),
-        (
-            "compare.md",
-            page.clone().html_file("compare.html").to_markdown(),
-        ),
-        (
-            "compare.no-html.md",
-            page.clone()
-                .html_file("the HTML page (compare --html)")
-                .to_markdown(),
-        ),
-        ("compare.html", page.html_file("compare.html").to_html()),
-        ("regress.terminal.txt", compare::regress::render(&gate)),
-        (
-            "regress.json",
-            format!("{}\n", serde_json::to_string_pretty(&gate).unwrap()),
-        ),
-    ]
+    out.extend(through_the_seam("regress", &RegressView { report: &gate }));
+    out
 }
 
 #[test]
@@ -472,9 +432,21 @@ fn every_page_is_the_pinned_one_byte_for_byte() {
     if update {
         std::fs::create_dir_all(&dir).unwrap();
     }
+    let outputs = outputs();
+    let mut names: Vec<String> = outputs.iter().map(|o| o.0.clone()).collect();
+    names.sort();
+    let mut pinned: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    pinned.sort();
+    assert_eq!(
+        names, pinned,
+        "every pinned file is rendered, and only those"
+    );
     let mut differ = Vec::new();
-    for (name, now) in outputs() {
-        let path = dir.join(name);
+    for (name, now) in outputs {
+        let path = dir.join(&name);
         if update {
             std::fs::write(&path, &now).unwrap();
         }
