@@ -14,7 +14,7 @@ use crate::artifacts::{RunReport, SystemInfo, ToolInfo};
 use crate::compare::metrics::Normalisation;
 use crate::compare::{self, RunInput, SystemInput};
 use crate::procedure::conformance;
-use crate::procedure::report::{TargetInfo, TestReport, TestStatus, TEST_SCHEMA_VERSION};
+use crate::procedure::report::{Finding, TargetInfo, TestReport, TestStatus, TEST_SCHEMA_VERSION};
 use crate::procedure::suite::{
     ProfileSuite, ProfilesDocument, RanTest, SkippedTest, SuiteDocument, SuiteTest,
 };
@@ -158,6 +158,12 @@ fn level_report(summary: &crate::metrics::RunSummary) -> RunReport {
 fn test_report(test: TestName, case: &str, seed: u64) -> TestReport {
     let case = conformance::case(case).unwrap();
     let (f, _) = conformance::run_test(&case, test, seed).unwrap();
+    test_document(test, f)
+}
+
+/// What a procedure found, as `servebench test` puts it in `test.json` (its times, tool,
+/// command line, target and system fixed).
+pub(super) fn test_document(test: TestName, f: Finding) -> TestReport {
     let mut parameters = f.parameters;
     if let Some(obj) = parameters.as_object_mut() {
         obj.insert("budget_s".into(), serde_json::json!(None::<f64>));
