@@ -477,7 +477,8 @@ fn run_json_validates_against_the_committed_schema() {
 }
 
 /// `suite.json` is typed: a real suite's validates against the committed
-/// `docs/suite.schema.json`, reads back into `SuiteDocument` (a test that ran, one the suite
+/// `docs/suite.schema.json` (and its test's `test.json` against `docs/test.schema.json`),
+/// reads back into `SuiteDocument` (a test that ran, one the suite
 /// skipped) and writes out byte for byte; `servebench report` reads it for the suite's page.
 #[test]
 fn suite_json_validates_against_the_committed_schema() {
@@ -518,7 +519,14 @@ fn suite_json_validates_against_the_committed_schema() {
     let [SuiteTest::Ran(ttft), SuiteTest::Skipped(guardrails)] = typed.tests.as_slice() else {
         panic!("ttft ran and guardrails was skipped: {text}")
     };
-    assert!(out.join(&ttft.folder).join("test.json").is_file());
+    // The test's own test.json, as `servebench test` wrote it, validates too.
+    let test_text = std::fs::read_to_string(out.join(&ttft.folder).join("test.json")).unwrap();
+    let test_doc: serde_json::Value = serde_json::from_str(&test_text).unwrap();
+    let errors: Vec<String> = committed_schema("test.schema.json")
+        .iter_errors(&test_doc)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}\n{test_text}");
     assert!(guardrails.why.contains("--target"), "{}", guardrails.why);
     let mut broken = doc.clone();
     broken["tests"][0]["status"] = serde_json::json!("finished");

@@ -1,17 +1,17 @@
 //! `servebench compare` and `servebench regress`: arguments → groups of runs (`runs`) →
-//! the pure comparison (`crate::compare`) → tables, JSON, the comparison page (`--md`,
-//! `--html`), and for `regress` the exit status a CI pipeline gates on.
+//! the pure comparison (`crate::compare`) → its view (`report::views`) printed as tables or
+//! JSON, its page written to `--md` and `--html` (`pipeline::pages`), and for `regress`
+//! the exit status a CI pipeline gates on.
 
 use super::runs::{load, resolve, Group, LazyHistory};
 use crate::compare::metrics::Normalisation;
-use crate::compare::{
-    compare as build, page, regress, render, ComparisonReport, Options, SystemInput,
-};
+use crate::compare::{compare as build, regress, Options, SystemInput};
 use crate::flags::{CompareArgs, RegressArgs};
 use crate::pipeline::exit;
-use crate::pipeline::pages::write_atomic;
+use crate::pipeline::pages::write;
+use crate::report::output::{render, Files, Output, PAGES};
+use crate::report::views::{ComparisonView, RegressView};
 use anyhow::{bail, Context, Result};
-use std::path::Path;
 
 /// The value for system `i` of a per-system list given once for all or once per system.
 fn per_system(values: &[f64], i: usize, systems: usize, flag: &str) -> Result<Option<f64>> {
@@ -59,40 +59,39 @@ pub fn compare(args: CompareArgs) -> Result<u8> {
             ..Options::default()
         },
     );
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print!("{}", render::render(&report));
-    }
-    write_pages(&report, args.md.as_deref(), args.html.as_deref())?;
-    Ok(exit::OK)
-}
-
-/// Writes the comparison page to the `--md` and `--html` files (stderr says where).
-fn write_pages(report: &ComparisonReport, md: Option<&Path>, html: Option<&Path>) -> Result<()> {
-    if md.is_none() && html.is_none() {
-        return Ok(());
-    }
     let command: Vec<String> = std::env::args().collect();
-    let mut page = page::page(report, &command);
     // The Markdown's figure references name the HTML file written beside it.
-    if let Some(name) = html.and_then(|h| h.file_name()) {
-        page = page.html_file(&name.to_string_lossy());
+    let html_file = match args.html.as_deref().and_then(|h| h.file_name()) {
+        Some(name) => name.to_string_lossy().into_owned(),
+        None => "the HTML page (compare --html)".to_owned(),
+    };
+    let view = ComparisonView {
+        report: &report,
+        command: &command,
+        html_file: &html_file,
+    };
+    let shown = if args.json {
+        Output::Json
     } else {
-        page = page.html_file("the HTML page (compare --html)");
+        Output::Terminal
+    };
+    print!("{}", render(&view, shown).unwrap_or_default());
+    let files = Files {
+        json: None,
+        markdown: args.md.clone(),
+        html: args.html.clone(),
+    };
+    // Each page is written to the `--md` and `--html` files (stderr says where).
+    for (path, written) in write(&view, &PAGES, &files) {
+        written.with_context(|| {
+            format!(
+                "could not write the comparison page to {}: give a writable path",
+                path.display()
+            )
+        })?;
+        eprintln!("Wrote {}", path.display());
     }
-    for (path, text) in [(md, page.to_markdown()), (html, page.to_html())] {
-        if let Some(path) = path {
-            write_atomic(path, &text).with_context(|| {
-                format!(
-                    "could not write the comparison page to {}: give a writable path",
-                    path.display()
-                )
-            })?;
-            eprintln!("Wrote {}", path.display());
-        }
-    }
-    Ok(())
+    Ok(exit::OK)
 }
 
 pub fn regress(args: RegressArgs) -> Result<u8> {
@@ -103,11 +102,13 @@ pub fn regress(args: RegressArgs) -> Result<u8> {
         candidate.extend(load(&resolve(c, &mut history)?)?);
     }
     let report = regress::gate(&baseline, &candidate, args.tolerance);
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+    let shown = if args.json {
+        Output::Json
     } else {
-        print!("{}", regress::render(&report));
-    }
+        Output::Terminal
+    };
+    let view = RegressView { report: &report };
+    print!("{}", render(&view, shown).unwrap_or_default());
     Ok(if !report.decided && report.likely_regression {
         exit::LIKELY_REGRESSION
     } else if !report.decided {

@@ -1,23 +1,25 @@
-//! `servebench report RUN_DIR`: a run's report from its folder, rendered again, or rebuilt
+//! `servebench report DIR`: a run's report from its folder, rendered again, or rebuilt
 //! from `requests.jsonl` when the run died before writing its summary (its `run.json` then
-//! still says `"status": "running"`). Prints the terminal report, writes `report.md` and
-//! `report.html`; `run` writes the two files through `pipeline::pages::write_files` as it ends.
+//! still says `"status": "running"`); a test's or a suite's from its `test.json` or
+//! `suite.json`. Reads what the folder's view needs (`report::views`), prints the terminal
+//! output and writes the pages `--format` asks for through `pipeline::pages`, as `run`,
+//! `test` and `suite` do as they end.
 
 use crate::artifacts::{RunReport, RunStart};
 use crate::config::PrefillSetup;
-use crate::flags::{ReportArgs, ReportFormat};
+use crate::flags::ReportArgs;
 use crate::metrics::fluidity::ProfiledCurve;
 use crate::metrics::generator::GeneratorFacts;
 use crate::pipeline::assemble::{assemble, Inputs};
 use crate::pipeline::exit;
-use crate::pipeline::pages::{run_page, write_atomic, write_files};
+use crate::pipeline::pages::write_all;
 use crate::procedure::report::TestReport;
 use crate::procedure::suite::SuiteDocument;
 use crate::record::run::WarmupReport;
 use crate::record::RequestRecord;
-use crate::report::page::Page;
-use crate::report::terminal;
-use crate::report::test_page::{self, LevelReport, SuiteEntry};
+use crate::report::output::{render, Output, Render, PAGES};
+use crate::report::test_page::LevelReport;
+use crate::report::views::{RunView, SuiteView, TestView};
 use crate::store::folder::{RunFolder, SuiteFolder, TestFolder};
 use crate::store::kept::Keeper;
 use crate::store::run_dir::{earliest_us, for_each_request};
@@ -126,24 +128,26 @@ fn records_of(dir: &Path, report: &RunReport) -> Result<Vec<RequestRecord>> {
     Ok(keeper.finish().records)
 }
 
-/// The page of a test folder: its `test.json` and the `run.json` of each level (a level
-/// whose folder cannot be read is left out of the per-level summaries, not of the tables,
-/// which come from `test.json`).
-fn test_page(dir: &Path, r: &TestReport) -> Page {
-    let reports: Vec<(String, RunReport)> = r
-        .levels
+/// The `run.json` of each level of a test folder, by its folder (a level whose folder
+/// cannot be read is left out of the per-level summaries, not of the tables, which come
+/// from `test.json`).
+fn level_reports(dir: &Path, r: &TestReport) -> Vec<(String, RunReport)> {
+    r.levels
         .iter()
         .filter_map(|l| {
             load_or_recover(&dir.join(&l.run))
                 .ok()
                 .map(|(rep, _)| (l.run.clone(), rep))
         })
-        .collect();
-    let levels: Vec<LevelReport> = reports
+        .collect()
+}
+
+/// The levels as a test's view takes them.
+fn as_levels(reports: &[(String, RunReport)]) -> Vec<LevelReport<'_>> {
+    reports
         .iter()
         .map(|(folder, report)| LevelReport { folder, report })
-        .collect();
-    test_page::page(r, &levels)
+        .collect()
 }
 
 /// Reads a test folder's `test.json`.
@@ -160,9 +164,14 @@ pub fn load_test(dir: &Path) -> Result<TestReport> {
 }
 
 /// Writes `report.md` and `report.html` into a test folder; returns their paths.
-pub fn write_test_files(dir: &Path, r: &TestReport) -> Result<[PathBuf; 2]> {
-    let folder = TestFolder::new(dir);
-    write_page(folder.report_md(), folder.report_html(), &test_page(dir, r))
+pub fn write_test_files(dir: &Path, r: &TestReport) -> Result<Vec<PathBuf>> {
+    let reports = level_reports(dir, r);
+    let levels = as_levels(&reports);
+    let view = TestView {
+        report: r,
+        levels: &levels,
+    };
+    write_all(&view, &PAGES, &view.files(dir))
 }
 
 /// Reads a suite folder's `suite.json`.
@@ -178,125 +187,127 @@ pub fn load_suite(dir: &Path) -> Result<SuiteDocument> {
     })
 }
 
-/// The page of a suite folder: `suite.json` and each test's `test.json`.
-fn suite_page(dir: &Path) -> Result<Page> {
-    let suite = load_suite(dir)?;
+/// Each test of a suite folder's `suite.json`: its `test.json`, when it ran and the file
+/// reads.
+fn suite_tests(dir: &Path, suite: &SuiteDocument) -> Vec<Option<TestReport>> {
     let folder = SuiteFolder::new(dir);
-    // Per test: its test.json, when it ran and the file reads.
-    let reports: Vec<Option<TestReport>> = suite
+    suite
         .tests
         .iter()
         .map(|e| {
             e.folder()
                 .and_then(|f| load_test(folder.test(f).dir()).ok())
         })
-        .collect();
-    let entries: Vec<SuiteEntry> = suite
-        .tests
-        .iter()
-        .zip(&reports)
-        .map(|(e, report)| SuiteEntry {
-            test: e.test().slug(),
-            folder: e.folder(),
-            report: report.as_ref(),
-            skipped: e.skipped(),
-        })
-        .collect();
-    let target = format!("{} on {}", suite.target.model, suite.target.url);
-    Ok(test_page::suite_page(&target, &suite.started_at, &entries))
+        .collect()
 }
 
-/// Writes `report.md` and `report.html` into a suite folder; returns their paths.
-pub fn write_suite_files(dir: &Path) -> Result<[PathBuf; 2]> {
-    let folder = SuiteFolder::new(dir);
-    write_page(folder.report_md(), folder.report_html(), &suite_page(dir)?)
+/// Writes `report.md` and `report.html` into a suite folder, from its `suite.json` and each
+/// test's `test.json`; returns their paths.
+pub fn write_suite_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let suite = load_suite(dir)?;
+    let tests = suite_tests(dir, &suite);
+    let view = SuiteView {
+        suite: &suite,
+        tests: &tests,
+    };
+    write_all(&view, &PAGES, &view.files(dir))
 }
 
-/// Writes a page as `md` and `html`; returns the two paths.
-fn write_page(md: PathBuf, html: PathBuf, page: &Page) -> Result<[PathBuf; 2]> {
-    write_atomic(&md, &page.to_markdown())?;
-    write_atomic(&html, &page.to_html())?;
-    Ok([md, html])
-}
-
-/// `servebench report DIR` for a test or suite folder: the terminal tables, and the page.
-fn report_test_or_suite(args: &ReportArgs, test: Option<TestReport>) -> Result<u8> {
-    if args.output.is_some() && !matches!(args.format, ReportFormat::Md | ReportFormat::Html) {
+/// `--output` goes with one page.
+fn check_output(args: &ReportArgs) -> Result<()> {
+    if args.output.is_some() && args.format.single_page().is_none() {
         bail!("--output goes with --format md or --format html (one file)");
     }
-    let (page, md, html) = match &test {
-        Some(r) => {
-            if matches!(args.format, ReportFormat::Terminal | ReportFormat::All) {
-                print!("{}", crate::report::test_tables::render(r));
-            }
-            let folder = TestFolder::new(&args.dir);
-            (
-                test_page(&args.dir, r),
-                folder.report_md(),
-                folder.report_html(),
-            )
-        }
-        None => {
-            if matches!(args.format, ReportFormat::Terminal | ReportFormat::All) {
-                eprintln!(
-                    "{} is a suite folder: each test's tables are in its own report (servebench report {}/TEST).",
-                    args.dir.display(),
-                    args.dir.display()
-                );
-            }
-            let folder = SuiteFolder::new(&args.dir);
-            (
-                suite_page(&args.dir)?,
-                folder.report_md(),
-                folder.report_html(),
-            )
-        }
-    };
-    match args.format {
-        ReportFormat::Terminal => Ok(exit::OK),
-        ReportFormat::All => {
-            for p in write_page(md, html, &page)? {
-                eprintln!("Wrote {}", p.display());
-            }
-            Ok(exit::OK)
-        }
-        ReportFormat::Md | ReportFormat::Html => {
-            let (text, path) = if args.format == ReportFormat::Md {
-                (page.to_markdown(), md)
-            } else {
-                (page.to_html(), html)
-            };
-            emit(args, &text, &path)
-        }
-    }
+    Ok(())
 }
 
-/// Writes one rendered page to `--output` (`-`: stdout), or else to `in_folder`, its path
-/// in the folder.
-fn emit(args: &ReportArgs, text: &str, in_folder: &Path) -> Result<u8> {
+/// The pages `--format` asks for: both into the folder (`all`; `unwritable` says what to
+/// do when the folder is not writable), or one into the folder or to `--output` (`-`:
+/// stdout). Nothing for `terminal`.
+fn pages(args: &ReportArgs, view: &dyn Render, unwritable: Option<String>) -> Result<u8> {
+    let files = view.files(&args.dir);
+    if args.format.outputs() == [Output::Terminal] {
+        return Ok(exit::OK);
+    }
+    let Some(one) = args.format.single_page() else {
+        let written = write_all(view, &PAGES, &files);
+        let written = match unwritable {
+            Some(why) => written.context(why)?,
+            None => written?,
+        };
+        for p in written {
+            eprintln!("Wrote {}", p.display());
+        }
+        return Ok(exit::OK);
+    };
     match args.output.as_deref() {
-        Some(p) if p == Path::new("-") => print!("{text}"),
+        Some(p) if p == Path::new("-") => print!("{}", render(view, one).unwrap_or_default()),
         Some(p) => {
-            write_atomic(p, text)?;
+            write_all(view, &[one], &files.with(one, p.to_path_buf()))?;
             eprintln!("Wrote {}", p.display());
         }
         None => {
-            write_atomic(in_folder, text).with_context(|| {
+            for p in write_all(view, &[one], &files).with_context(|| {
                 format!("{} is not writable: use --output PATH", args.dir.display())
-            })?;
-            eprintln!("Wrote {}", in_folder.display());
+            })? {
+                eprintln!("Wrote {}", p.display());
+            }
         }
     }
     Ok(exit::OK)
 }
 
+/// Whether `--format` prints the terminal output.
+fn prints(args: &ReportArgs) -> bool {
+    args.format.outputs().contains(&Output::Terminal)
+}
+
+/// `servebench report DIR` for a test folder: its tables, and its page.
+fn report_test(args: &ReportArgs) -> Result<u8> {
+    let test = load_test(&args.dir)?;
+    check_output(args)?;
+    if prints(args) {
+        // The tables come from test.json alone: printed before the levels are read.
+        let tables = TestView {
+            report: &test,
+            levels: &[],
+        };
+        print!("{}", tables.terminal());
+    }
+    let reports = level_reports(&args.dir, &test);
+    let levels = as_levels(&reports);
+    let view = TestView {
+        report: &test,
+        levels: &levels,
+    };
+    pages(args, &view, None)
+}
+
+/// `servebench report DIR` for a suite folder: where each test's tables are, and its page.
+fn report_suite(args: &ReportArgs) -> Result<u8> {
+    check_output(args)?;
+    if prints(args) {
+        eprintln!(
+            "{} is a suite folder: each test's tables are in its own report (servebench report {}/TEST).",
+            args.dir.display(),
+            args.dir.display()
+        );
+    }
+    let suite = load_suite(&args.dir)?;
+    let tests = suite_tests(&args.dir, &suite);
+    let view = SuiteView {
+        suite: &suite,
+        tests: &tests,
+    };
+    pages(args, &view, None)
+}
+
 pub fn report(args: ReportArgs) -> Result<u8> {
     if TestFolder::new(&args.dir).holds_test() {
-        let test = load_test(&args.dir)?;
-        return report_test_or_suite(&args, Some(test));
+        return report_test(&args);
     }
     if SuiteFolder::new(&args.dir).holds_suite() {
-        return report_test_or_suite(&args, None);
+        return report_suite(&args);
     }
     let (mut report, recovered) = load_or_recover(&args.dir)?;
     if recovered {
@@ -307,38 +318,26 @@ pub fn report(args: ReportArgs) -> Result<u8> {
     }
     // The folder may have moved since the run: reports describe where it is now.
     report.config.out_dir = args.dir.clone();
-    if args.output.is_some() && !matches!(args.format, ReportFormat::Md | ReportFormat::Html) {
-        bail!("--output goes with --format md or --format html (one file)");
+    check_output(&args)?;
+    let terminal = RunView {
+        report: &report,
+        records: &[],
+        detail: args.detail,
+    };
+    if prints(&args) {
+        print!("{}", terminal.terminal());
     }
-    if matches!(args.format, ReportFormat::Terminal | ReportFormat::All) {
-        if args.detail {
-            print!("{}", terminal::render_detail(&report));
-        } else {
-            print!("{}", terminal::render(&report));
-        }
-    }
-    if args.format == ReportFormat::Terminal {
+    if args.format.outputs() == [Output::Terminal] {
         return Ok(exit::OK);
     }
     let records = records_of(&args.dir, &report)?;
-    if args.format == ReportFormat::All {
-        let paths = write_files(&report, &records).with_context(|| {
-            format!(
-                "{} is not writable: write one report elsewhere with --format md|html --output PATH",
-                args.dir.display()
-            )
-        })?;
-        for p in paths {
-            eprintln!("Wrote {}", p.display());
-        }
-        return Ok(exit::OK);
-    }
-    let page = run_page(&report, &records);
-    let folder = RunFolder::new(&args.dir);
-    let (text, path) = if args.format == ReportFormat::Md {
-        (page.to_markdown(), folder.report_md())
-    } else {
-        (page.to_html(), folder.report_html())
+    let view = RunView {
+        records: &records,
+        ..terminal
     };
-    emit(&args, &text, &path)
+    let unwritable = format!(
+        "{} is not writable: write one report elsewhere with --format md|html --output PATH",
+        args.dir.display()
+    );
+    pages(&args, &view, Some(unwritable))
 }

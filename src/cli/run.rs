@@ -12,7 +12,8 @@ use crate::flags::RunArgs;
 use crate::pipeline::execute::{execute, Execute};
 use crate::pipeline::exit;
 use crate::record::run::ServerInfo;
-use crate::report::terminal;
+use crate::report::output::Render;
+use crate::report::views::RunView;
 use crate::runner;
 use crate::sim::SimServer;
 use crate::store::RunFolder;
@@ -268,11 +269,12 @@ pub fn run(args: RunArgs) -> Result<u8> {
         Ok(r) => r,
         Err(code) => return Ok(code),
     };
-    if detail {
-        print!("{}", terminal::render_detail(&report));
-    } else {
-        print!("{}", terminal::render(&report));
-    }
+    let view = RunView {
+        report: &report,
+        records: &[],
+        detail,
+    };
+    print!("{}", view.terminal());
     let dir = &report.config.out_dir;
     println!("\nRun folder: {}", dir.display());
     let tables = if detail {

@@ -14,7 +14,8 @@ use crate::pipeline::execute::{execute, Execute};
 use crate::pipeline::exit;
 use crate::pipeline::host::host_info;
 use crate::pipeline::resolve::resolve;
-use crate::report::terminal;
+use crate::report::output::Render;
+use crate::report::views::RunView;
 use crate::scaleout::clock::{probe_date, ClockOffset};
 use crate::scaleout::k8s::{manifests, to_yaml, K8sOptions, Storage};
 use crate::scaleout::merge::{ShardRecord, SHARD_KIND, SHARD_SCHEMA_VERSION};
@@ -381,11 +382,12 @@ fn write_shard_record(out_dir: &Path, record: &ShardRecord) -> Result<()> {
 
 /// The report on the terminal, in detail with `--detail`.
 fn print_report(report: &RunReport, detail: bool) {
-    if detail {
-        print!("{}", terminal::render_detail(report));
-    } else {
-        print!("{}", terminal::render(report));
-    }
+    let view = RunView {
+        report,
+        records: &[],
+        detail,
+    };
+    print!("{}", view.terminal());
 }
 
 /// `servebench merge`: one run folder from a plan's shard folders.

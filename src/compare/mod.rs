@@ -11,14 +11,13 @@
 //! and batches, so they are not independent samples; pooling thousands of them would make
 //! any difference look significant (see `stats::compare`).
 //!
-//! Pure: runs in, a serialisable [`ComparisonReport`] out (rendered as text by `render`,
-//! as JSON by the CLI, and as a page by the report stage).
+//! Pure: runs in, a serialisable [`ComparisonReport`] out: data only. `report::comparison`
+//! renders it (the terminal's tables, `--json`, the page of `--md` and `--html`), which is
+//! why this folder sits below `report` in the import order.
 
 pub mod checklist;
 pub mod metrics;
-pub mod page;
 pub mod regress;
-pub mod render;
 
 use crate::artifacts::{RunReport, ToolInfo};
 use crate::stats::compare::{
@@ -229,7 +228,8 @@ pub fn compare(systems: &[SystemInput], options: &Options) -> ComparisonReport {
     }
 }
 
-fn pct(share: f64) -> String {
+/// A share as a percentage, without decimals when it is whole: `95`, `2.5`.
+pub fn pct(share: f64) -> String {
     let p = share * 100.0;
     if (p - p.round()).abs() < 1e-9 {
         format!("{p:.0}")

@@ -166,7 +166,7 @@ fn fewer_than_three_runs_give_values_and_no_claim() {
     assert!((v.difference_of_means.unwrap() - 99.5).abs() < 1e-9);
     assert!(v.summary.contains("no claim"), "{}", v.summary);
     assert_eq!(check(&r, "runs"), CheckStatus::Fail);
-    let text = render::render(&r);
+    let text = crate::report::comparison::text::render(&r);
     assert!(text.contains("no claim (< 3 runs per system)"), "{text}");
     assert!(text.contains("+99.5 ms"), "{text}");
     assert!(text.contains("100.0, 101.0"), "{text}");
@@ -272,7 +272,7 @@ fn renders_within_100_columns_and_reads_back_from_json() {
         ],
         &Options::default(),
     );
-    let text = render::render(&r);
+    let text = crate::report::comparison::text::render(&r);
     for line in text.lines() {
         assert!(line.chars().count() <= 100, "{line}");
     }
@@ -304,7 +304,7 @@ fn the_regression_gate() {
         .find(|m| m.metric == Metric::SuccessRate)
         .unwrap();
     assert_eq!(success.regressed, Some(false));
-    let text = regress::render(&g);
+    let text = crate::report::comparison::regress::render(&g);
     assert!(text.contains("REGRESSION in Output throughput"), "{text}");
     for line in text.lines() {
         assert!(line.chars().count() <= 100, "{line}");
@@ -321,7 +321,7 @@ fn the_regression_gate() {
     let g = regress::gate(&base, &system("pr", 1.1, &SEEDS, 5).runs[..2], 0.05);
     assert!(!g.decided && !g.regressed && !g.likely_regression);
     assert!(g.metrics.iter().all(|m| m.regressed.is_none()));
-    assert!(regress::render(&g).contains("NOT DECIDED"));
+    assert!(crate::report::comparison::regress::render(&g).contains("NOT DECIDED"));
 }
 
 /// Issue 23: an 84 % throughput drop with one run per side read "not decided". Beyond a
@@ -347,7 +347,7 @@ fn one_run_per_side_still_flags_a_gross_change() {
         .find(|m| m.metric == Metric::SuccessRate)
         .unwrap();
     assert!(!success.likely_regression);
-    let text = regress::render(&g);
+    let text = crate::report::comparison::regress::render(&g);
     assert!(text.contains("LIKELY REGRESSION in "), "{text}");
     assert!(text.contains("Output throughput"), "{text}");
     assert!(text.contains("no statistical claim"), "{text}");
@@ -358,7 +358,7 @@ fn one_run_per_side_still_flags_a_gross_change() {
     // A faster candidate is no regression, however large the change.
     let g = regress::gate(&base, &one(0.5), 0.05);
     assert!(!g.likely_regression);
-    assert!(regress::render(&g).contains("NOT DECIDED"));
+    assert!(crate::report::comparison::regress::render(&g).contains("NOT DECIDED"));
     // The threshold: 25 % slower is flagged, 15 % is not, and a larger tolerance raises it.
     assert!(regress::gate(&base, &one(1.25), 0.05).likely_regression);
     assert!(!regress::gate(&base, &one(1.15), 0.05).likely_regression);

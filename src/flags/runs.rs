@@ -164,24 +164,11 @@ pub struct ReportArgs {
     /// What to produce: `terminal` prints the report; `md` and `html` write report.md or
     /// report.html into the run folder (or to --output); `all` does the three.
     #[arg(long, value_enum, default_value = "terminal")]
-    pub format: ReportFormat,
+    pub format: crate::report::output::Format,
     /// With --format md or html: write there instead of the run folder (`-`: stdout).
     #[arg(long, short = 'o')]
     pub output: Option<PathBuf>,
     /// Every table in the terminal, not only the minimum report.
     #[arg(long)]
     pub detail: bool,
-}
-
-/// Report formats of `servebench report`.
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum ReportFormat {
-    /// The minimum report (every table with --detail), printed.
-    Terminal,
-    /// report.md: the verdict and key numbers, Appendix C.1, then the C.2 full report.
-    Md,
-    /// report.html: the same with charts, one self-contained file.
-    Html,
-    /// The terminal report printed, report.md and report.html written.
-    All,
 }

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 /// Prefix-cache use reported in the responses of a level's measured requests: usage
 /// `prompt_tokens_details.cached_tokens` (OpenAI, vLLM, SGLang) or llama.cpp's
 /// `timings.cache_n`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CacheFigures {
     /// Requests whose response said how many prompt tokens were cached.
     pub requests_reporting: u64,

@@ -90,7 +90,9 @@ pub fn breakdown(measured: &[&RequestRecord]) -> FailureBreakdown {
 /// run ended and its `--grace` ran out, or at Ctrl-C). A request the benchmark stopped says
 /// nothing about the server, so the server's completion and failure rates are over the
 /// first group only, and the cancelled ones are reported beside them, never as failures.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct ServerOutcomes {
     pub completed: u64,
     /// Failed for the server's reasons: every failure kind but `cancelled`.

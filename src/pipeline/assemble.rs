@@ -13,9 +13,8 @@ use crate::metrics::warnings::Warning;
 use crate::metrics::{summarize, RunSummary, SummaryParams};
 use crate::record::run::{GeneratorReport, ProfileReport, WarmupReport};
 use crate::record::{Phase, RequestRecord};
-use crate::report::json::run_json;
 use crate::store::kept::StreamedRun;
-use crate::store::{write_run_json, RunFolder};
+use crate::store::RunFolder;
 use crate::telemetry::timeline::TimelineRow;
 use crate::telemetry::{TelemetryData, TelemetrySummary};
 use anyhow::{Context, Result};
@@ -98,7 +97,7 @@ pub fn assemble(i: Inputs<'_>) -> Result<RunReport> {
         verdict,
         config,
     };
-    write_run_json(&report.config.out_dir, &run_json(&report))?;
+    super::pages::write_run_report(&report)?;
     Ok(report)
 }
 

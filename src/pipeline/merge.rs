@@ -2,7 +2,7 @@
 //! records put on the reference timeline in ordinal order and assembled as any run is.
 
 use super::assemble::{assemble, Inputs};
-use super::pages::{as_written, write_files};
+use super::pages::{as_written, write_files, write_run_report};
 use super::resolve::redacted_command_line;
 use crate::artifacts::{RunReport, RunStart, ToolInfo};
 use crate::clock::{iso8601_ms, RunClock};
@@ -14,9 +14,9 @@ use crate::metrics::warnings::Warning;
 use crate::record::run::WarmupReport;
 use crate::record::wire::WireRecord;
 use crate::scaleout::merge::Merged;
-use crate::store::{prepare_run_dir, write_run_json, RunFolder};
+use crate::store::{prepare_run_dir, RunFolder};
 use anyhow::{Context, Result};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// A merged run: its report, its folder and how many shards it came from.
 pub struct MergedRun {
@@ -73,7 +73,7 @@ pub fn merge_shards(args: &MergeArgs) -> Result<MergedRun> {
         recovered: false,
         extra_warnings: extra,
     })?;
-    add_shard0_telemetry(&mut report, &merged, &folder, &out)?;
+    add_shard0_telemetry(&mut report, &merged, &folder)?;
     // report.md and report.html, as a run writes them (a failure warns, never loses the run).
     let written = as_written(&merged.records, &clock);
     if let Err(err) = write_files(&report, &written) {
@@ -214,12 +214,7 @@ fn merged_start(merged: &Merged, config: RunConfig) -> RunStart {
 /// Server and GPU metrics over the measurement are shard 0's (it scraped them for the
 /// whole load): its summary, and its per-second columns on the merged timeline, written
 /// again to `timeseries.csv` and `run.json`.
-fn add_shard0_telemetry(
-    report: &mut RunReport,
-    merged: &Merged,
-    folder: &RunFolder,
-    out: &Path,
-) -> Result<()> {
+fn add_shard0_telemetry(report: &mut RunReport, merged: &Merged, folder: &RunFolder) -> Result<()> {
     let shard0 = &merged.shards[0];
     report.telemetry = shard0.report.telemetry.clone();
     // Shard 0's second 0 is its start on the reference clock (to the nearest second).
@@ -234,7 +229,7 @@ fn add_shard0_telemetry(
     let csv = folder.timeseries_csv();
     std::fs::write(&csv, crate::telemetry::timeline::to_csv(&report.timeseries))
         .with_context(|| format!("writing {}", csv.display()))?;
-    write_run_json(out, &crate::report::json::run_json(report))?;
+    write_run_report(report)?;
     Ok(())
 }
 

@@ -68,7 +68,7 @@ pub const MIN_ARRIVALS: usize = 10;
 pub const OFFERED_SHARE: f64 = 0.75;
 
 /// How the arrivals of a level's steady span ended.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ArrivalOutcomes {
     /// Open-loop arrivals planned in the steady span.
     pub arrivals: u64,
@@ -129,7 +129,7 @@ impl ArrivalOutcomes {
 
 /// What a whole level completed of what it offered (open loop): every measured arrival,
 /// from the first planned send to the last, by how it ended.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct OfferedBalance {
     /// Measured open-loop arrivals of the level.
     pub offered: u64,

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// One row of Table 7.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CapacityRow {
     pub level: usize,
     pub concurrency: u32,
@@ -46,7 +46,7 @@ pub struct CapacityRow {
 }
 
 /// `result` of a capacity test.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CapacityResult {
     /// Highest concurrency meeting the criteria.
     pub max_concurrency: Option<u32>,

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 /// How binding a requirement is (RFC 2119 words as the draft uses them; RECOMMENDED is a
 /// SHOULD, REQUIRED a MUST).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum Strength {
     Must,
@@ -21,7 +21,7 @@ pub enum Strength {
 }
 
 /// One requirement and whether the test met it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Requirement {
     /// The draft's section (`5.2.2.1`).
     pub section: String,
@@ -55,7 +55,7 @@ impl Verdict {
 }
 
 /// A test's compliance.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Compliance {
     pub requirements: Vec<Requirement>,
     pub verdict: Verdict,

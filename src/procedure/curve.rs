@@ -27,7 +27,7 @@ use crate::stats::interval::SloVerdict;
 use serde::{Deserialize, Serialize};
 
 /// One row of Table 5.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CurvePoint {
     /// Index in `levels`.
     pub level: usize,
@@ -69,7 +69,7 @@ pub struct CurvePoint {
 }
 
 /// `result` of a curve test.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CurveResult {
     /// The capacity the levels are shares of, requests per second.
     pub capacity_rate_per_s: Option<f64>,

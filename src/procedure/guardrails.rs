@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// One row of Table 13.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GuardrailRow {
     pub level: usize,
     pub configuration: String,
@@ -38,7 +38,7 @@ pub struct GuardrailRow {
 }
 
 /// One row of Table 14.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GuardrailCapacity {
     pub configuration: String,
     /// Index in `levels` of the highest rate the configuration's throughput search
@@ -84,7 +84,7 @@ pub fn reductions(rows: &mut [GuardrailCapacity], baseline: &str) {
 }
 
 /// `result` of a guardrail test.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GuardrailResult {
     pub baseline: String,
     /// The baseline's capacity the shares are of, requests per second.
@@ -105,7 +105,7 @@ pub struct GuardrailResult {
 
 /// What the report must disclose about one configuration (draft 4.8.1; 4.8.2 asks that a
 /// configuration with safety systems disabled be noted as such).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GuardrailDisclosure {
     pub configuration: String,
     /// Input content filtering enabled; `None` when the configuration's name does not say

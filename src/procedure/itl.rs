@@ -14,7 +14,7 @@ use crate::stats::Distribution;
 use serde::{Deserialize, Serialize};
 
 /// Table 6 at one load level.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ItlLevel {
     /// Index in `levels`.
     pub level: usize,
@@ -42,7 +42,7 @@ pub struct ItlLevel {
 }
 
 /// `result` of an ITL test.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ItlResult {
     /// The saturation throughput the shares are of, requests per second.
     pub capacity_rate_per_s: Option<f64>,

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// The load of a level: an open-loop rate or a closed-loop concurrency.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum Load {
     /// Open loop (Poisson arrivals unless the run options say otherwise), requests per second.
@@ -59,7 +59,7 @@ pub fn rate(r: f64) -> String {
 }
 
 /// Why a level ran (shown in tables and `test.json`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Role {
     /// One request alone, before anything else: the server's own latency, which sizes the
@@ -216,7 +216,7 @@ pub trait Bench {
 }
 
 /// A level's verdict in its procedure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum LevelVerdict {
     /// Sustained: no saturation signal, and the SLO (if any) met with confidence.
@@ -241,7 +241,7 @@ impl LevelVerdict {
 }
 
 /// Server counters over a level's window, where the server exposes them.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ServerFigures {
     /// Preemptions (vLLM) or retractions (SGLang) in the window.
     pub preemptions: Option<f64>,
@@ -256,7 +256,7 @@ pub struct ServerFigures {
 use crate::metrics::cache::CacheFigures;
 
 /// One entry of `test.json`'s `levels`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LevelOutcome {
     /// 0-based, in the order run.
     pub index: usize,

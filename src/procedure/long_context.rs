@@ -19,7 +19,7 @@ use crate::workload::{Content, Scenario};
 use serde::{Deserialize, Serialize};
 
 /// One row of Table 12.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LengthRow {
     pub level: usize,
     /// Requested prompt length, tokens.
@@ -38,7 +38,7 @@ pub struct LengthRow {
 }
 
 /// `result` of a long-context test.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LongContextResult {
     pub rows: Vec<LengthRow>,
     /// "linear", "quadratic" or "power_law": the lowest BIC, the fewest parameters among

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// One row of Table 11.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MemoryRow {
     pub level: usize,
     /// Share of the concurrent capacity.
@@ -48,7 +48,7 @@ pub struct MemoryRow {
 }
 
 /// `result` of a memory-pressure test.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MemoryResult {
     /// The 100 % level's concurrency.
     pub capacity_concurrency: Option<u32>,

@@ -51,7 +51,7 @@ pub const LATENCIES_PER_LEVEL: f64 = 8.0;
 pub const MAX_LEVEL_S: (f64, f64) = (1_800.0, 300.0);
 
 /// The server's own speed and the level sizes derived from it.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Pace {
     /// End-to-end latency of one request alone, s.
     pub alone_s: f64,

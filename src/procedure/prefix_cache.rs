@@ -31,7 +31,7 @@ use super::{common_parameters, Options};
 use serde::{Deserialize, Serialize};
 
 /// One row of Table 10.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CacheRow {
     /// "Cache Disabled", "Cache (Cold)", "Cache (Warm)" or "Cache Enabled".
     pub configuration: String,
@@ -47,7 +47,7 @@ pub struct CacheRow {
 }
 
 /// `result` of a prefix-cache test.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PrefixCacheResult {
     /// How the cache was switched.
     pub mode: String,

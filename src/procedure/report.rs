@@ -1,5 +1,6 @@
 //! `test.json`: the contract scripts and CI read after `servebench test` (documented in
-//! docs/procedures.md). Each level's `summary` is exactly its `run.json` summary; `result`
+//! docs/procedures.md, its JSON Schema `docs/test.schema.json` generated from these types by
+//! `report::schema`). Each level's `summary` is exactly its `run.json` summary; `result`
 //! holds the test's derived points under the keys the documentation lists.
 
 use super::compliance::Compliance;
@@ -46,7 +47,8 @@ pub type TestReport = TestReportOf<TestResult>;
 
 /// `test.json` with its result as `R`: [`TestReport`] in the program; as read from disk,
 /// `serde_json::Value` until [`TestReportOf::typed`] reads the result as its test's type.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "TestReport")]
 pub struct TestReportOf<R> {
     pub schema_version: u32,
     pub test: TestName,

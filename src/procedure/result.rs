@@ -17,7 +17,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 /// One test's derived points.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum TestResult {
     Ttft(TtftResult),

@@ -71,7 +71,7 @@ pub use super::arrivals::OFFERED_SHARE;
 pub const BLOWUP_FACTOR: f64 = 10.0;
 
 /// Which signals fired at a level, with the figures behind each.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Signals {
     /// The client's in-flight count grew over the steady window.
     pub queue_growth: bool,

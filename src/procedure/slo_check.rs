@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 pub const CONFIDENCE: f64 = 0.95;
 
 /// One bound's check.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TermCheck {
     /// The bound as written (`p99(ttft_ms)<=500`, or the joint per-request bounds).
     pub term: String,
@@ -47,7 +47,7 @@ pub struct TermCheck {
 }
 
 /// The SLO at one level.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SloCheck {
     pub spec: String,
     pub confidence: f64,

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// `result` of a throughput test.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ThroughputResult {
     /// Highest open-loop rate that passed (the rate asked), requests per second.
     pub sustainable_rate_per_s: Option<f64>,

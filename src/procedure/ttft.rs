@@ -15,7 +15,7 @@ use crate::stats::Distribution;
 use serde::{Deserialize, Serialize};
 
 /// `result` of a TTFT test.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TtftResult {
     pub load: Option<Load>,
     /// Measured requests with a TTFT.

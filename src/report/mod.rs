@@ -1,15 +1,19 @@
-//! How results read: the terminal report (the draft's Appendix C.1 minimum report first, the
-//! full tables on request); `report.md` and `report.html` (the verdict, key numbers and
-//! TTFT and throughput charts, then the C.1 report, then the C.2 full report with the
-//! draft's tables and charts: `run_page` builds it as a `page`, which renders to both); and
-//! `run.json`, a typed document with a committed JSON Schema.
+//! How results read. Every document servebench shows renders here, through one seam
+//! (`output`): the [`output::Render`] trait gives each document's outputs ([`output::Output`]:
+//! the terminal's text, its JSON, its page as Markdown and HTML), and `views` holds one
+//! implementation per document: a run (`run.json`, the terminal report, `report.md` and
+//! `report.html` from `run_page`), a test and a suite (`test_tables`, `test_page`), a suite
+//! per profile (`profiles`), a comparison and the regression gate (`comparison`).
 //!
-//! Pure: everything renders from a [`crate::artifacts::RunReport`] (and the per-request values of
-//! `run_page::RunData`) into a `String` or a serialisable value; the caller gathers the
-//! facts (host, server) and decides where output goes.
+//! Pure: everything renders from the documents (a [`crate::artifacts::RunReport`], a
+//! `procedure::report::TestReport`, a `compare::ComparisonReport`, …) and what a view
+//! carries beside them into a `String`; the caller gathers the facts (host, server) and
+//! `pipeline::pages::write` decides nothing but where the text goes.
 
 pub mod chart;
+pub mod comparison;
 pub mod json;
+pub mod output;
 pub mod page;
 pub mod profiles;
 pub mod run_page;
@@ -18,3 +22,7 @@ pub mod tables;
 pub mod terminal;
 pub mod test_page;
 pub mod test_tables;
+pub mod views;
+
+#[cfg(test)]
+mod pages_tests;

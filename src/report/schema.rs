@@ -5,6 +5,8 @@
 //!
 //! - `docs/run.schema.json`: `run.json` ([`RunReport`]);
 //! - `docs/requests.schema.json`: one line of `requests.jsonl` ([`WireRecord`]);
+//! - `docs/test.schema.json`: `test.json` ([`TestReport`]), its `result` the type of its
+//!   `test` (the variant of `procedure::TestResult` it is read as);
 //! - `docs/suite.schema.json`: `suite.json` ([`SuiteDocument`]);
 //! - `docs/profiles.schema.json`: `profiles.json` of `suite --profiles`
 //!   ([`ProfilesDocument`]).
@@ -13,8 +15,12 @@
 //! schema`, and review the diff.
 
 use crate::artifacts::RunReport;
+use crate::procedure::report::TestReport;
 use crate::procedure::suite::{ProfilesDocument, SuiteDocument};
+use crate::procedure::{self, TestName};
 use crate::record::wire::WireRecord;
+use schemars::JsonSchema;
+use std::borrow::Cow;
 
 /// One committed schema: its file under `docs/` and how to make it.
 #[derive(Debug, Clone, Copy)]
@@ -26,7 +32,7 @@ pub struct CommittedSchema {
 }
 
 /// Every schema committed under `docs/`.
-pub const COMMITTED: [CommittedSchema; 4] = [
+pub const COMMITTED: [CommittedSchema; 5] = [
     CommittedSchema {
         file: "run.schema.json",
         generate: run_schema,
@@ -34,6 +40,10 @@ pub const COMMITTED: [CommittedSchema; 4] = [
     CommittedSchema {
         file: "requests.schema.json",
         generate: requests_schema,
+    },
+    CommittedSchema {
+        file: "test.schema.json",
+        generate: test_schema,
     },
     CommittedSchema {
         file: "suite.schema.json",
@@ -95,6 +105,56 @@ pub fn requests_schema() -> serde_json::Value {
             crate::artifacts::SCHEMA_VERSION
         ),
     )
+}
+
+/// The schema of `test.json` (JSON Schema 2020-12). Its `result` is any test's result
+/// (`procedure::TestResult` is untagged); one rule per test says which: the result of a document
+/// whose `test` is `ttft` is a `TtftResult`, and so on.
+pub fn test_schema() -> serde_json::Value {
+    let mut schema = named(
+        schema_of::<TestReport>(),
+        "test.schema.json",
+        format!(
+            "test.json of servebench test, schema_version {} (docs/procedures.md describes it)",
+            crate::procedure::report::TEST_SCHEMA_VERSION
+        ),
+    );
+    let rules: Vec<serde_json::Value> = <TestName as clap::ValueEnum>::value_variants()
+        .iter()
+        .map(|&test| {
+            serde_json::json!({
+                "if": {
+                    "properties": {"test": {"const": test}},
+                    "required": ["test"]
+                },
+                "then": {
+                    "properties": {"result": {"$ref": format!("#/$defs/{}", result_schema(test))}}
+                }
+            })
+        })
+        .collect();
+    if let Some(obj) = schema.as_object_mut() {
+        obj.insert("allOf".into(), rules.into());
+    }
+    schema
+}
+
+/// The name in the schema's `$defs` of `test`'s result type (the variant of
+/// `procedure::TestResult` that `TestResult::read` reads it as).
+fn result_schema(test: TestName) -> Cow<'static, str> {
+    use procedure::*;
+    match test {
+        TestName::Ttft => ttft::TtftResult::schema_name(),
+        TestName::Throughput => throughput::ThroughputResult::schema_name(),
+        TestName::Curve => curve::CurveResult::schema_name(),
+        TestName::Itl => itl::ItlResult::schema_name(),
+        TestName::Capacity => capacity::CapacityResult::schema_name(),
+        TestName::Fairness => fairness::FairnessResult::schema_name(),
+        TestName::PrefixCache => prefix_cache::PrefixCacheResult::schema_name(),
+        TestName::MemoryPressure => memory::MemoryResult::schema_name(),
+        TestName::LongContext => long_context::LongContextResult::schema_name(),
+        TestName::Guardrails => guardrails::GuardrailResult::schema_name(),
+    }
 }
 
 /// The schema of `suite.json` (JSON Schema 2020-12).
@@ -184,6 +244,91 @@ mod tests {
         let mut broken = lines[0].clone();
         broken["outcome"] = serde_json::json!({"kind": "no_such_kind", "detail": ""});
         assert!(!validator.is_valid(&broken), "an unknown failure kind");
+    }
+
+    fn committed(file: &str) -> jsonschema::Validator {
+        let path = format!("{}/docs/{file}", env!("CARGO_MANIFEST_DIR"));
+        let schema: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        jsonschema::validator_for(&schema).expect("a valid JSON Schema")
+    }
+
+    /// What each of the ten procedures finds, run as `servebench test NAME --quick` in
+    /// virtual time on the conformance engine (`procedure::conformance`): fairness and
+    /// memory pressure too, on an engine that has no request classes and no KV cache to
+    /// read (their results' empty parts are documents too).
+    fn every_finding() -> Vec<(TestName, procedure::report::Finding)> {
+        use crate::procedure::conformance::{self, options_for, readings, VirtualBench};
+        use procedure::{fairness, guardrails, memory};
+        let fixed = conformance::case("fixed").unwrap();
+        let mut out = Vec::new();
+        let cases = [
+            (TestName::Ttft, fixed.clone()),
+            (TestName::Throughput, fixed.clone()),
+            (TestName::Curve, fixed.clone()),
+            (TestName::Itl, fixed.clone()),
+            (TestName::Capacity, fixed.clone()),
+            (TestName::LongContext, readings::exponent_case(false)),
+            (TestName::PrefixCache, readings::prefix_case()),
+        ];
+        for (test, case) in cases {
+            out.push((test, conformance::run_test(&case, test, 1).unwrap().0));
+        }
+        let (case, targets) = readings::guardrail_case();
+        let mut o = options_for(true, None, case.workload.clone(), 1);
+        o.targets = targets.iter().map(|(n, _)| n.to_string()).collect();
+        let mut bench = VirtualBench::new(case.sim.clone(), &o).unwrap();
+        for (name, sim) in &targets {
+            bench = bench.with_target(name, sim.clone());
+        }
+        out.push((TestName::Guardrails, guardrails::run(&mut bench, &o)));
+        let o = options_for(true, None, fixed.workload.clone(), 1);
+        let mut bench = VirtualBench::new(fixed.sim.clone(), &o).unwrap();
+        out.push((TestName::Fairness, fairness::run(&mut bench, &o)));
+        out.push((TestName::MemoryPressure, memory::run(&mut bench, &o)));
+        out
+    }
+
+    /// `test.json` as `servebench test` writes it, from every test's result, validates
+    /// against the committed `docs/test.schema.json` and reads back typed; another test's
+    /// result, an unknown status or a missing field do not validate.
+    #[test]
+    fn test_json_of_every_test_validates_against_the_committed_test_schema() {
+        use crate::report::output::{render, Output};
+        use crate::report::views::TestView;
+        let validator = committed("test.schema.json");
+        let mut docs = Vec::new();
+        for (test, finding) in every_finding() {
+            let report = crate::report::pages_tests::test_document(test, finding);
+            let view = TestView {
+                report: &report,
+                levels: &[],
+            };
+            let text = render(&view, Output::Json).unwrap();
+            let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+            let errors: Vec<String> = validator
+                .iter_errors(&doc)
+                .map(|e| format!("{e} at {}", e.instance_path()))
+                .collect();
+            assert!(errors.is_empty(), "{test}: {errors:#?}");
+            let back = crate::procedure::report::read_test_json(&text).unwrap();
+            assert_eq!(back.result, report.result, "{test}");
+            docs.push(doc);
+        }
+        assert_eq!(docs.len(), 10);
+        let by = |slug: &str| docs.iter().find(|d| d["test"] == slug).unwrap().clone();
+        let mut broken = by("ttft");
+        broken["result"] = by("curve")["result"].clone();
+        assert!(
+            !validator.is_valid(&broken),
+            "a curve's result in a ttft test"
+        );
+        let mut broken = by("throughput");
+        broken["status"] = serde_json::json!("finished");
+        assert!(!validator.is_valid(&broken), "an unknown status");
+        let mut broken = by("capacity");
+        broken.as_object_mut().unwrap().remove("levels");
+        assert!(!validator.is_valid(&broken), "a required field");
     }
 
     fn clock() -> crate::clock::RunClock {

@@ -38,7 +38,7 @@ pub enum ModelKind {
 }
 
 /// A fitted scaling model of latency (ms) against input length (tokens).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum Model {
     /// `a` in ms, `b` in ms per token.
     Linear { a: f64, b: f64 },

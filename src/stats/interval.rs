@@ -92,7 +92,7 @@ pub fn wilson(successes: u64, trials: u64, confidence: f64) -> Option<(f64, f64)
 }
 
 /// Verdict of an SLO attainment check against a target proportion.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum SloVerdict {
     /// The whole interval is at or above the target.
     Pass,

@@ -18,11 +18,13 @@ mod profiles;
 use crate::artifacts::{SystemInfo, ToolInfo};
 use crate::flags::{RunArgs, SuiteArgs, TestArgs};
 use crate::pipeline::exit;
+use crate::pipeline::pages::write_all;
 use crate::pipeline::resolve::redacted_command_line;
 use crate::procedure::report::{Finding, TestReport, TestStatus, TEST_SCHEMA_VERSION};
-use crate::procedure::suite::{pretty_json, RanTest, SkippedTest, SuiteDocument, SuiteTest};
+use crate::procedure::suite::{RanTest, SkippedTest, SuiteDocument, SuiteTest};
 use crate::procedure::{self, Options, TestName};
-use crate::store::{SuiteFolder, TestFolder};
+use crate::report::output::{Output, Render};
+use crate::report::views::{SuiteView, TestView};
 use anyhow::{Context, Result};
 pub use levels::LevelRunner;
 use prepare::{setup, Setup};
@@ -127,12 +129,11 @@ fn one_test(
         compliance: f.compliance,
     };
     report.exit_status = status(&report);
-    let folder = TestFolder::new(&runner.dir);
-    let path = folder.test_json();
-    let tmp = folder.test_json_tmp();
-    std::fs::write(&tmp, serde_json::to_vec_pretty(&report)?)
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))?;
+    let view = TestView {
+        report: &report,
+        levels: &[],
+    };
+    write_all(&view, &[Output::Json], &view.files(&runner.dir))?;
     // The pages are a view of test.json and the level folders: failing to write them
     // never loses the test (`servebench report DIR --format all` writes them again).
     if let Err(err) = super::report::write_test_files(&runner.dir, &report) {
@@ -156,7 +157,7 @@ pub fn test(args: TestArgs) -> Result<u8> {
         Err(code) => return Ok(code),
     };
     let report = one_test(args.test, &mut runner, &options, &system)?;
-    print!("{}", crate::report::test_tables::render(&report));
+    print_test(&report);
     println!(
         "\nTest folder: {} (report.html, report.md, test.json; a run folder per level)",
         runner.dir.display()
@@ -246,7 +247,7 @@ fn suite_once(args: SuiteArgs) -> Result<(u8, Option<SuiteDocument>)> {
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         runner.start_test(dir.clone());
         let report = one_test(test, &mut runner, &options, &system)?;
-        print!("{}", crate::report::test_tables::render(&report));
+        print_test(&report);
         index_test(&args.run, &dir);
         feed_capacities(&mut options, &report);
         worst = worst.max(report.exit_status);
@@ -262,11 +263,11 @@ fn suite_once(args: SuiteArgs) -> Result<(u8, Option<SuiteDocument>)> {
         system,
         tests: entries,
     };
-    std::fs::write(
-        SuiteFolder::new(&suite_dir).suite_json(),
-        pretty_json(&summary)?,
-    )
-    .context("writing suite.json")?;
+    let view = SuiteView {
+        suite: &summary,
+        tests: &[],
+    };
+    write_all(&view, &[Output::Json], &view.files(&suite_dir))?;
     if let Err(err) = super::report::write_suite_files(&suite_dir) {
         eprintln!(
             "warning: the suite's reports were not written: {err:#}. `servebench report {} --format all` writes them again.",
@@ -312,20 +313,22 @@ fn suite_entry(test: TestName, report: &TestReport) -> SuiteTest {
     })
 }
 
+/// A test's tables on the terminal.
+fn print_test(report: &TestReport) {
+    let view = TestView {
+        report,
+        levels: &[],
+    };
+    print!("{}", view.terminal());
+}
+
 /// The suite's tests, one line each, and its folder, on the terminal.
 fn print_suite(summary: &SuiteDocument, suite_dir: &Path) {
-    println!("\nSuite");
-    for e in &summary.tests {
-        match e {
-            SuiteTest::Skipped(s) => println!("  {:<16} skipped: {}", s.test.slug(), s.why),
-            SuiteTest::Ran(r) => println!(
-                "  {:<16} {} [{}]",
-                r.test.slug(),
-                r.answer,
-                r.compliance.words()
-            ),
-        }
-    }
+    let view = SuiteView {
+        suite: summary,
+        tests: &[],
+    };
+    print!("{}", view.terminal());
     println!(
         "\nSuite folder: {} (report.html, report.md, suite.json; a folder per test)",
         suite_dir.display()

@@ -7,11 +7,13 @@
 //! profile against a server without embeddings) is recorded with why, and the others run.
 
 use super::{suite_once, SuiteArgs};
-use crate::procedure::suite::{pretty_json, ProfileSuite, ProfilesDocument, SuiteDocument};
-use crate::store::folder::{PROFILES_JSON, REPORT_HTML, REPORT_MD};
+use crate::pipeline::pages::write_all;
+use crate::procedure::suite::{ProfileSuite, ProfilesDocument, SuiteDocument};
+use crate::report::output::{Output, Render};
+use crate::report::views::ProfilesView;
 use crate::store::prepare_run_dir;
 use crate::workload::profile::{preset, PRESET_IDS};
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use std::path::Path;
 
 /// The profile ids `--profiles` names (`all`: every preset), checked and upper-cased.
@@ -116,14 +118,14 @@ fn write(top: &Path, entries: Vec<ProfileSuite>) -> Result<()> {
         profiles: entries,
         command_line: crate::pipeline::resolve::redacted_command_line(),
     };
-    std::fs::write(top.join(PROFILES_JSON), pretty_json(&doc)?).context("writing profiles.json")?;
-    let table = crate::report::profiles::suites_table(&doc.profiles);
-    let page = crate::report::page::Page::new("Suite per workload profile").section(
-        crate::report::page::Section::new("profiles", "Answers per profile").table(table.clone()),
-    );
-    std::fs::write(top.join(REPORT_MD), page.to_markdown()).context("writing report.md")?;
-    std::fs::write(top.join(REPORT_HTML), page.to_html()).context("writing report.html")?;
-    println!("\n{}", crate::report::tables::to_terminal(&table));
+    let view = ProfilesView { doc: &doc };
+    let files = view.files(top);
+    write_all(
+        &view,
+        &[Output::Json, Output::Markdown, Output::Html],
+        &files,
+    )?;
+    print!("{}", view.terminal());
     println!(
         "Profiles folder: {} (profiles.json, report.md, report.html; a suite folder per profile)",
         top.display()

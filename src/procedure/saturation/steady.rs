@@ -8,7 +8,7 @@ use crate::stats::trend::ols_slope;
 use serde::{Deserialize, Serialize};
 
 /// The in-flight trend over a level's steady window.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct QueueGrowth {
     /// Length of the steady window, s.
     pub window_s: f64,
@@ -195,7 +195,7 @@ pub fn throughput_ci(records: &[RequestRecord]) -> Option<SteadyThroughput> {
 }
 
 /// Output throughput over a level's steady span.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SteadyThroughput {
     /// Mean over the blocks, tokens per second.
     pub output_tokens_per_s: f64,

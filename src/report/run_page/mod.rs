@@ -433,4 +433,4 @@ pub fn key_figures(r: &RunReport) -> [String; 4] {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

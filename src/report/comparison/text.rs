@@ -2,9 +2,9 @@
 //! each system against the baseline, the fair-comparison checklist and every configuration
 //! difference. Pure: a [`ComparisonReport`] in, a `String` out.
 
-use super::checklist::CheckStatus;
-use super::metrics::Metric;
-use super::{signed, signed_bare, ComparisonReport, MetricRow, SystemValues};
+use crate::compare::checklist::CheckStatus;
+use crate::compare::metrics::Metric;
+use crate::compare::{signed, signed_bare, ComparisonReport, MetricRow, SystemValues, Versus};
 use crate::report::terminal::WIDTH;
 use crate::stats::compare::{Outcome, Verdict};
 use comfy_table::presets::UTF8_FULL_CONDENSED;
@@ -152,7 +152,7 @@ pub struct AgainstBaseline {
 /// table, shared with the comparison page.
 pub fn against_baseline_rows(r: &ComparisonReport, i: usize) -> AgainstBaseline {
     let (base, other) = (&r.systems[0].name, &r.systems[i].name);
-    let versus: Vec<(&MetricRow, &super::Versus)> = r
+    let versus: Vec<(&MetricRow, &Versus)> = r
         .metrics
         .iter()
         .filter_map(|row| Some((row, row.versus_baseline.iter().find(|v| v.system == i)?)))
@@ -234,7 +234,7 @@ pub fn verdict_word(v: Verdict) -> &'static str {
     }
 }
 
-fn change_cells(row: &MetricRow, v: &super::Versus) -> Vec<String> {
+fn change_cells(row: &MetricRow, v: &Versus) -> Vec<String> {
     match &v.outcome {
         Outcome::Compared(c) => vec![
             row.label.clone(),

@@ -4,13 +4,13 @@
 //! to reproduce the comparison.
 //!
 //! Every number and verdict comes from the [`ComparisonReport`] through the terminal
-//! renderer's own cell functions (`render`), so the page and the terminal can never
+//! renderer's own cell functions (`text`), so the page and the terminal can never
 //! disagree; nothing here computes a statistic. Pure: a report and the command line in,
 //! a [`Page`] out.
 
-use super::metrics::Metric;
-use super::render;
-use super::ComparisonReport;
+use super::text;
+use crate::compare::metrics::Metric;
+use crate::compare::{ComparisonReport, MetricRow};
 use crate::report::chart::{Chart, RunGroup, Unit};
 use crate::report::page::{Page, Section, Table, Tone};
 use crate::report::run_page::reproduce::command_line;
@@ -24,7 +24,7 @@ pub fn page(r: &ComparisonReport, command: &[String]) -> Page {
         .lead(&format!(
             "Comparison of {} systems: {}",
             r.systems.len(),
-            render::system_names(r).join(" · ")
+            text::system_names(r).join(" · ")
         ))
         .lead(&r.note);
     for i in 1..r.systems.len() {
@@ -64,7 +64,7 @@ fn verdict_line(r: &ComparisonReport, i: usize) -> String {
     let parts: Vec<String> = by_verdict
         .iter()
         .filter(|(_, labels)| !labels.is_empty())
-        .map(|(v, labels)| format!("{} on {}", render::verdict_word(*v), labels.join(", ")))
+        .map(|(v, labels)| format!("{} on {}", text::verdict_word(*v), labels.join(", ")))
         .collect();
     if parts.is_empty() {
         format!(
@@ -80,10 +80,10 @@ fn verdict_line(r: &ComparisonReport, i: usize) -> String {
 fn key_metrics(r: &ComparisonReport) -> Section {
     let mut header = vec!["Metric", "Unit"];
     header.extend(r.systems.iter().map(|s| s.name.as_str()));
-    let mut side = Table::new(&header).titled(&render::key_metrics_caption(r));
+    let mut side = Table::new(&header).titled(&text::key_metrics_caption(r));
     for row in &r.metrics {
         let mut cells = vec![row.label.clone(), row.unit.clone()];
-        cells.extend(row.systems.iter().map(|s| render::system_cell(row, s)));
+        cells.extend(row.systems.iter().map(|s| text::system_cell(row, s)));
         side.push(cells);
     }
     let mut section = Section::new("key-metrics", "Key metrics")
@@ -98,7 +98,7 @@ fn key_metrics(r: &ComparisonReport) -> Section {
         )
         .table(side);
     for i in 1..r.systems.len() {
-        let a = render::against_baseline_rows(r, i);
+        let a = text::against_baseline_rows(r, i);
         let header: Vec<&str> = a.header.iter().map(String::as_str).collect();
         let mut t = Table::new(&header).titled(&a.caption);
         if a.claims {
@@ -114,7 +114,7 @@ fn key_metrics(r: &ComparisonReport) -> Section {
 }
 
 /// The chart unit and axis label of a metric.
-fn axis(row: &super::MetricRow) -> (Unit, String) {
+fn axis(row: &MetricRow) -> (Unit, String) {
     match row.unit.as_str() {
         "ms" => (Unit::Ms, row.label.clone()),
         "tok/s" => (Unit::TokPerS, row.label.clone()),
@@ -196,7 +196,7 @@ fn charts(r: &ComparisonReport) -> Section {
 
 /// The fair-comparison checklist: each requirement, whether it is met, the evidence.
 fn checklist(r: &ComparisonReport) -> Section {
-    let tone = match render::failed_checks(r) {
+    let tone = match text::failed_checks(r) {
         0 => Tone::Pass,
         _ => Tone::Fail,
     };
@@ -204,7 +204,7 @@ fn checklist(r: &ComparisonReport) -> Section {
         .text()
         .nowrap(&[1, 2]);
     for c in &r.checklist {
-        let met = render::check_mark(c.status);
+        let met = text::check_mark(c.status);
         t.push([
             c.requirement.clone(),
             c.section.clone(),
@@ -213,7 +213,7 @@ fn checklist(r: &ComparisonReport) -> Section {
         ]);
     }
     Section::new("checklist", "Fair-comparison checklist")
-        .callout(tone, &render::checklist_caption(r))
+        .callout(tone, &text::checklist_caption(r))
         .table(t.note(
             "met / NOT MET: what the run records show; check by hand: what no record can show \
              (the person comparing must confirm it); n/a: does not apply to these runs.",
@@ -297,7 +297,7 @@ fn reproduce(r: &ComparisonReport, command: &[String]) -> Section {
             "The comparison, from the same runs ({} {}, tolerance ±{} %):",
             r.tool.name,
             r.tool.version,
-            super::pct(r.tolerance)
+            crate::compare::pct(r.tolerance)
         ))
         .pre(&command_line(&args))
         .paragraph(
