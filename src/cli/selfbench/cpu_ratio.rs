@@ -9,9 +9,9 @@ use crate::sim::{SimConfig, SimServer};
 use anyhow::Result;
 
 /// servebench's CPU per chunk against the bare reference client's, on the same load:
-/// `bare_pairs` pairs of runs of `bare_requests_per_stream` requests a stream, each
-/// servebench run right before its bare run so both meet the same machine; the median of
-/// the pairs' ratios. Two ratios: the whole generator (request preparation on the feeder
+/// `bare_pairs` pairs of runs of `bare_requests_per_stream` requests a stream, one right
+/// after the other so both meet the same machine (servebench first in odd pairs, the bare
+/// client first in even ones); the median of the pairs' ratios. Two ratios: the whole generator (request preparation on the feeder
 /// thread and the record writer included), and its runtime threads alone, which do what
 /// the bare client does (send, read, frame) plus what measuring adds (timestamps, parsing,
 /// records).
@@ -23,21 +23,28 @@ pub(super) fn cpu_against_bare(streams: u32, args: &SelfbenchArgs) {
         args.bare_pairs,
         streams * per_stream
     );
+    let mut helpers = Vec::new();
     for pair in 0..args.bare_pairs {
-        let ours = closed_run_on(
-            SimConfig::fixed(0.0, 1.0),
-            streams,
-            per_stream,
-            args,
-            "tput-pair",
-            "kernel",
-            "chat",
-        )
-        .map(|(_, report, truth)| CpuPerChunk::of(&report, &truth, args.client_threads));
-        let bare = ours.and_then(|ours| {
-            bare_cpu_per_chunk(SimConfig::fixed(0.0, 1.0), streams, per_stream, args)
-                .map(|b| (ours, b))
-        });
+        let ours = || {
+            closed_run_on(
+                SimConfig::fixed(0.0, 1.0),
+                streams,
+                per_stream,
+                args,
+                "tput-pair",
+                "kernel",
+                "chat",
+            )
+            .map(|(_, report, truth)| CpuPerChunk::of(&report, &truth, args.client_threads))
+        };
+        let theirs = || bare_cpu_per_chunk(SimConfig::fixed(0.0, 1.0), streams, per_stream, args);
+        // Every other pair runs the bare client first, so a machine that drifts during
+        // the benchmark does not always favour the same client.
+        let bare = if pair % 2 == 0 {
+            ours().and_then(|o| theirs().map(|b| (o, b)))
+        } else {
+            theirs().and_then(|b| ours().map(|o| (o, b)))
+        };
         match bare {
             Ok((ours, bare)) => {
                 println!(
@@ -50,6 +57,7 @@ pub(super) fn cpu_against_bare(streams: u32, args: &SelfbenchArgs) {
                 );
                 whole.push(ours.whole_us / bare);
                 runtime.push(ours.runtime_us / bare);
+                helpers.push(1.0 - ours.runtime_us / ours.whole_us);
             }
             Err(e) => println!("  bare client comparison failed: {e:#}"),
         }
@@ -64,6 +72,15 @@ pub(super) fn cpu_against_bare(streams: u32, args: &SelfbenchArgs) {
             w.2,
             r.1,
             r.2
+        );
+    }
+    // Measured inside each servebench run, so the machine's drift between runs cancels.
+    if let Some(h) = median_and_range(&mut helpers) {
+        println!(
+            "  the feeder and the record writer take {:.1} % of servebench's CPU (median; range {:.1}-{:.1} %)",
+            h.0 * 100.0,
+            h.1 * 100.0,
+            h.2 * 100.0
         );
     }
 }
