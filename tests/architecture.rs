@@ -311,3 +311,62 @@ fn the_readers_find_what_they_look_for() {
         vec![(3, 1, "a".to_string()), (1, 4, "b".to_string())]
     );
 }
+
+/// docs/architecture.md is drawn from the tree: its "Folders" picture names every folder
+/// and top-level file of `src/` and nothing that is gone, and its "Imports run one way"
+/// list is [`ORDER`].
+#[test]
+fn the_architecture_doc_draws_the_tree_and_the_order() {
+    let doc_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/architecture.md");
+    let doc = std::fs::read_to_string(&doc_path).expect("docs/architecture.md is readable");
+    // Names at the picture's top level: `├── name/ …`, `└── name.rs …`, `├── a.rs, b.rs`.
+    let mut drawn: Vec<String> = Vec::new();
+    for line in doc.lines() {
+        let Some(rest) = line
+            .strip_prefix("├── ")
+            .or_else(|| line.strip_prefix("└── "))
+        else {
+            continue;
+        };
+        let names = rest.split("  ").next().unwrap_or("");
+        for name in names.split(',') {
+            let name = name.trim().trim_end_matches('/').trim_end_matches(".rs");
+            if !name.is_empty() {
+                drawn.push(name.to_string());
+            }
+        }
+    }
+    drawn.sort();
+    let mut present: Vec<String> = std::fs::read_dir(src())
+        .expect("src/ is readable")
+        .map(|e| {
+            let name = e
+                .expect("an entry")
+                .file_name()
+                .to_string_lossy()
+                .to_string();
+            name.trim_end_matches(".rs").to_string()
+        })
+        .collect();
+    present.sort();
+    assert_eq!(
+        drawn, present,
+        "docs/architecture.md's Folders picture should name exactly the folders and files of src/"
+    );
+    // The order block: the names between arrows, in order.
+    let start = doc
+        .find("## Imports run one way")
+        .expect("the doc has the order");
+    let block = &doc[start..];
+    let open = block.find("```\n").expect("a code block") + 4;
+    let close = open + block[open..].find("```").expect("its end");
+    let listed: Vec<&str> = block[open..close]
+        .split(['→', ','])
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    assert_eq!(
+        listed, ORDER,
+        "docs/architecture.md's import order should be ORDER"
+    );
+}
