@@ -20,7 +20,7 @@ fn generate(
 )> {
     let (dataset, info) = match &a.dataset {
         Some(p) => {
-            let (d, i) = datasets::load(p, a.dataset_format.map(|f| f.as_str()))?;
+            let (d, i) = datasets::load(p, a.dataset_format)?;
             (Some(std::sync::Arc::new(d)), Some(i))
         }
         None => (None, None),

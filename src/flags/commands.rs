@@ -35,7 +35,7 @@ pub struct WorkloadArgs {
     #[arg(long)]
     pub dataset: Option<PathBuf>,
     #[arg(long, value_enum)]
-    pub dataset_format: Option<DatasetFormatArg>,
+    pub dataset_format: Option<crate::workload::datasets::DatasetFormat>,
     /// cl100k_base, o200k_base, a tokenizer.json path, or server (with --url).
     #[arg(long, default_value = "cl100k_base")]
     pub tokenizer: String,
@@ -96,13 +96,15 @@ pub struct SelfbenchArgs {
     /// Client worker threads (the simulator uses one thread of its own).
     #[arg(long, default_value_t = 1)]
     pub client_threads: usize,
-    /// Pairs of runs (servebench, then the bare reference client, the same load) behind the
-    /// CPU ratio of the fixed-timing throughput run; their median ratio is the answer.
+    /// Pairs of runs (servebench and the bare reference client, the same load, one right
+    /// after the other, which goes first alternating) behind the CPU ratio of the
+    /// fixed-timing throughput run; their median ratio is the answer.
     #[arg(long, default_value_t = 3)]
     pub bare_pairs: u32,
     /// Requests per stream in each run of a CPU pair. At 8 (2,048 requests at 256 streams,
-    /// about 2 s of CPU) the kernel's 10 ms accounting ticks move a ratio by under 1 %; at 2 a
-    /// pair moved by ±15 %.
+    /// about 2 s of CPU) the kernel's 10 ms accounting ticks move a ratio by under 1 %; what
+    /// still moves a pair (0.8-1.45 on the shared 2-core machine) is the machine itself,
+    /// which the median of several pairs absorbs.
     #[arg(long, default_value_t = 8)]
     pub bare_requests_per_stream: u32,
     /// Also time summarising this many synthetic requests (0 skips), e.g. 1000000.

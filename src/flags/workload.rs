@@ -3,26 +3,6 @@
 
 use super::*;
 
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum DatasetFormatArg {
-    Sharegpt,
-    Jsonl,
-    Trace,
-    /// Agent sessions, one per line (docs/workloads.md, "Agent session format").
-    Agent,
-}
-
-impl DatasetFormatArg {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Sharegpt => "sharegpt",
-            Self::Jsonl => "jsonl",
-            Self::Trace => "trace",
-            Self::Agent => "agent",
-        }
-    }
-}
-
 /// What to send.
 #[derive(Debug, Args, Clone)]
 #[command(next_help_heading = "Workload")]
@@ -43,7 +23,7 @@ pub struct WorkloadFlags {
     pub dataset: Option<PathBuf>,
     /// Dataset format when detection is not enough.
     #[arg(long, value_enum)]
-    pub dataset_format: Option<DatasetFormatArg>,
+    pub dataset_format: Option<crate::workload::datasets::DatasetFormat>,
     /// Fixed prompt length in tokens (with --output-tokens: a fixed-length workload).
     #[arg(long)]
     pub input_tokens: Option<u32>,

@@ -5,7 +5,8 @@
 //! count comes from a per-thread cache filled by tiktoken itself. Synthetic prompts are
 //! made of a few thousand words, so nearly every piece is a cache hit: the counts behind a
 //! 16-token prompt cost the request feeder about 3,500 instructions instead of about
-//! 51,000 (callgrind, 1,000 requests against `servebench sim`; see [`count_ascii`]).
+//! 51,000 (callgrind's instructions in the feeder thread, per request, over a 1,000-request
+//! run against `servebench sim`).
 
 use super::pieces::piece_end;
 use super::{TokenId, Tokenizer};
@@ -27,6 +28,10 @@ pub struct TiktokenTokenizer {
 /// Pieces whose count the cache keeps per thread, at most (a piece is a word or a run of
 /// symbols; synthetic text has a few thousand distinct ones).
 const CACHED_PIECES: usize = 1 << 16;
+
+/// Longest piece the cache keeps, bytes: longer ones (a run of `=`, a long identifier in a
+/// dataset's text) are counted each time, so the cache stays a few megabytes at most.
+const CACHED_PIECE_BYTES: usize = 64;
 
 /// One fast count in this many is checked against tiktoken's whole encoding.
 const CHECK_EVERY: u64 = 1024;
@@ -65,7 +70,7 @@ fn count_ascii(bpe: &CoreBPE, text: &str) -> Option<usize> {
                         return None;
                     }
                     let n = bpe.encode_ordinary(&text[i..end]).len();
-                    if cache.len() < CACHED_PIECES {
+                    if cache.len() < CACHED_PIECES && piece.len() <= CACHED_PIECE_BYTES {
                         cache.insert(piece.into(), n as u32);
                     }
                     n
@@ -123,8 +128,9 @@ impl Tokenizer for TiktokenTokenizer {
         let Some(fast) = count_ascii(self.bpe, text) else {
             return self.encode(text).len();
         };
-        // A sampled check: the tests hold the pre-tokenizer to the pattern, and this keeps
-        // a case they missed from going on unseen (one whole encoding in 1,024 counts).
+        // A canary: the tests hold the pre-tokenizer to the pattern, and one count in 1,024
+        // is also encoded whole; a disagreement turns the fast road off for the rest of the
+        // process (counts made before it are not corrected) and says so.
         if ASCII_COUNTS
             .fetch_add(1, Ordering::Relaxed)
             .is_multiple_of(CHECK_EVERY)
@@ -213,6 +219,23 @@ mod tests {
             assert_eq!(t.count(text), whole(text), "{text:?}");
         }
         assert_eq!(count_ascii(t.bpe, "こんにちは"), None);
+        // Any ASCII at all, against tiktoken itself (not only against a copy of its
+        // pattern, as tokenizer::pieces's tests are).
+        use rand::RngExt;
+        let words = [
+            " hello", "'re", "'LL", "  ", "\r\n", "2026", " ...", "\t", "===",
+        ];
+        for _ in 0..2000 {
+            let mut s = String::new();
+            for _ in 0..rng.random_range(1..30) {
+                if rng.random_bool(0.4) {
+                    s.push_str(words[rng.random_range(0..words.len())]);
+                } else {
+                    s.push(rng.random_range(0u8..128) as char);
+                }
+            }
+            assert_eq!(count_ascii(t.bpe, &s), Some(whole(&s)), "{s:?}");
+        }
         assert!(!ASCII_PIECES_OFF.load(Ordering::Relaxed));
     }
 }

@@ -77,38 +77,53 @@ pub enum DatasetError {
     Format { path: String, detail: String },
 }
 
-/// Dataset formats.
-pub const FORMATS: [&str; 4] = ["sharegpt", "jsonl", "trace", "agent"];
+/// A dataset's format (`--dataset-format`; detected from the content when not given).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DatasetFormat {
+    /// A JSON array of ShareGPT conversations.
+    Sharegpt,
+    /// One request per line: a prompt or messages, optional lengths and class.
+    Jsonl,
+    /// A timed trace (Mooncake's format): arrival times, lengths, prefix hashes.
+    Trace,
+    /// Agent sessions, one per line (docs/workloads.md, "Agent session format").
+    Agent,
+}
 
-/// Loads `path`; `format` is one of [`FORMATS`] or `None` to detect it.
-pub fn load(path: &Path, format: Option<&str>) -> Result<(Dataset, DatasetInfo), DatasetError> {
+impl DatasetFormat {
+    /// The name the flag takes and `DatasetInfo::format` reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Sharegpt => "sharegpt",
+            Self::Jsonl => "jsonl",
+            Self::Trace => "trace",
+            Self::Agent => "agent",
+        }
+    }
+}
+
+/// Loads `path` in `format`, or in the format its content shows when `None`.
+pub fn load(
+    path: &Path,
+    format: Option<DatasetFormat>,
+) -> Result<(Dataset, DatasetInfo), DatasetError> {
     let p = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|source| DatasetError::Io {
         path: p.clone(),
         source,
     })?;
-    let format = match format {
-        Some(f) => f.to_owned(),
-        None => detect(&bytes).to_owned(),
-    };
-    match format.as_str() {
-        "sharegpt" => sharegpt(&bytes, &p),
-        "jsonl" => jsonl(&bytes, &p),
-        "trace" => trace(&bytes, &p),
-        "agent" => agent(&bytes, &p),
-        other => Err(DatasetError::Format {
-            path: p,
-            detail: format!(
-                "unknown dataset format `{other}`: use sharegpt, jsonl, trace or agent"
-            ),
-        }),
+    match format.unwrap_or_else(|| detect(&bytes)) {
+        DatasetFormat::Sharegpt => sharegpt(&bytes, &p),
+        DatasetFormat::Jsonl => jsonl(&bytes, &p),
+        DatasetFormat::Trace => trace(&bytes, &p),
+        DatasetFormat::Agent => agent(&bytes, &p),
     }
 }
 
-fn detect(bytes: &[u8]) -> &'static str {
+fn detect(bytes: &[u8]) -> DatasetFormat {
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace()).copied();
     if first == Some(b'[') {
-        return "sharegpt";
+        return DatasetFormat::Sharegpt;
     }
     let line = bytes
         .split(|&b| b == b'\n')
@@ -116,11 +131,11 @@ fn detect(bytes: &[u8]) -> &'static str {
         .unwrap_or(b"");
     let v: serde_json::Value = serde_json::from_slice(line).unwrap_or_default();
     if v.get("input_length").is_some() && v.get("timestamp").is_some() {
-        "trace"
+        DatasetFormat::Trace
     } else if super::agent::trace::looks_like(&v) {
-        "agent"
+        DatasetFormat::Agent
     } else {
-        "jsonl"
+        DatasetFormat::Jsonl
     }
 }
 
@@ -416,7 +431,7 @@ mod tests {
                 "t2.jsonl",
                 "{\"timestamp\": 0, \"input_length\": 0, \"output_length\": 5}\n"
             ),
-            Some("trace")
+            Some(DatasetFormat::Trace)
         )
         .is_err());
     }

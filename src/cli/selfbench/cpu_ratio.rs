@@ -10,8 +10,9 @@ use anyhow::Result;
 
 /// servebench's CPU per chunk against the bare reference client's, on the same load:
 /// `bare_pairs` pairs of runs of `bare_requests_per_stream` requests a stream, one right
-/// after the other so both meet the same machine (servebench first in odd pairs, the bare
-/// client first in even ones); the median of the pairs' ratios. Two ratios: the whole generator (request preparation on the feeder
+/// after the other so both meet the same machine (servebench first in the 1st, 3rd, …
+/// pair as printed, the bare client first in the others); the median of the pairs'
+/// ratios. Two ratios: the whole generator (request preparation on the feeder
 /// thread and the record writer included), and its runtime threads alone, which do what
 /// the bare client does (send, read, frame) plus what measuring adds (timestamps, parsing,
 /// records).
@@ -19,7 +20,7 @@ pub(super) fn cpu_against_bare(streams: u32, args: &SelfbenchArgs) {
     let (mut whole, mut runtime) = (Vec::new(), Vec::new());
     let per_stream = args.bare_requests_per_stream.max(1);
     println!(
-        "  CPU against a bare client: {} pairs of {} requests each",
+        "  CPU against a bare client: {} pairs of runs of {} requests each",
         args.bare_pairs,
         streams * per_stream
     );

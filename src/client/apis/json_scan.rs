@@ -189,8 +189,9 @@ impl<'a> Cursor<'a> {
 
     /// The character of the escape at `i` (a backslash) and its length in bytes. A high
     /// surrogate followed by a low one (`\ud83d\ude00`, an emoji as Python's `json.dumps`
-    /// writes it) is one character of 12 bytes; a surrogate alone is left to serde, which
-    /// refuses it.
+    /// writes it) is one character of 12 bytes, as serde decodes it; a surrogate alone is
+    /// left to serde (which refuses it in a string it keeps, and accepts it in a value it
+    /// skips).
     fn escape(&self, i: usize) -> Option<(char, usize)> {
         let c = match *self.bytes.get(i + 1)? {
             b'"' => '"',
@@ -411,9 +412,10 @@ mod tests {
         );
     }
 
-    /// A surrogate that is not half of a pair is refused here and by serde alike.
+    /// A surrogate that is not half of a pair is left to serde, which refuses it in a
+    /// string it keeps.
     #[test]
-    fn lone_surrogates_are_left_to_serde_which_refuses_them() {
+    fn lone_surrogates_are_left_to_serde() {
         for text in [
             r#""\ud83d""#,
             r#""\ud83dx""#,

@@ -13,8 +13,7 @@ use std::sync::Arc;
 pub(crate) fn dataset(w: &WorkloadFlags) -> Result<(Option<Arc<Dataset>>, Option<DatasetInfo>)> {
     Ok(match &w.dataset {
         Some(path) => {
-            let (d, info) =
-                crate::workload::datasets::load(path, w.dataset_format.map(|f| f.as_str()))?;
+            let (d, info) = crate::workload::datasets::load(path, w.dataset_format)?;
             if info.truncated {
                 eprintln!(
                     "note: {} ends mid-record (truncated file): using its {} complete records",
