@@ -24,9 +24,9 @@ fn write_atomic(path: &Path, text: &str) -> Result<()> {
 }
 
 /// Writes each of `outputs` of `doc` that `files` has a path for, in order, each atomically
-/// (the page is built once for both of its forms). Lazy: each item writes one file and
-/// says where and whether it was written, so a command can say so as it goes and stop at
-/// the first failure.
+/// (the page is built once for both of its forms). The texts are rendered up front; the
+/// writes are lazy: each item writes one file and says where and whether it was written,
+/// so a command can say so as it goes and stop at the first failure.
 pub fn write<'a>(
     doc: &dyn Render,
     outputs: &[Output],
