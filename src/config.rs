@@ -113,6 +113,12 @@ pub struct RunConfig {
     #[schemars(with = "f64")]
     pub warmup_max: Duration,
     pub seed: u64,
+    /// The words of this run's prompts (`--prompt-salt`; fresh for every run unless given):
+    /// the seed fixes lengths, classes, sessions and arrivals, the salt the text, so a
+    /// server's prefix cache cannot answer a run from an earlier run's or level's prompts.
+    /// 0: the seed's own prompts (`workload export`'s). Older run folders read as 0.
+    #[serde(default)]
+    pub prompt_salt: u64,
     pub slo: Option<SloSpec>,
     /// Exit non-zero when more than this share of measured requests fail (requests still in
     /// flight when a duration-limited run stopped do not count).

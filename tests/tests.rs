@@ -13,6 +13,7 @@ mod experience;
 mod failures;
 mod fault_matrix;
 mod first_hour;
+mod fresh_prompts;
 mod history;
 mod hostile;
 mod images;

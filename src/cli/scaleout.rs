@@ -46,7 +46,8 @@ fn dataset_bytes(path: Option<&Path>) -> Result<Option<Vec<u8>>> {
 }
 
 /// Options every shard must resolve alike, added to the plan's `run_args` when not typed:
-/// the seed, one trace id prefix, and no prefill profile when shards would profile at once.
+/// the seed and prompt salt (every shard draws the same requests, each sending its share),
+/// one trace id prefix, and no prefill profile when shards would profile at once.
 /// Returns what the plan notes about them.
 fn make_explicit(
     run_args: &mut Vec<String>,
@@ -60,6 +61,9 @@ fn make_explicit(
     };
     if !has("--seed") {
         run_args.extend(["--seed".into(), config.seed.to_string()]);
+    }
+    if !has("--prompt-salt") {
+        run_args.extend(["--prompt-salt".into(), config.prompt_salt.to_string()]);
     }
     // One trace id prefix for every shard, so the merged run's records name their traces.
     if let (false, Some(prefix)) = (has("--trace-id-prefix"), &config.target.trace_id_prefix) {

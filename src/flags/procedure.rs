@@ -49,6 +49,13 @@ pub struct ProcedureArgs {
     /// serving tens of requests per second, a few minutes each.
     #[arg(long)]
     pub quick: bool,
+    /// Empty the server's prefix cache before every level (vLLM `POST /reset_prefix_cache`,
+    /// SGLang `POST /flush_cache`, llama.cpp's slot erase), as a cold cache for every
+    /// measurement asks; each level's line says whether the server did. Levels already send
+    /// prompts of their own, so this matters for caches that outlive a test (and for the
+    /// shared prefixes of a workload that has them).
+    #[arg(long)]
+    pub reset_cache_between_levels: bool,
     /// Time budget for the whole test, e.g. 30m: a level starts only if it should end in
     /// time; the test then reports what it learned and why it stopped.
     #[arg(long, value_parser = parse_duration)]

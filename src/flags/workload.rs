@@ -44,6 +44,13 @@ pub struct WorkloadFlags {
     /// Seed of every random draw (workload and arrivals).
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
+    /// The words of the prompts. By default every run (and every level of a test) draws
+    /// fresh ones, recorded in run.json as `config.prompt_salt`, so a server's prefix cache
+    /// cannot answer it from an earlier run's identical prompts; --seed alone fixes the
+    /// lengths, classes, sessions and arrivals. Give a run's salt to send its exact prompts
+    /// again (0: the seed's own prompts, as `workload export` writes them).
+    #[arg(long, value_name = "N")]
+    pub prompt_salt: Option<u64>,
 }
 
 /// What every request body carries.

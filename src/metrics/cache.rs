@@ -34,6 +34,21 @@ impl CacheFigures {
         out
     }
 
+    /// Sums what the measured, completed records among `records` report.
+    pub fn of_measured<'a>(records: impl IntoIterator<Item = &'a RequestRecord>) -> Self {
+        let mut out = Self::default();
+        for r in records {
+            out.add(r);
+        }
+        out
+    }
+
+    /// These figures when some response reported its cached tokens, else `None` (a share
+    /// nobody reported is unknown, not zero).
+    pub fn reported(self) -> Option<Self> {
+        (self.requests_reporting > 0).then_some(self)
+    }
+
     /// Adds what one record reports, when it is measured and completed.
     pub fn add(&mut self, r: &RequestRecord) {
         if r.phase != Phase::Measure || !r.outcome.is_ok() {

@@ -9,6 +9,7 @@ use super::request::{measure, RequestMetrics};
 use super::slo::{evaluate, RunFigures, RunMetric, SloResult, SloSpec};
 use super::ux::UxParams;
 use super::warnings::Warning;
+use crate::clock::Nanos;
 use crate::record::{FailureKind, Phase, RequestRecord};
 use crate::stats::distribution::Distribution;
 use serde::Serialize;
@@ -34,7 +35,9 @@ pub(crate) use warnings::add_warnings;
 pub use warnings::startup_transient;
 use window::arrival_balance;
 pub(crate) use window::balance_from;
-pub use window::{window_of, ArrivalBalance, SteadyState, Window};
+pub use window::{
+    arrived_at, steady_span, window_of, ArrivalBalance, SteadyBasis, SteadyState, Window,
+};
 
 /// Everything the summary needs besides the records (all known before the run).
 #[derive(Debug, Clone, Default)]
@@ -48,6 +51,10 @@ pub struct SummaryParams {
     pub warmup: Option<crate::record::run::WarmupReport>,
     /// Warnings the caller knows of (e.g. a prefill curve profiled elsewhere), appended.
     pub extra_warnings: Vec<Warning>,
+    /// The workload reuses prompt prefixes on purpose (a system prompt, prefix groups,
+    /// sessions, agents, trace blocks, a cache test's warm level): cached prompt tokens are
+    /// then expected, and not warned about.
+    pub expects_cached_prompts: bool,
 }
 
 /// Request counts of the measured phase.
@@ -152,6 +159,11 @@ pub struct RunSummary {
     /// prompt tokens served from cache; present when the workload has sessions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sessions: Option<super::sessions::SessionSummary>,
+    /// Prompt tokens of the measured requests served from the server's prefix cache, as the
+    /// responses report them (usage `cached_tokens`, llama.cpp `timings.cache_n`); absent
+    /// when no response said (never a zero for "not reported").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_cache: Option<super::cache::CacheFigures>,
     /// Present when the run had more requests than the summary keeps in memory, and was
     /// summarised as its records streamed past (docs/metrics.md, "Long runs").
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -274,6 +286,7 @@ fn aggregate(
         warnings: Vec::new(),
         media: super::media::MediaTally::of(measured.iter().copied()).finish(),
         sessions: super::sessions::SessionTally::of(measured.iter().copied()).finish(),
+        prompt_cache: super::cache::CacheFigures::of_measured(measured.iter().copied()).reported(),
         streamed: None,
     }
 }
@@ -349,26 +362,35 @@ impl Rates {
 
 /// Steady state: tokens and completions after the first 10 % of the window.
 fn steady_state(measured: &[&RequestRecord], ok: &[&RequestRecord], window: Window) -> SteadyState {
-    let (start, end) = (window.start, window.end);
-    let cut = start + (end.saturating_sub(start)) / 10;
+    let (cut, end, basis) = match steady_span(measured) {
+        Some((from, to)) => (from, to, SteadyBasis::Arrivals),
+        None => (
+            window.start + (window.end.saturating_sub(window.start)) / 10,
+            window.end,
+            SteadyBasis::Window,
+        ),
+    };
+    let within = |t: Nanos| t >= cut && t <= end;
     let steady_s = end.saturating_sub(cut) as f64 / 1e9;
     let steady_tokens: u64 = measured
         .iter()
         .flat_map(|r| r.chunks.iter().chain(&r.reasoning_chunks))
-        .filter(|c| c.at >= cut)
+        .filter(|c| within(c.at))
         .map(|c| c.tokens as u64)
         .sum();
-    let steady_done = ok.iter().filter(|r| r.finished_at >= cut).count();
+    let steady_done = ok.iter().filter(|r| within(r.finished_at)).count();
     let steady_input: u64 = measured
         .iter()
         // Prefill is done when the first token (answer or reasoning) streams, or a
         // non-generative answer comes.
-        .filter(|r| r.input_done_at().is_some_and(|t| t >= cut))
+        .filter(|r| r.input_done_at().is_some_and(within))
         .map(|r| input_tokens(r))
         .sum();
     let steady_per_s = |x: f64| if steady_s > 0.0 { x / steady_s } else { 0.0 };
     SteadyState {
-        excluded_s: cut.saturating_sub(start) as f64 / 1e9,
+        excluded_s: cut.saturating_sub(window.start) as f64 / 1e9,
+        span_s: steady_s,
+        basis,
         output_tokens_per_s: steady_per_s(steady_tokens as f64),
         requests_per_s: steady_per_s(steady_done as f64),
         input_tokens_per_s: steady_per_s(steady_input as f64),

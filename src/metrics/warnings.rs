@@ -57,6 +57,14 @@ pub enum Warning {
         /// The run's P99 TTFT, all requests.
         p99_ms: f64,
     },
+    /// More than 5 % of the measured prompt tokens came from the server's prefix cache
+    /// though the workload reuses no prefix on purpose: TTFT measured a cache, not prefill.
+    PromptsFromCache {
+        /// Cached ÷ prompt tokens, 0-1.
+        cached_share: f64,
+        cached_tokens: u64,
+        prompt_tokens: u64,
+    },
     /// A warning read back from a run folder: its kind and message as written.
     Recorded { kind: String, message: String },
 }
@@ -78,6 +86,7 @@ impl Warning {
             Self::PrefillCurveElsewhere { .. } => "prefill_curve_elsewhere",
             Self::GaveUpOnFailures { .. } => "gave_up_on_failures",
             Self::StartupTransient { .. } => "startup_transient",
+            Self::PromptsFromCache { .. } => "prompts_from_cache",
             Self::Recorded { .. } => "recorded",
         }
     }
@@ -136,6 +145,10 @@ impl Warning {
                 ..
             } => format!(
                 "start-up transient: TTFT P99 {early_p99_ms:.0} ms in the first {early_s:.1} s, {rest_p99_ms:.0} ms after"
+            ),
+            Self::PromptsFromCache { cached_share, .. } => format!(
+                "{:.0} % of prompt tokens came from the server's cache: TTFT measured a cache",
+                cached_share * 100.0
             ),
             other => other.to_string(),
         }
@@ -215,6 +228,15 @@ impl fmt::Display for Warning {
                 f,
                 "start-up transient: the requests sent in the first {early_s:.1} s had a TTFT P99 of {early_p99_ms:.0} ms, {:.0}× the {rest_p99_ms:.0} ms of the rest, and the run's P99 TTFT ({p99_ms:.0} ms) includes them: many streams started at once on an idle server. Read the figures after the start (the report's time series), or run longer; after a warm-up a closed loop spreads its first requests (docs/run.md#start-up)",
                 early_p99_ms / rest_p99_ms.max(1e-9)
+            ),
+            Self::PromptsFromCache {
+                cached_share,
+                cached_tokens,
+                prompt_tokens,
+            } => write!(
+                f,
+                "{:.1} % of the measured prompt tokens ({cached_tokens} of {prompt_tokens}) were served from the server's prefix cache, as its responses report, though this workload reuses no prefix on purpose: TTFT measured a cache, not prefill. An earlier run or level sent these prompts (a --prompt-salt given again, or a dataset's prompts replayed); give no --prompt-salt for fresh prompts, or empty the server's cache first (--reset-cache-between-levels in tests)",
+                cached_share * 100.0
             ),
             Self::Recorded { message, .. } => f.write_str(message),
         }

@@ -6,6 +6,7 @@ use super::host::host_info;
 use super::verdict::verdict;
 use crate::artifacts::{RunReport, RunStart, TimingNotes};
 use crate::clock::Nanos;
+use crate::config::RunConfig;
 use crate::metrics::experience::FluidityParams;
 use crate::metrics::fluidity::ProfiledCurve;
 use crate::metrics::generator::{judge, judge_counts, GeneratorFacts};
@@ -53,6 +54,8 @@ pub fn assemble(i: Inputs<'_>) -> Result<RunReport> {
         baseline: i.start.baseline,
         warmup: Some(i.warmup.clone()),
         extra_warnings: i.extra_warnings,
+        expects_cached_prompts: config.workload.expects_cached_prompts()
+            || shares_trace_blocks(&config),
     };
     let summary = match i.streamed {
         Some(s) => s.summary.clone().finish_with(params),
@@ -172,5 +175,14 @@ fn summarize_telemetry(
             ended: seen.ended,
             mean_ttft_ms: summary.ttft_ms.map(|d| d.mean),
         },
+    )
+}
+
+/// Whether the run replays a trace whose requests share hashed prompt blocks (Mooncake's
+/// `hash_ids`): their prefixes are meant to be cached.
+fn shares_trace_blocks(config: &RunConfig) -> bool {
+    matches!(
+        config.dataset.as_deref(),
+        Some(crate::workload::datasets::Dataset::Trace(t)) if t.iter().any(|r| !r.hash_ids.is_empty())
     )
 }

@@ -133,6 +133,11 @@ pub struct LevelSpec {
     pub warmup_max: Option<Duration>,
     /// Ask the server to drop its prefix cache first (cold-cache levels).
     pub flush_cache: bool,
+    /// Send the prompts the test's other sharing levels send (the prefix-cache test's off,
+    /// cold and warm levels, which must offer the same prefixes); otherwise a level's
+    /// prompts are its own, so a cache holding the previous level's prompts cannot answer
+    /// it (`RunConfig::prompt_salt`).
+    pub shared_prompts: bool,
     /// Isolated TTFT (P50, P99) per class, ms, for latency inflation (fairness).
     pub baseline: std::collections::BTreeMap<String, (f64, f64)>,
 }
@@ -165,6 +170,7 @@ impl LevelSpec {
             warmup: WarmupChoice::Skip,
             warmup_max: None,
             flush_cache: false,
+            shared_prompts: false,
             baseline: Default::default(),
         }
     }

@@ -191,6 +191,9 @@ impl LevelShape<'_> {
         spec.target = target.map(str::to_owned);
         spec.prefix_cache = cache;
         spec.flush_cache = role == Role::CacheCold;
+        // The off and cold levels send the same requests, and the warm level new ones that
+        // share their prefixes: all three draw from one prompt salt.
+        spec.shared_prompts = true;
         spec.warmup = warmup_of(role, target);
         spec
     }

@@ -402,12 +402,17 @@ fn too_few_reason(sig: &Signals) -> String {
 pub fn summary_line(o: &LevelOutcome) -> String {
     let s = &o.summary;
     format!(
-        "{:.0} tok/s, {} req/s, P99 TTFT {}{}",
+        "{:.0} tok/s, {} req/s, P99 TTFT {}{}{}",
         s.steady_state.output_tokens_per_s,
         super::level::rate(s.steady_state.requests_per_s),
         s.ttft_ms
             .map(|d| format!("{:.0} ms", d.p99))
             .unwrap_or_else(|| "-".into()),
+        // Where the responses say it: a level answered from a cache measured the cache.
+        o.cache
+            .hit_rate()
+            .map(|h| format!(", {:.0} % of prompt tokens cached", h * 100.0))
+            .unwrap_or_default(),
         if o.outcomes.cancelled > 0 {
             format!(", {} cancelled at the end", o.outcomes.cancelled)
         } else {

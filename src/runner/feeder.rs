@@ -68,6 +68,7 @@ pub fn start(
     workload: &WorkloadSpec,
     dataset: Option<Arc<Dataset>>,
     seed: u64,
+    prompt_salt: u64,
     target: &Target,
     opts: &RequestOptions,
     tokenizer: SharedTokenizer,
@@ -89,7 +90,7 @@ pub fn start(
             super::cpu::lower_current_thread_priority();
             let fail = |e: String| *error_slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
             let mut gen = match Generator::new(&workload, seed, tokenizer.as_ref(), dataset) {
-                Ok(g) => g,
+                Ok(g) => g.with_prompt_salt(prompt_salt),
                 Err(e) => return fail(e.to_string()),
             };
             let mut trace_base_ms: Option<f64> = None;

@@ -20,7 +20,14 @@ mod media;
 pub struct Generator {
     scenario: Scenario,
     seed: u64,
+    /// Lengths, classes, sessions' shapes: the workload's structure, from the seed (and the
+    /// request salt) alone, so every prompt salt gives the same lengths.
     rng: ChaCha8Rng,
+    /// The words of each request's own text, from the seed and the prompt salt.
+    text_rng: ChaCha8Rng,
+    /// Mixed into the shared content (system prompt, prefix groups, trace blocks, tool
+    /// definitions) and the requests' own text; 0: the seed's own prompts.
+    prompt_salt: u64,
     source: TextSource,
     dataset: Option<Arc<Dataset>>,
     /// Dataset prompts in a seeded order, used in turn.
@@ -83,6 +90,8 @@ impl Generator {
             scenario: scenario.clone(),
             seed,
             rng,
+            text_rng: text_rng(seed ^ scenario.request_salt, 0),
+            prompt_salt: 0,
             source: TextSource::new(tokenizer),
             dataset,
             order,
@@ -97,9 +106,28 @@ impl Generator {
         })
     }
 
+    /// The same workload with other words: every prompt's text (its own and the shared
+    /// content) is drawn anew from `salt`, while lengths, classes, sessions and arrivals
+    /// stay those of the seed. A run's prompts are then its own, so a server's prefix
+    /// cache cannot answer them from an earlier run or level (`RunConfig::prompt_salt`);
+    /// the same salt gives the same prompts again, byte for byte.
+    pub fn with_prompt_salt(mut self, salt: u64) -> Self {
+        self.prompt_salt = salt;
+        self.text_rng = text_rng(self.seed ^ self.scenario.request_salt, salt);
+        self
+    }
+
+    /// The key of the shared content's streams: the seed, mixed with the prompt salt.
+    fn shared_key(&self) -> u64 {
+        match self.prompt_salt {
+            0 => self.seed,
+            salt => self.seed ^ splitmix64(salt),
+        }
+    }
+
     /// A ChaCha8 stream for a named piece of shared content, independent of request order.
     fn stream(&self, tag: u64) -> ChaCha8Rng {
-        let mut r = ChaCha8Rng::seed_from_u64(self.seed);
+        let mut r = ChaCha8Rng::seed_from_u64(self.shared_key());
         r.set_stream(tag);
         r
     }
@@ -139,8 +167,11 @@ impl Generator {
             .unwrap_or(self.zipf_cdf.len() - 1);
         while self.groups.len() <= k {
             let i = self.groups.len() as u64;
+            // The context's length is the seed's (structure); its words are the salt's.
+            let mut lengths = ChaCha8Rng::seed_from_u64(self.seed);
+            lengths.set_stream(100 + i);
+            let len = g.tokens.sample(&mut lengths) as usize;
             let mut r = self.stream(100 + i);
-            let len = g.tokens.sample(&mut r) as usize;
             let text = self
                 .source
                 .exact("", len, self.scenario.content, &mut r, &|s| {
@@ -233,7 +264,7 @@ impl Generator {
             };
             let user = self
                 .source
-                .exact("", own, self.scenario.content, &mut self.rng, &|s| {
+                .exact("", own, self.scenario.content, &mut self.text_rng, &|s| {
                     tokenizer.count(s)
                 })
                 .map_err(text_err)?;
@@ -261,7 +292,7 @@ impl Generator {
                     "",
                     max_tokens as usize,
                     Content::Random,
-                    &mut self.rng,
+                    &mut self.text_rng,
                     &|s| tokenizer.count(s),
                 )
                 .map_err(text_err)?;
@@ -475,7 +506,7 @@ impl Generator {
         };
         let user = self
             .source
-            .exact(prefix, target, content, &mut self.rng, &|u| {
+            .exact(prefix, target, content, &mut self.text_rng, &|u| {
                 tokenizer.count_messages(&wrap(u))
             })?;
         Ok(wrap(&user))
@@ -495,7 +526,7 @@ impl Generator {
             "",
             q_tokens.saturating_sub(3).max(1),
             Content::Random,
-            &mut self.rng,
+            &mut self.text_rng,
             &|s| tokenizer.count(s),
         )?;
         let question = format!("\n\nQuestion:{body}?");
@@ -509,11 +540,31 @@ impl Generator {
         };
         let doc = self
             .source
-            .exact("", target, Content::Document, &mut self.rng, &|d| {
+            .exact("", target, Content::Document, &mut self.text_rng, &|d| {
                 tokenizer.count_messages(&wrap(d))
             })?;
         Ok(wrap(&doc))
     }
+}
+
+/// Key of the text streams, so they never meet the structure's (`seed ^ request_salt`).
+const TEXT_KEY: u64 = 0x7465_7874_5f77_6f72;
+
+/// The stream of a request's own words: keyed by `key` (the seed and request salt), on the
+/// prompt salt's stream.
+fn text_rng(key: u64, prompt_salt: u64) -> ChaCha8Rng {
+    let mut r = ChaCha8Rng::seed_from_u64(splitmix64(key ^ TEXT_KEY));
+    r.set_stream(prompt_salt);
+    r
+}
+
+/// SplitMix64's finaliser: spreads a salt's bits over the whole word, so nearby salts give
+/// unrelated keys.
+pub fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 /// The system prompt (if any), then `user`'s messages.

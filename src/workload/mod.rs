@@ -19,7 +19,7 @@ pub mod scenario;
 mod tests;
 pub mod text;
 
-pub use generator::Generator;
+pub use generator::{splitmix64, Generator};
 pub use scenario::{Content, Scenario};
 use serde::Serialize;
 use text::TextError;

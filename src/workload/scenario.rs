@@ -181,6 +181,18 @@ impl Scenario {
         }
     }
 
+    /// Whether the workload reuses prompt prefixes on purpose, so that a server's prefix
+    /// cache is expected to serve part of its prompts: a system prompt, prefix groups,
+    /// multi-turn or agent sessions, a trace's shared blocks, or a cache test's warm level
+    /// (new requests sharing the cold level's prefixes).
+    pub fn expects_cached_prompts(&self) -> bool {
+        self.system_prompt.is_some()
+            || self.prefix_groups.is_some()
+            || self.sessions.is_some()
+            || self.agent.is_some()
+            || self.request_salt != 0
+    }
+
     /// Fixed input and output lengths.
     pub fn fixed(input_tokens: u32, output_tokens: u32) -> Self {
         Self::plain(

@@ -64,8 +64,9 @@ fn byte_identical_sequence_fixed_hash() {
         fingerprint(&bytes)
     );
 }
-// Changed in schema 2: prompts are drawn from the benign word list.
-const EXPECTED_UNIFORM_42: u64 = 0xf3b2_1bb9_80fe_51f6;
+// Changed in schema 2: prompts are drawn from the benign word list. Changed again when the
+// words moved to a stream of their own (the prompt salt's), apart from the lengths.
+const EXPECTED_UNIFORM_42: u64 = 0x748c_3c3e_d714_ecde;
 
 #[test]
 fn code_completion_shares_contexts_by_zipf() {
@@ -203,4 +204,85 @@ fn trace_replay_shares_prefix_blocks_and_keeps_times() {
     // Block 1 (512 tokens) is the same text in both.
     let prefix: String = a.messages[0].1.chars().take(300).collect();
     assert!(b.messages[0].1.starts_with(&prefix));
+}
+
+/// Every run draws its own words: another prompt salt keeps each request's lengths, class,
+/// session shape and shared-prefix use (the seed's), and changes its text and the shared
+/// content; the same salt gives the same requests again, byte for byte. Before, the seed
+/// alone fixed the text, so a second run replayed the first's prompts into the server's
+/// cache.
+#[test]
+fn a_prompt_salt_changes_the_words_not_the_lengths() {
+    let tok = TiktokenTokenizer::cl100k();
+    let draw = |name: &str, salt: u64| -> Vec<RequestSpec> {
+        let scenario = Scenario::named(name).unwrap();
+        let g = Generator::new(&scenario, 7, &tok, None).unwrap();
+        let mut g = g.with_prompt_salt(salt);
+        (0..12)
+            .flat_map(|_| g.next_session(&tok).unwrap())
+            .collect()
+    };
+    for name in [
+        "synthetic-uniform",
+        "code-completion",
+        "multi-turn-chat",
+        "long-context",
+    ] {
+        let (a, b, again) = (draw(name, 1), draw(name, 2), draw(name, 1));
+        assert_eq!(a, again, "{name}: the same salt gives the same requests");
+        let shape = |v: &[RequestSpec]| -> Vec<(u32, u32, Option<u64>, u32)> {
+            v.iter()
+                .map(|r| (r.input_tokens, r.max_tokens, r.session, r.turn))
+                .collect()
+        };
+        assert_eq!(
+            shape(&a),
+            shape(&b),
+            "{name}: lengths and sessions are the seed's"
+        );
+        let texts_differ = a
+            .iter()
+            .zip(&b)
+            .all(|(x, y)| x.messages.last() != y.messages.last());
+        assert!(texts_differ, "{name}: every request's own text is new");
+        for r in &b {
+            assert_eq!(tok.count_messages(&r.messages) as u32, r.input_tokens);
+        }
+    }
+    // Salt 0 is the seed's own prompts, with the same lengths as any other salt.
+    let zero = draw("synthetic-uniform", 0);
+    let plain = take("synthetic-uniform", 7, 12);
+    assert_eq!(zero, plain);
+    let lens = |v: &[RequestSpec]| v.iter().map(|r| r.input_tokens).collect::<Vec<_>>();
+    assert_eq!(lens(&zero), lens(&draw("synthetic-uniform", 99)));
+}
+
+/// The shared content (a code-completion workload's contexts) follows the salt too, so a
+/// new run's shared prefixes are not the previous run's; within one salt it is shared.
+#[test]
+fn a_prompt_salt_renews_the_shared_prefixes() {
+    let tok = TiktokenTokenizer::cl100k();
+    let scenario = Scenario::named("code-completion").unwrap();
+    let first_words = |salt: u64| -> Vec<String> {
+        let mut g = Generator::new(&scenario, 7, &tok, None)
+            .unwrap()
+            .with_prompt_salt(salt);
+        (0..30)
+            .map(|_| g.next_request(&tok).unwrap())
+            .map(|r| r.messages.last().unwrap().1.chars().take(200).collect())
+            .collect()
+    };
+    let (a, b) = (first_words(5), first_words(6));
+    let shared = |v: &[String]| {
+        let mut seen = std::collections::HashSet::new();
+        v.iter().filter(|s| !seen.insert((*s).clone())).count()
+    };
+    assert!(
+        shared(&a) > 0,
+        "within a run, requests share their group's context"
+    );
+    assert!(
+        a.iter().all(|x| !b.contains(x)),
+        "another salt shares nothing with this one"
+    );
 }

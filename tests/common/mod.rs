@@ -74,6 +74,7 @@ pub fn params(config: &RunConfig, out: &RunOutput) -> SummaryParams {
         baseline: Default::default(),
         warmup: Some(out.warmup.clone()),
         extra_warnings: Vec::new(),
+        expects_cached_prompts: config.workload.expects_cached_prompts(),
     }
 }
 

@@ -48,9 +48,17 @@ pub struct LevelRunner {
     pub(super) last_rps: Option<f64>,
     /// `--quick`: the first level's warm-up is a short one sized from the server's speed.
     pub(super) quick: bool,
+    /// `--reset-cache-between-levels`: every level first asks the server to empty its
+    /// prefix cache.
+    pub(super) reset_cache: bool,
     /// The current test's plan: the budget spent when it started and its planned length
     /// (the longer end), s, for the time left shown after each level.
     pub(super) planned: Option<(f64, f64)>,
+    /// Levels started since the runner began (every test of a suite), for each level's
+    /// own prompt salt.
+    pub(super) levels_started: u64,
+    /// Tests started since the runner began, for a test's shared prompt salt.
+    pub(super) tests_started: u64,
     /// Keeps the built-in simulators alive.
     pub(super) _sims: Vec<SimServer>,
 }
@@ -60,6 +68,19 @@ impl LevelRunner {
     pub(super) fn start_test(&mut self, dir: PathBuf) {
         self.dir = dir;
         self.count = 0;
+        self.tests_started += 1;
+    }
+
+    /// The prompt salt of the next level: its own, drawn from the run's salt and the
+    /// levels started before it, or the current test's shared one (`spec.shared_prompts`).
+    /// Every level of a suite differs from every other unless it shares on purpose.
+    fn level_prompt_salt(&mut self, base: u64, shared: bool) -> u64 {
+        self.levels_started += 1;
+        let ordinal = match shared {
+            true => (1 << 40) + self.tests_started,
+            false => self.levels_started,
+        };
+        crate::workload::splitmix64(base ^ crate::workload::splitmix64(ordinal))
     }
 
     /// The main target's configuration (the unlabelled one, else the first).
@@ -163,6 +184,9 @@ impl Bench for LevelRunner {
         let dir = self.dir.clone();
         let quiet = self.quiet;
         let quick = self.quick;
+        // One base for every target, so labelled targets' sharing levels send the same prompts.
+        let base = self.main_config().map_or(0, |c| c.prompt_salt);
+        let salt = self.level_prompt_salt(base, spec.shared_prompts);
         let Some(t) = self.targets.get_mut(&spec.target) else {
             return Err(Stop::Failed(anyhow::anyhow!(
                 "the level needs the target `{}`: give it with --target {}=URL",
@@ -171,10 +195,12 @@ impl Bench for LevelRunner {
             )));
         };
         let mut config = level_config(t, spec, quick, quiet);
+        config.prompt_salt = salt;
         let rel = format!("levels/{}", level_name(count, spec));
         config.out_dir = prepare_run_dir(Some(&dir.join(&rel)), false)
             .map_err(|e| Stop::Failed(anyhow::anyhow!(e)))?;
-        let note = settle_server(&config, count, spec.flush_cache, &t.server)?;
+        let flush = spec.flush_cache || self.reset_cache;
+        let note = settle_server(&config, count, flush, &t.server)?;
         let started = Instant::now();
         let (report, records) = execute_level(config, t, spec, count)?;
         self.count += 1;

@@ -29,7 +29,7 @@ use super::slo::AttainmentTally;
 use super::summary::{
     add_warnings, balance_from, choose_itl_from, delivered_answer_tokens, delivered_tokens,
     has_server_times, input_tokens, summarize, ChunkShares, InputBucket, ItlChoice, RequestCounts,
-    RunSummary, SteadyState, SummaryParams, TokenSources, Window, INPUT_BUCKETS,
+    RunSummary, SteadyBasis, SteadyState, SummaryParams, TokenSources, Window, INPUT_BUCKETS,
 };
 use super::ux::{committed_at, judge, smooth_goodput_of, GoodputSums, UxWindow};
 use crate::clock::Nanos;
@@ -176,6 +176,9 @@ pub struct StreamSummary {
     sample: Reservoir<RequestRecord>,
     media: super::media::MediaTally,
     sessions: super::sessions::SessionTally,
+    prompt_cache: super::cache::CacheFigures,
+    /// First and last arrival of a measured request (`summary::arrived_at`), ns.
+    arrived: (Nanos, Nanos),
 }
 
 fn option_index(o: ItlOption) -> usize {
@@ -231,6 +234,8 @@ impl StreamSummary {
             sample: Reservoir::new(sample_requests),
             media: Default::default(),
             sessions: Default::default(),
+            prompt_cache: Default::default(),
+            arrived: (Nanos::MAX, 0),
         }
     }
 
@@ -248,6 +253,7 @@ impl StreamSummary {
         self.time(&r);
         self.media.add(&r);
         self.sessions.add(&r);
+        self.prompt_cache.add(&r);
         let ok = r.outcome.is_ok();
         if ok {
             self.chunks.add(&r);
@@ -313,6 +319,8 @@ impl StreamSummary {
     }
 
     fn time(&mut self, r: &RequestRecord) {
+        let arrived = super::summary::arrived_at(r);
+        self.arrived = (self.arrived.0.min(arrived), self.arrived.1.max(arrived));
         let attempted = r.attempted_at();
         self.window.0 = self.window.0.min(attempted);
         self.window.1 = self.window.1.max(r.finished_at.max(attempted));
@@ -348,15 +356,28 @@ impl StreamSummary {
         }
     }
 
+    /// The steady rates over the arrival span after its first 10 % (the exact summary also
+    /// skips the first requests' P90 duration when longer, which needs them all: over the
+    /// runs that stream, that skip is a small part of the span), else over the window after
+    /// its first 10 %.
     fn steady_state(&self, w: Window) -> SteadyState {
-        let cut = w.start + w.end.saturating_sub(w.start) / 10;
-        let steady_s = w.end.saturating_sub(cut) as f64 / 1e9;
+        let (first, last) = self.arrived;
+        let arrivals_cut = first + last.saturating_sub(first) / 10;
+        let (cut, end, basis) = if self.counts.total >= 20 && last > arrivals_cut {
+            (arrivals_cut, last, SteadyBasis::Arrivals)
+        } else {
+            let cut = w.start + w.end.saturating_sub(w.start) / 10;
+            (cut, w.end, SteadyBasis::Window)
+        };
+        let steady_s = end.saturating_sub(cut) as f64 / 1e9;
         let per_s = |x: f64| if steady_s > 0.0 { x / steady_s } else { 0.0 };
         SteadyState {
             excluded_s: cut.saturating_sub(w.start) as f64 / 1e9,
-            output_tokens_per_s: per_s(self.steady_tokens.sum_from(cut)),
-            requests_per_s: per_s(self.steady_done.sum_from(cut)),
-            input_tokens_per_s: per_s(self.steady_input.sum_from(cut)),
+            span_s: steady_s,
+            basis,
+            output_tokens_per_s: per_s(self.steady_tokens.sum_between(cut, end + 1)),
+            requests_per_s: per_s(self.steady_done.sum_between(cut, end + 1)),
+            input_tokens_per_s: per_s(self.steady_input.sum_between(cut, end + 1)),
         }
     }
 
@@ -523,6 +544,7 @@ impl StreamSummary {
             warnings: Vec::new(),
             media: self.media.finish(),
             sessions: self.sessions.finish(),
+            prompt_cache: self.prompt_cache.clone().reported(),
             streamed: Some(self.streamed(sample.len() as u64)),
         }
     }

@@ -290,3 +290,49 @@ fn open_loop_completions_below_90_percent_of_arrivals_is_saturation() {
         .iter()
         .any(|w| matches!(w, Warning::ServerSaturated { .. })));
 }
+
+/// Issue 31, item 2: the steady rates count the load's own span, not the drain after the
+/// last arrival. 100 requests, one every 100 ms (0-9.9 s), each answering 10 tokens at
+/// 100, 200, …, 1,000 ms after it was sent: the server delivers 100 tok/s and completes
+/// 10 req/s while the load lasts. The steady span skips max(10 % of 9.9 s, the first
+/// requests' P90 duration of 1 s) = 1 s and ends at the last arrival, 9.9 s. Counted to
+/// the last byte (10.9 s) instead, as before, the falling second after sending stopped
+/// pulled both rates down by about 5 %.
+#[test]
+fn steady_rates_stop_at_the_last_arrival() {
+    let records: Vec<RequestRecord> = (0..100u64)
+        .map(|i| {
+            let sent = i * 100;
+            let tokens: Vec<u64> = (1..=10).map(|k| sent + k * 100).collect();
+            ok(i, sent, &tokens)
+        })
+        .collect();
+    let s = summarize_plain(&records);
+    let st = s.steady_state;
+    assert_eq!(st.basis, SteadyBasis::Arrivals);
+    assert!((st.excluded_s - 1.0).abs() < 1e-9, "{}", st.excluded_s);
+    assert!((st.span_s - 8.9).abs() < 1e-9, "{}", st.span_s);
+    // Tokens at 1.0-9.9 s inclusive: every 100 ms tick from 1.0 to 9.9 s carries 10 tokens
+    // (one from each of the 10 requests in flight), 90 ticks.
+    assert!(
+        (st.output_tokens_per_s - 900.0 / 8.9).abs() < 1e-9,
+        "{}",
+        st.output_tokens_per_s
+    );
+    assert!((st.output_tokens_per_s / 100.0 - 1.0).abs() < 0.02);
+    // Completions at 1.0-9.9 s: requests 0-89 (each done 1 s after it was sent).
+    assert!(
+        (st.requests_per_s - 90.0 / 8.9).abs() < 1e-9,
+        "{}",
+        st.requests_per_s
+    );
+}
+
+/// A run too short for a steady span (fewer than 20 requests) counts from the window's
+/// 10 % cut to its last byte, and says so.
+#[test]
+fn a_short_run_counts_the_window_after_its_cut() {
+    let s = summarize_plain(&[ok(0, 0, &[150, 400]), ok(1, 300, &[600, 900])]);
+    assert_eq!(s.steady_state.basis, SteadyBasis::Window);
+    assert!((s.steady_state.span_s - 0.81).abs() < 1e-9);
+}

@@ -20,6 +20,9 @@ pub(crate) fn add_warnings(
     summary
         .warnings
         .extend(params.extra_warnings.iter().cloned());
+    if let Some(w) = cached_prompts(summary, params.expects_cached_prompts) {
+        summary.warnings.push(w);
+    }
     if let Some(w) = &params.warmup {
         if w.policy.starts_with("none") {
             summary.warnings.push(Warning::ColdStart);
@@ -103,6 +106,23 @@ fn warnings(s: &RunSummary) -> Vec<Warning> {
         w.push(Warning::UxWindowDependsOnOutcomes);
     }
     w
+}
+
+/// Past this share of prompt tokens served from the server's cache, a workload that reuses
+/// no prefixes on purpose measured a cache (exo-bench's rule: a cold cache for every
+/// measurement).
+pub const CACHED_PROMPT_WARN_SHARE: f64 = 0.05;
+
+/// The warning that a measured phase's prompts came from the server's prefix cache when
+/// its workload reuses none on purpose.
+fn cached_prompts(s: &RunSummary, expected: bool) -> Option<Warning> {
+    let c = s.prompt_cache.as_ref()?;
+    let share = c.hit_rate()?;
+    (!expected && share > CACHED_PROMPT_WARN_SHARE).then_some(Warning::PromptsFromCache {
+        cached_share: share,
+        cached_tokens: c.cached_tokens,
+        prompt_tokens: c.prompt_tokens,
+    })
 }
 
 /// The start of a run that counts as its "first seconds": this share of the window…

@@ -19,12 +19,24 @@ pub struct Window {
     pub duration_s: f64,
 }
 
-/// Throughput over the steady part of the window (the first 10 % excluded, draft 5.2.3.2).
+/// Throughput over the steady part of the run: the load's own span, without its ramp-up
+/// (the first 10 % of it, draft 5.2.3.2, or longer while the first requests fill the
+/// server) and without the drain after the last arrival, when sending had stopped
+/// ([`steady_span`]). Runs too short for that span count from the 10 % cut of the whole
+/// window to its last byte (`basis` says which).
 #[derive(
     Debug, Clone, Copy, Default, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize,
 )]
 pub struct SteadyState {
+    /// From the first arrival to the start of the steady span, s.
     pub excluded_s: f64,
+    /// Length of the span the steady rates are counted over, s.
+    #[serde(default)]
+    pub span_s: f64,
+    /// What the span is: the load's steady span (to the last arrival), or the window after
+    /// its first 10 % (a run too short or too bursty to have one).
+    #[serde(default)]
+    pub basis: SteadyBasis,
     pub output_tokens_per_s: f64,
     pub requests_per_s: f64,
     /// Prompt tokens per second whose prefill finished in the steady part (the request's
@@ -32,6 +44,60 @@ pub struct SteadyState {
     /// output rate beside it.
     #[serde(default)]
     pub input_tokens_per_s: f64,
+}
+
+/// The span a [`SteadyState`] counts over.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, schemars::JsonSchema, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum SteadyBasis {
+    /// From the ramp-up's end to the last arrival ([`steady_span`]).
+    Arrivals,
+    /// From 10 % of the window to its last byte, drain included (fewer than 20 requests,
+    /// or a ramp-up longer than half the arrival span). Also what older run folders say.
+    #[default]
+    Window,
+}
+
+/// When a request arrived: its planned time (open loop), else when it began waiting for a
+/// connection.
+pub fn arrived_at(r: &RequestRecord) -> Nanos {
+    r.scheduled_at.unwrap_or(r.queued_at)
+}
+
+/// The steady part of a run's load, ns on the run clock: from the first measured arrival
+/// plus the larger of 10 % of the arrival span (the draft's 5.2.3.2) and the P90 duration
+/// of the requests that arrived in the first fifth of the span (the time the in-flight
+/// count needs to climb from zero), to the last arrival (after it, sending has stopped and
+/// the load decays: the draft's throughput is "total output tokens divided by test
+/// duration", the load's span). `None` with fewer than 20 measured requests, or when the
+/// skip would leave less than half the span.
+pub fn steady_span(measured: &[&RequestRecord]) -> Option<(Nanos, Nanos)> {
+    if measured.len() < 20 {
+        return None;
+    }
+    let first = measured.iter().map(|r| arrived_at(r)).min()?;
+    let last = measured.iter().map(|r| arrived_at(r)).max()?;
+    // Durations of the requests that arrived first (the first fifth of the span): they met
+    // no queue yet, so they say how long the count takes to climb, where later requests of
+    // an overloaded run would say how long the queue has grown.
+    let early = first + (last - first) / 5;
+    let mut durations: Vec<Nanos> = measured
+        .iter()
+        .filter(|r| r.outcome.is_ok() && arrived_at(r) <= early)
+        .map(|r| r.finished_at.saturating_sub(arrived_at(r)))
+        .collect();
+    durations.sort_unstable();
+    let p90 = durations
+        .get((durations.len() * 9 / 10).min(durations.len().saturating_sub(1)))
+        .copied()
+        .unwrap_or(0);
+    let skip = ((last - first) / 10).max(p90);
+    if skip > (last - first) / 2 || last <= first + skip {
+        return None;
+    }
+    Some((first + skip, last))
 }
 
 /// Open loop: did the server keep up with the arrivals (draft 5.2.3.1)?

@@ -116,6 +116,10 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
         warmup,
         warmup_max: lim.warmup_max,
         seed: args.workload.seed,
+        prompt_salt: args
+            .workload
+            .prompt_salt
+            .unwrap_or_else(workload::fresh_prompt_salt),
         slo,
         max_failure_share: lim.max_failures,
         max_concurrency: l.max_concurrency,

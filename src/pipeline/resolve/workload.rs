@@ -182,3 +182,17 @@ pub(crate) fn request_options(b: &BodyArgs) -> Result<RequestOptions> {
         extra_body,
     })
 }
+
+/// A prompt salt no earlier run used: the wall clock's nanoseconds and the process id,
+/// spread by SplitMix64. Not a draw of the workload (those stay seeded): it only has to
+/// differ between runs, and the run records it so that it can be given again.
+pub fn fresh_prompt_salt() -> u64 {
+    let now_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let pid = u64::from(std::process::id());
+    // A counter keeps two salts drawn in the same nanosecond apart.
+    static DRAWN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = DRAWN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    crate::workload::splitmix64(now_ns ^ pid.rotate_left(40) ^ n.rotate_left(20)).max(1)
+}

@@ -23,46 +23,20 @@ pub struct QueueGrowth {
     pub growing: bool,
 }
 
-/// The steady part of a level, ns on the run clock: from the first measured arrival plus
-/// the larger of 10 % of the arrival span (the draft's 5.2.3.2) and the P90 duration of
-/// the requests that arrived in the first fifth of the span (the time the in-flight count
-/// needs to climb from zero), to the last arrival
-/// (after it, sending has stopped and the load decays). `None` with fewer than 20 measured
-/// requests, or when the skip would leave less than half the span.
+/// The steady part of a level, ns on the run clock: the run summary's steady span
+/// ([`crate::metrics::summary::steady_span`]: the ramp-up skipped, to the last arrival), so
+/// a level's verdict and its summary's steady rates read the same span.
 pub fn steady_span(records: &[RequestRecord]) -> Option<(u64, u64)> {
     let measured: Vec<&RequestRecord> = records
         .iter()
         .filter(|r| r.phase == Phase::Measure)
         .collect();
-    if measured.len() < 20 {
-        return None;
-    }
-    let first = measured.iter().map(|r| arrive(r)).min()?;
-    let last = measured.iter().map(|r| arrive(r)).max()?;
-    // Durations of the requests that arrived first (the first fifth of the span): they met
-    // no queue yet, so they say how long the count takes to climb, where later requests of
-    // an overloaded level would say how long the queue has grown.
-    let early = first + (last - first) / 5;
-    let mut durations: Vec<u64> = measured
-        .iter()
-        .filter(|r| r.outcome.is_ok() && arrive(r) <= early)
-        .map(|r| r.finished_at.saturating_sub(arrive(r)))
-        .collect();
-    durations.sort_unstable();
-    let p90 = durations
-        .get((durations.len() * 9 / 10).min(durations.len().saturating_sub(1)))
-        .copied()
-        .unwrap_or(0);
-    let skip = ((last - first) / 10).max(p90);
-    if skip > (last - first) / 2 || last <= first + skip {
-        return None;
-    }
-    Some((first + skip, last))
+    crate::metrics::summary::steady_span(&measured)
 }
 
 /// When a request arrived: its planned time (open loop), else when it was attempted.
 fn arrive(r: &RequestRecord) -> u64 {
-    r.scheduled_at.unwrap_or(r.queued_at)
+    crate::metrics::summary::arrived_at(r)
 }
 
 /// The trend of the requests waiting for their first token over a level's

@@ -67,6 +67,9 @@ pub(crate) fn report_of(flags: &[&str], records: &[RequestRecord]) -> RunReport 
         "--no-fluidity",
         "--model",
         "m1",
+        // A fixed salt: a fresh one per run would change every pinned run.json.
+        "--prompt-salt",
+        "1",
     ];
     argv.extend(flags);
     let Command::Run(args) = Cli::try_parse_from(&argv).unwrap().command else {

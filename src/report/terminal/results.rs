@@ -59,6 +59,30 @@ fn latency(out: &mut String, r: &RunReport) {
     );
     media(out, r);
     sessions(out, r);
+    prompt_cache(out, r);
+}
+
+/// The share of prompt tokens the server's cache served, as the responses report it (the
+/// sessions' line says it per session when the workload has sessions).
+fn prompt_cache(out: &mut String, r: &RunReport) {
+    let s = &r.summary;
+    let Some(c) = s.prompt_cache.as_ref().filter(|_| s.sessions.is_none()) else {
+        return;
+    };
+    let Some(share) = c.hit_rate() else {
+        return;
+    };
+    row(
+        out,
+        "Cache",
+        &format!(
+            "{:.1} % of prompt tokens served from the server's prefix cache ({} of {}, as {} responses report)",
+            share * 100.0,
+            c.cached_tokens,
+            c.prompt_tokens,
+            c.requests_reporting
+        ),
+    );
 }
 
 /// What the sessions were, where their time went, and how TTFT grew with their history.

@@ -64,6 +64,7 @@ impl<'a> Bench<'a> {
             &config.workload,
             config.dataset.clone(),
             config.seed,
+            config.prompt_salt,
             &config.target,
             &config.request,
             tokenizer.clone(),

@@ -81,6 +81,7 @@ impl Bench<'_> {
                 &config.workload,
                 config.dataset.clone(),
                 config.seed ^ WARMUP_SEED_SALT,
+                config.prompt_salt,
                 &config.target,
                 &config.request,
                 tokenizer.clone(),

@@ -49,7 +49,8 @@ impl Generator {
             .agent
             .as_ref()
             .map_or(DEFAULT_TOOL_TOKENS, |a| a.tool_tokens);
-        let (source, rng, seed, cache) = (&self.source, &mut self.rng, self.seed, &mut self.tools);
+        let shared_key = self.shared_key();
+        let (source, rng, cache) = (&self.source, &mut self.text_rng, &mut self.tools);
         let count = |s: &str| tokenizer.count(s);
         let requests = plan(
             &trace,
@@ -64,7 +65,7 @@ impl Generator {
                     }
                     // Each tool's description comes from a stream of its own (seed and
                     // name), so every session offers the same definitions: a shared prefix.
-                    let mut r = ChaCha8Rng::seed_from_u64(seed);
+                    let mut r = ChaCha8Rng::seed_from_u64(shared_key);
                     r.set_stream(fingerprint(name.as_bytes()));
                     let description =
                         source.exact("", tool_tokens as usize, Content::Random, &mut r, &count)?;
@@ -98,7 +99,7 @@ impl Generator {
         if trace.system_tokens == 0 {
             return self.system_prompt(tokenizer);
         }
-        let mut r = ChaCha8Rng::seed_from_u64(self.seed);
+        let mut r = ChaCha8Rng::seed_from_u64(self.shared_key());
         // A tag clear of the other shared streams (1, 100 + group, 1e6 + trace block).
         r.set_stream((1 << 48) + u64::from(trace.system_tokens));
         self.source

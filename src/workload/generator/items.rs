@@ -29,7 +29,7 @@ impl Generator {
             let len = input_dist.sample(&mut self.rng) as usize;
             let text = self
                 .source
-                .exact("", len, Content::Random, &mut self.rng, &|s| {
+                .exact("", len, Content::Random, &mut self.text_rng, &|s| {
                     tokenizer.count(s)
                 })
                 .map_err(text_err)?;
