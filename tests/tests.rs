@@ -17,6 +17,7 @@ mod fresh_prompts;
 mod history;
 mod hostile;
 mod images;
+mod keep_alive;
 mod parquet_export;
 mod profiles;
 mod real_apis;

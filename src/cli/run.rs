@@ -77,7 +77,12 @@ pub fn ready(args: &RunArgs) -> Result<std::result::Result<Ready, u8>> {
     // (an HTML page, a refused key, a missing route, no streaming) ends the run now. Its
     // speed sizes the warm-up and the planned lengths printed before each phase.
     match preflight(args, &resolved.config, &rt) {
-        Ok(speed) => resolved.config.preflight = speed,
+        Ok(speed) => {
+            if speed.is_some_and(|s| s.closes_connections) && !args.output.quiet {
+                eprintln!("warning: the server closed the connection after the test request's answer although its response announced keep-alive (llama.cpp's HTTP layer does after every streamed answer): every request of this run will open a new connection. That is the server's behaviour, not the client's; connect time is reported apart from TTFT.");
+            }
+            resolved.config.preflight = speed
+        }
         Err(why) => {
             eprintln!("error: {why}");
             remove_if_empty(&resolved.config.out_dir);

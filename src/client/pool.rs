@@ -19,6 +19,10 @@ pub struct Pool {
     connector: Connector,
     idle: Mutex<Vec<Conn>>,
     opened: AtomicU64,
+    /// Kept-alive connections (each had carried a whole exchange) found closed by the
+    /// server when next used: llama.cpp closes every connection after a streamed answer
+    /// although its head says `Keep-Alive` (its HTTP layer ends the stream as cancelled).
+    closed_by_server: AtomicU64,
     /// `--new-connection-per-request`: never hand out or keep an idle connection.
     fresh_each_request: bool,
     /// `--endpoint grpc`: the one HTTP/2 channel every request shares (made on first use).
@@ -47,6 +51,7 @@ impl Pool {
             connector,
             idle: Mutex::new(Vec::new()),
             opened: AtomicU64::new(0),
+            closed_by_server: AtomicU64::new(0),
             fresh_each_request: !reuse,
             grpc: std::sync::OnceLock::new(),
         }
@@ -78,6 +83,9 @@ impl Pool {
                         from_idle: true,
                         reused,
                     });
+                }
+                if c.uses > 0 {
+                    self.note_closed_by_server();
                 }
             }
         }
@@ -122,6 +130,16 @@ impl Pool {
             .unwrap_or_else(|e| e.into_inner())
             .extend(opened);
         Ok(())
+    }
+
+    /// Counts a kept-alive connection the server closed before its next request.
+    pub fn note_closed_by_server(&self) {
+        self.closed_by_server.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Kept-alive connections found closed by the server so far.
+    pub fn closed_by_server(&self) -> u64 {
+        self.closed_by_server.load(Ordering::Relaxed)
     }
 
     /// Connections opened so far.

@@ -34,6 +34,8 @@ pub struct GeneratorFacts {
     pub kernel_timestamps: bool,
     /// Connections opened during the measured phase.
     pub connections_opened_measured: u64,
+    /// Kept-alive connections found closed by the server during the measured phase.
+    pub connections_closed_by_server_measured: u64,
     /// `--new-connection-per-request`.
     pub new_connection_per_request: bool,
     /// Ephemeral ports towards the server at the end of the measured phase.
@@ -267,6 +269,7 @@ fn connection_report(counts: &GeneratorCounts, facts: &GeneratorFacts) -> Connec
         sent_requests: sent,
         reused_requests: reused,
         reuse_share: (sent > 0).then(|| reused as f64 / sent as f64),
+        closed_by_server: facts.connections_closed_by_server_measured,
         new_connection_per_request: facts.new_connection_per_request,
         ephemeral_ports: facts.ephemeral_ports,
         tcp_retransmits: facts.tcp_segments.map(|s| s.0),

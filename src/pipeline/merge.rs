@@ -125,6 +125,7 @@ fn merged_generator(merged: &Merged) -> (GeneratorFacts, u64, bool) {
         facts.cores_available += g.cpu_cores_available;
         facts.connections_opened += g.connections_opened;
         facts.connections_opened_measured += g.connections.opened;
+        facts.connections_closed_by_server_measured += g.connections.closed_by_server;
         facts.kernel_timestamps &= g.arrival_clock == "kernel_rx";
         let off = s.info.clock.applied_us();
         finished_us = finished_us.max((s.report.finished_at_us as i64 - off).max(0) as u64);

@@ -100,6 +100,10 @@ pub struct ConnectionReport {
     pub reused_requests: u64,
     /// `reused_requests / sent_requests`.
     pub reuse_share: Option<f64>,
+    /// Kept-alive connections the server had closed when they were next used, during the
+    /// measured phase (each then cost the request a new connection).
+    #[serde(default)]
+    pub closed_by_server: u64,
     /// Every request opened its own connection (`--new-connection-per-request`).
     pub new_connection_per_request: bool,
     /// Ephemeral ports in use towards the server at the end of the measured phase (Linux).

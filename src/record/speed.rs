@@ -18,6 +18,9 @@ pub struct Speed {
     pub served_together: f64,
     /// Requests sent together (1: not measured).
     pub sent_together: u32,
+    /// The server closed the connection after an answer although it announced keep-alive
+    /// (llama.cpp does after every streamed answer): each request of the run will open one.
+    pub closes_connections: bool,
 }
 
 impl Speed {

@@ -108,8 +108,18 @@ pub(crate) fn timestamp_bound(t: &crate::record::run::TimestampReport) -> String
     }
 }
 
+/// Whether the server, not the client, kept connections from being reused: almost no
+/// request reused one, and most connections opened were found closed by the server when
+/// next used (llama.cpp's HTTP layer closes after every streamed answer).
+pub(crate) fn closes_every_connection(c: &crate::record::run::ConnectionReport) -> bool {
+    !c.new_connection_per_request
+        && c.reuse_share.is_some_and(|s| s < 0.1)
+        && c.opened > 0
+        && c.closed_by_server * 2 >= c.opened
+}
+
 /// The client's connections and network side in one line.
-pub(crate) fn client_line(g: &crate::record::run::GeneratorReport) -> String {
+pub fn client_line(g: &crate::record::run::GeneratorReport) -> String {
     let c = &g.connections;
     let mut line = format!(
         "{} connections opened while measuring ({:.1}/s){}",
@@ -121,6 +131,13 @@ pub(crate) fn client_line(g: &crate::record::run::GeneratorReport) -> String {
             (false, None) => String::new(),
         }
     );
+    if closes_every_connection(c) {
+        let _ = write!(
+            line,
+            "; the server closed each connection after its answer ({} kept-alive connections found closed when next used), though its responses announce keep-alive: every request paid a new connection (connect time is reported apart from TTFT)",
+            c.closed_by_server
+        );
+    }
     if let Some(p) = c.ephemeral_ports {
         let _ = write!(line, "; {} of {} ephemeral ports held", p.in_use, p.range);
     }

@@ -306,6 +306,7 @@ mod tests {
             ms_per_token: 20.0,
             served_together: 4.0,
             sent_together: 8,
+            closes_connections: false,
         }
     }
 

@@ -56,6 +56,9 @@ pub async fn execute(
             // A kept-alive connection the server had already closed: retry once on a fresh
             // connection (nothing of this request reached the server).
             Some(Err(e)) if acquired.from_idle && !retried && is_stale(&e) => {
+                if acquired.reused {
+                    pool.note_closed_by_server();
+                }
                 retried = true;
                 continue;
             }

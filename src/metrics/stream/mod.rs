@@ -177,8 +177,7 @@ pub struct StreamSummary {
     media: super::media::MediaTally,
     sessions: super::sessions::SessionTally,
     prompt_cache: super::cache::CacheFigures,
-    /// First and last arrival of a measured request (`summary::arrived_at`), ns.
-    arrived: (Nanos, Nanos),
+    arrived: (Nanos, Nanos), // First and last `summary::arrived_at`, ns.
 }
 
 fn option_index(o: ItlOption) -> usize {
@@ -356,10 +355,8 @@ impl StreamSummary {
         }
     }
 
-    /// The steady rates over the arrival span after its first 10 % (the exact summary also
-    /// skips the first requests' P90 duration when longer, which needs them all: over the
-    /// runs that stream, that skip is a small part of the span), else over the window after
-    /// its first 10 %.
+    /// Steady rates over the arrival span after its first 10 % (docs/metrics.md, "Long
+    /// runs"), else over the window after its first 10 %.
     fn steady_state(&self, w: Window) -> SteadyState {
         let (first, last) = self.arrived;
         let arrivals_cut = first + last.saturating_sub(first) / 10;

@@ -161,6 +161,9 @@ async fn measure_speed(solo: &Solo<'_>, pool: &Arc<Pool>, req: &PreparedRequest)
         ms_per_token,
         served_together: served.unwrap_or(1.0),
         sent_together: if served.is_some() { TOGETHER } else { 1 },
+        // The second request alone went out on the first one's connection, if the server
+        // kept it.
+        closes_connections: pool.closed_by_server() > 0,
     })
 }
 

@@ -192,6 +192,7 @@ fn speed_says_how_many_requests_the_server_serves_at_once() {
         ms_per_token: 10.0,
         served_together: 8.0,
         sent_together: 8,
+        closes_connections: false,
     };
     assert_eq!(all.request_ms(101.0), 1100.0);
     // All eight sent together were served at once: every stream is taken at full speed.

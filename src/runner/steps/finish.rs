@@ -87,6 +87,7 @@ fn generator_facts(
         // an earlier one may carry no stamp of its own).
         kernel_timestamps: total_reads > 0 && kernel_reads * 2 >= total_reads,
         connections_opened_measured: m.connections_opened_measured,
+        connections_closed_by_server_measured: m.connections_closed_by_server,
         new_connection_per_request: config.new_connection_per_request,
         ephemeral_ports: m.ephemeral_ports,
         tcp_segments: m.tcp_segments,

@@ -25,6 +25,7 @@ impl Bench<'_> {
         let cpu_before = cpu.per_thread();
         let readers_before = readers.per_thread();
         let opened_before = pool.opened();
+        let closed_before = pool.closed_by_server();
         let tcp_before = host_net::tcp_segments();
         stamps.socket_wait.reset();
         let wall_before = Instant::now();
@@ -48,6 +49,7 @@ impl Bench<'_> {
         let client_cpu_seconds = readers.cpu_seconds_since(&readers_before);
         let wall_seconds = wall_before.elapsed().as_secs_f64();
         let connections_opened_measured = pool.opened() - opened_before;
+        let connections_closed_by_server = pool.closed_by_server() - closed_before;
         let tcp_segments = match (tcp_before, host_net::tcp_segments()) {
             (Some(a), Some(b)) => Some((b.0.saturating_sub(a.0), b.1.saturating_sub(a.1))),
             _ => None,
@@ -63,6 +65,7 @@ impl Bench<'_> {
             client_cpu_seconds,
             wall_seconds,
             connections_opened_measured,
+            connections_closed_by_server,
             tcp_segments,
             ephemeral_ports,
             socket_wait_ns,

@@ -80,6 +80,7 @@ pub(super) struct Measured {
     client_cpu_seconds: f64,
     wall_seconds: f64,
     connections_opened_measured: u64,
+    connections_closed_by_server: u64,
     tcp_segments: Option<(u64, u64)>,
     ephemeral_ports: Option<PortUse>,
     socket_wait_ns: Option<(u64, u64)>,
