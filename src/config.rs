@@ -134,6 +134,10 @@ pub struct RunConfig {
     /// bounded memory (`--exact-summary-limit`; `None`: keep every one, as test levels do).
     #[serde(default)]
     pub exact_summary_limit: Option<usize>,
+    /// Bytes the records kept for an exact summary may take (`--memory-budget`); past it
+    /// the summary streams as past `exact_summary_limit`. `None`: no budget (test levels).
+    #[serde(default)]
+    pub memory_budget_bytes: Option<u64>,
     pub prefill: PrefillSetup,
     /// Deadlines of user idle latency and smooth goodput.
     pub ux: crate::metrics::ux::UxParams,

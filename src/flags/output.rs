@@ -78,6 +78,12 @@ pub struct OutputArgs {
     /// levels always keep every request.
     #[arg(long, default_value_t = crate::store::kept::DEFAULT_EXACT_SUMMARY_LIMIT, value_name = "REQUESTS")]
     pub exact_summary_limit: usize,
+    /// Memory the records kept for an exact summary may take (e.g. 256MiB, 1GiB): long
+    /// answers hold a few dozen bytes per streamed chunk, so 20,000 answers of 4,096
+    /// tokens would hold gigabytes below --exact-summary-limit. Reached first, it switches
+    /// the run to the streamed summary the same way, and the report says which limit did.
+    #[arg(long, default_value = "256MiB", value_parser = parse_bytes, value_name = "SIZE")]
+    pub memory_budget: u64,
     /// Label the run in the history (repeatable), e.g. `--label baseline`.
     #[arg(long = "label", value_name = "NAME")]
     pub labels: Vec<String>,
@@ -88,4 +94,50 @@ pub struct OutputArgs {
     /// Do not index the run in the history database.
     #[arg(long, conflicts_with = "labels")]
     pub no_store: bool,
+}
+
+/// A size in bytes: a number with an optional unit (B, KB, MB, GB, KiB, MiB, GiB).
+pub fn parse_bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
+    let (number, unit) = (t[..split].trim(), t[split..].trim());
+    let value: f64 = number.parse().map_err(|_| {
+        format!("`{s}` is not a size: give a number and a unit, e.g. 256MiB or 1GiB")
+    })?;
+    let scale: f64 = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "kb" => 1e3,
+        "mb" => 1e6,
+        "gb" => 1e9,
+        "kib" => 1024.0,
+        "mib" => 1024.0 * 1024.0,
+        "gib" => 1024.0 * 1024.0 * 1024.0,
+        _ => {
+            return Err(format!(
+                "`{s}`: unknown unit `{unit}` (use B, KB, MB, GB, KiB, MiB or GiB)"
+            ))
+        }
+    };
+    let bytes = value * scale;
+    if !(bytes.is_finite() && bytes >= 1.0) {
+        return Err(format!("`{s}`: the size must be at least one byte"));
+    }
+    Ok(bytes as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sizes_parse_with_their_units() {
+        use super::parse_bytes;
+        assert_eq!(parse_bytes("256MiB"), Ok(256 << 20));
+        assert_eq!(parse_bytes("1 GiB"), Ok(1 << 30));
+        assert_eq!(parse_bytes("1.5KB"), Ok(1500));
+        assert_eq!(parse_bytes("4096"), Ok(4096));
+        assert!(parse_bytes("0").is_err());
+        assert!(parse_bytes("12 parsecs")
+            .unwrap_err()
+            .contains("unknown unit"));
+        assert!(parse_bytes("lots").is_err());
+    }
 }

@@ -47,13 +47,17 @@ pub struct Inputs<'a> {
 /// Builds the report, writes `run.json` and `timeseries.csv` into the run folder.
 pub fn assemble(i: Inputs<'_>) -> Result<RunReport> {
     let config = i.start.config;
+    let mut extra_warnings = i.extra_warnings;
+    if let Some(s) = i.streamed {
+        extra_warnings.push(Warning::SummaryStreamed { why: s.why.clone() });
+    }
     let params = SummaryParams {
         slo: config.slo.clone(),
         ux: config.ux,
         fluidity: i.fluidity,
         baseline: i.start.baseline,
         warmup: Some(i.warmup.clone()),
-        extra_warnings: i.extra_warnings,
+        extra_warnings,
         expects_cached_prompts: config.workload.expects_cached_prompts()
             || shares_trace_blocks(&config),
     };

@@ -319,6 +319,20 @@ impl RequestRecord {
         self.output_tokens.saturating_sub(self.reasoning_tokens)
     }
 
+    /// About how many bytes this record holds in memory: the struct, its chunks' vectors and
+    /// its strings and usage (an estimate for a memory budget, not an exact count).
+    pub fn approx_bytes(&self) -> u64 {
+        let chunks = self.chunks.capacity() + self.reasoning_chunks.capacity();
+        let strings = [&self.class, &self.response_id, &self.finish_reason]
+            .iter()
+            .map(|s| s.as_ref().map_or(0, |s| s.capacity()))
+            .sum::<usize>();
+        // A usage object is a small map: a few hundred bytes of keys, values and nodes.
+        let usage = if self.usage.is_some() { 512 } else { 0 };
+        (std::mem::size_of::<Self>() + chunks * std::mem::size_of::<Chunk>() + strings + usage)
+            as u64
+    }
+
     /// When the request was attempted: its planned send time in open loop, else when it
     /// began waiting for a connection. Real for every record, sent or not.
     pub fn attempted_at(&self) -> Nanos {

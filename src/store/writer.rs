@@ -72,7 +72,7 @@ impl RecordWriter {
     /// record in memory up to `keep` of them (all when `None`), then streams them.
     pub fn start(
         path: &Path,
-        keep: Option<usize>,
+        keep: crate::store::kept::KeepLimits,
         clock: RunClock,
         tokenizer: SharedTokenizer,
         register_thread: impl FnOnce() + Send + 'static,
@@ -113,7 +113,7 @@ fn write_loop(
     params: &OnceLock<DeriveParams>,
     tokenizer: &SharedTokenizer,
     clock: RunClock,
-    keep: Option<usize>,
+    keep: crate::store::kept::KeepLimits,
 ) -> std::io::Result<Kept> {
     let mut pending: Vec<u8> = Vec::with_capacity(FLUSH_BYTES + 64 * 1024);
     let mut keeper = Keeper::new(keep);
@@ -210,7 +210,7 @@ mod tests {
         let failed = Arc::new(AtomicBool::new(false));
         let w = RecordWriter::start(
             full,
-            None,
+            crate::store::kept::KeepLimits::default(),
             RunClock::start(),
             crate::tokenizer::reference(),
             || {},

@@ -107,7 +107,9 @@ pub(super) fn summary_speed(n: u64, tokens: u32) -> Result<()> {
     }
     let bytes = std::fs::metadata(&path)?.len();
     let t = std::time::Instant::now();
-    let mut keeper = Keeper::new(Some(DEFAULT_EXACT_SUMMARY_LIMIT));
+    let mut keeper = Keeper::new(crate::store::kept::KeepLimits::requests(
+        DEFAULT_EXACT_SUMMARY_LIMIT,
+    ));
     keeper.judge_by(SummaryParams::default());
     let anchor = crate::store::run_dir::earliest_us(&path)?;
     crate::store::run_dir::for_each_request(&path, anchor, |r| keeper.add(r))?;

@@ -305,6 +305,7 @@ fn level_config(t: &TargetSetup, spec: &LevelSpec, quick: bool, quiet: bool) -> 
     // A level's analysis reads each of its records (arrivals followed to their end,
     // levels compared request by request): a level always keeps every one.
     config.exact_summary_limit = None;
+    config.memory_budget_bytes = None;
     config
 }
 

@@ -126,6 +126,7 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
         arrival_clock: args.output.arrival_clock,
         new_connection_per_request: args.output.new_connection_per_request,
         exact_summary_limit: Some(args.output.exact_summary_limit),
+        memory_budget_bytes: Some(args.output.memory_budget),
         prefill,
         ux: ux_params,
         fluidity: ux::fluidity(&args.ux),

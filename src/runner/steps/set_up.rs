@@ -107,7 +107,7 @@ fn start_writer(
 ) -> std::io::Result<RecordWriter> {
     RecordWriter::start(
         &RunFolder::new(&config.out_dir).requests_jsonl(),
-        config.exact_summary_limit,
+        crate::store::kept::KeepLimits::of(config),
         clock,
         tokenizer.clone(),
         move || {
