@@ -291,7 +291,7 @@ fn is_cancelled(r: &RequestRecord) -> bool {
 }
 
 /// A request the benchmark cancelled, against a TTFT (`ttft`) or end-to-end bound of
-/// `max_ms` (both from its send, or its attempt when it was never sent): `Some(true)` when
+/// `max_ms` (both from T_submit, or its attempt when it was never sent): `Some(true)` when
 /// its first token came within a TTFT bound, `Some(false)` when the bound had passed by the
 /// time it was stopped (no first token by then, or not finished), `None` when the stop came
 /// first: the level ended, not the server, and the request says nothing either way.
@@ -305,9 +305,10 @@ pub fn cancelled_against(r: &RequestRecord, ttft: bool, max_ms: f64) -> Option<b
     (ms(r.finished_at) > max_ms).then_some(false)
 }
 
-/// `t` − the request's start (its send, or its attempt when it was never sent), ms.
+/// `t` − the request's start (T_submit, the last byte written, as TTFT's; its attempt when
+/// it was never sent), ms.
 fn ms_from_start(r: &RequestRecord, t: u64) -> f64 {
-    let start = r.sent_at.unwrap_or(r.queued_at);
+    let start = r.submitted_at().unwrap_or(r.queued_at);
     t.saturating_sub(start) as f64 / 1e6
 }
 
