@@ -129,7 +129,7 @@ fn every_api_records_what_the_simulator_did() {
             let sent = r.sent_at.unwrap();
             assert!(sent <= out.clock.offset_of(t.received), "{endpoint}");
             assert!(
-                r.first_token_at().unwrap() - sent >= 20_000_000,
+                r.first_token_at().unwrap() - r.submitted_at().unwrap() >= 20_000_000,
                 "{endpoint}: TTFT"
             );
             if endpoint != "tgi" {

@@ -100,9 +100,9 @@ fn closed_loop_records_every_chunk_the_server_wrote() {
         assert_eq!(v["outcome"], "ok");
         assert_eq!(v["usage"]["completion_tokens"], 16);
         if r.phase == Phase::Measure {
-            let ttft = (r.first_token_at().unwrap() - r.sent_at.unwrap()) as f64 / 1e6;
+            let ttft = (r.first_token_at().unwrap() - r.submitted_at().unwrap()) as f64 / 1e6;
             assert!((v["ttft_ms"].as_f64().unwrap() - ttft).abs() < 1e-9);
-            let e2e = (r.last_token_at().unwrap() - r.sent_at.unwrap()) as f64 / 1e6;
+            let e2e = (r.last_token_at().unwrap() - r.submitted_at().unwrap()) as f64 / 1e6;
             assert!((v["e2e_ms"].as_f64().unwrap() - e2e).abs() < 1e-9);
             assert!((v["tpot_ms"].as_f64().unwrap() - (e2e - ttft) / 15.0).abs() < 1e-9);
             assert_eq!(

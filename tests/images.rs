@@ -102,9 +102,9 @@ fn image_counts_bytes_and_input_tokens_match_the_simulators_truth() {
                 (32, InputTokenSource::Workload)
             );
         }
-        // TTFT holds the analytic prefill of text and tiles: the simulator's first token
-        // came that long after it had the request, and the client saw it no sooner.
-        // (1 µs below it for Duration's rounding to ns.)
+        // The wait from the first byte written holds the analytic prefill of text and
+        // tiles: the simulator's first token came that long after it had the whole request,
+        // and the client saw it no sooner. (1 µs below it for Duration's rounding to ns.)
         let analytic_ms = 20.0 + 0.05 * f64::from(t.prompt_tokens) - 0.001;
         let first = t.token_times[0].0.duration_since(t.received).as_secs_f64() * 1e3;
         assert!(
@@ -112,9 +112,17 @@ fn image_counts_bytes_and_input_tokens_match_the_simulators_truth() {
             "{first} vs {analytic_ms}"
         );
         let ttft = r.derived.as_ref().unwrap().ttft_ms.unwrap();
-        assert!(ttft >= analytic_ms, "TTFT {ttft} < {analytic_ms}");
         let upload = r.upload_ms().expect("the time to send the body");
-        assert!(upload >= 0.0 && upload < ttft, "{upload} {ttft}");
+        assert!(upload >= 0.0, "{upload}");
+        // TTFT starts at T_submit, when the client saw its last write return: the upload is
+        // before it. That return can come after the server has read the body (a body larger
+        // than the socket's buffer: the last write waits for room, and the task is woken
+        // late on a loaded machine), so TTFT alone may fall short of the analytic prefill
+        // by that delay, measured at up to 1.6 ms here; with the upload it cannot.
+        assert!(
+            ttft + upload >= analytic_ms,
+            "TTFT {ttft} + upload {upload} < {analytic_ms}"
+        );
         images += u64::from(r.media.images);
         image_bytes += r.media.image_bytes;
         prompt_tokens += u64::from(t.prompt_tokens);
@@ -130,7 +138,8 @@ fn image_counts_bytes_and_input_tokens_match_the_simulators_truth() {
         s.total_input_tokens, prompt_tokens,
         "usage counts every tile"
     );
-    assert!(m.upload_ms.is_some() && m.ttft_after_upload_ms.unwrap().p50 >= 20.0);
+    let (ttft, with_upload) = (m.ttft_ms.unwrap(), m.ttft_with_upload_ms.unwrap());
+    assert!(m.upload_ms.is_some() && ttft.p50 >= 20.0 && with_upload.min >= ttft.min);
     sim.shutdown();
 }
 

@@ -74,7 +74,7 @@ pub fn apis_agree_with_chat(url: &str) {
                 // client's time to the first chunk.
                 let t = r.server_timing.as_ref().expect("llama.cpp timings");
                 assert_eq!(t.predicted_n, Some(24), "{endpoint}");
-                let first_ms = (r.chunks[0].at - r.sent_at.unwrap()) as f64 / 1e6;
+                let first_ms = (r.chunks[0].at - r.submitted_at().unwrap()) as f64 / 1e6;
                 assert!(t.prompt_ms.unwrap() <= first_ms, "{endpoint}");
                 // The client's decode span against the server's own, for the same request at
                 // the same moment (so whatever else loads the machine slows both alike):

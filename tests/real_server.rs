@@ -63,7 +63,7 @@ fn llama_cpp_server_end_to_end() {
         // The server's figures count every token, whitespace included, so compare them with
         // the first and last chunk of any text (an all-blank answer has no "first token").
         let (first, last) = (r.chunks.first().unwrap().at, r.chunks.last().unwrap().at);
-        let ttft_ms = (first - r.sent_at.unwrap()) as f64 / 1e6;
+        let ttft_ms = (first - r.submitted_at().unwrap()) as f64 / 1e6;
         assert!(
             ttft_ms >= t.prompt_ms.unwrap(),
             "TTFT {ttft_ms} ms < server prompt {} ms",

@@ -130,7 +130,7 @@ fn throughput_saturates_and_queueing_grows_past_capacity() {
     let mut recs: Vec<_> = out.records.iter().filter(|r| r.outcome.is_ok()).collect();
     recs.sort_by_key(|r| r.sent_at);
     let ttft = |r: &&servebench::record::RequestRecord| {
-        (r.first_token_at().unwrap() - r.sent_at.unwrap()) as f64
+        (r.first_token_at().unwrap() - r.submitted_at().unwrap()) as f64
     };
     let q = recs.len() / 4;
     let early: f64 = recs[..q].iter().map(ttft).sum::<f64>() / q as f64;

@@ -66,7 +66,10 @@ fn a_required_tool_call_is_recorded_timed_and_counted() {
             let ttft = r
                 .first_token_at()
                 .expect("the first fragment is the first token");
-            assert!(ttft - r.sent_at.unwrap() >= 20_000_000, "{endpoint}: TTFT");
+            assert!(
+                ttft - r.submitted_at().unwrap() >= 20_000_000,
+                "{endpoint}: TTFT"
+            );
             assert!(r.derived.as_ref().unwrap().ttft_ms.is_some(), "{endpoint}");
         }
     }

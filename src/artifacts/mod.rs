@@ -161,7 +161,7 @@ impl TimingNotes {
             } else {
                 "when the read of the bytes completing each SSE event returned, before any parsing".into()
             },
-            ttft: "first answer event with non-blank text minus sent_at; role-only, empty, whitespace-only, usage-only and reasoning events never count (reasoning has its own time to first reasoning token)".into(),
+            ttft: "first answer event with non-blank text minus T_submit, the request's last byte written (the draft's Appendix B.1.1; the upload before it is upload_ms, E2E starts there too); role-only, empty, whitespace-only, usage-only and reasoning events never count (reasoning has its own time to first reasoning token)".into(),
             percentiles: "linear interpolation between closest ranks (type 7)".into(),
         }
     }

@@ -513,10 +513,9 @@ mod tests {
         );
         assert_eq!(avg("benchmark_duration"), report.summary.window.duration_s);
         // TTFT by hand over the successful requests.
-        let ttft = Stats::of(
-            ok.iter()
-                .map(|w| (w.first_token_at_us.unwrap() - w.sent_at_us.unwrap()) as f64 / 1000.0),
-        );
+        let ttft = Stats::of(ok.iter().map(|w| {
+            (w.first_token_at_us.unwrap() - w.submitted_at_us().unwrap()) as f64 / 1000.0
+        }));
         let t = &o["time_to_first_token"];
         assert!((t["avg"].as_f64().unwrap() - ttft.mean()).abs() < 1e-9);
         assert!((t["p90"].as_f64().unwrap() - ttft.percentile(90.0)).abs() < 1e-9);
@@ -574,8 +573,8 @@ mod tests {
                     assert!(l["error"].is_null());
                     let ttft = &l["metrics"]["time_to_first_token"];
                     assert_eq!(ttft["unit"], "ms");
-                    let want =
-                        (w.first_token_at_us.unwrap() - w.sent_at_us.unwrap()) as f64 / 1000.0;
+                    let want = (w.first_token_at_us.unwrap() - w.submitted_at_us().unwrap()) as f64
+                        / 1000.0;
                     assert!((ttft["value"].as_f64().unwrap() - want).abs() < 1e-9);
                     assert!(l["metrics"]["inter_chunk_latency"]["value"].is_array());
                     assert_eq!(

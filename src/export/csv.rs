@@ -147,7 +147,7 @@ pub fn requests(records: &[WireRecord]) -> String {
                 opt(w.chunks.last().map(|c| c.0)),
                 w.finished_at_us.to_string(),
                 w.connect_ms.to_string(),
-                ms(w.first_byte_at_us, w.sent_at_us),
+                ms(w.first_byte_at_us, w.submitted_at_us()),
                 opt(d.and_then(|d| d.ttft_ms)),
                 opt(d.and_then(|d| d.tpot_ms)),
                 opt(d.and_then(|d| d.e2e_ms)),
@@ -305,7 +305,7 @@ mod tests {
                     assert!(!f[col("failure_kind")].is_empty());
                 }
             }
-            if let (Some(b), Some(s)) = (w.first_byte_at_us, w.sent_at_us) {
+            if let (Some(b), Some(s)) = (w.first_byte_at_us, w.submitted_at_us()) {
                 let ttfb: f64 = f[col("ttfb_ms")].parse().unwrap();
                 assert!((ttfb - (b - s) as f64 / 1000.0).abs() < 1e-9);
             }

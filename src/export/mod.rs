@@ -88,9 +88,9 @@ pub fn num(v: f64) -> Json {
 pub struct Req<'a> {
     pub wire: &'a WireRecord,
     pub ok: bool,
-    /// First answer token − sent, s.
+    /// First answer token − T_submit (the last request byte written), s.
     pub ttft_s: Option<f64>,
-    /// End of the stream − sent, s (vLLM's and AIPerf's request latency).
+    /// End of the stream − T_submit, s (vLLM's and AIPerf's request latency).
     pub latency_s: Option<f64>,
     /// Gaps between consecutive answer chunks after the first, s.
     pub chunk_gaps_s: Vec<f64>,
@@ -104,7 +104,7 @@ pub fn measured(records: &[WireRecord]) -> Vec<Req<'_>> {
         .iter()
         .filter(|w| w.phase == Phase::Measure)
         .map(|w| {
-            let sent = w.sent_at_us;
+            let sent = w.submitted_at_us();
             let secs = |a: u64, b: u64| a.saturating_sub(b) as f64 / 1e6;
             let first = w.leading_blank_chunks.map(|i| i as usize);
             let answer: &[(u64, u32)] = match first {
@@ -261,7 +261,8 @@ mod tests {
             if r.ok {
                 // TTFT from the file's own timestamps, and one gap per answer chunk after
                 // the first.
-                let ttft = (w.first_token_at_us.unwrap() - w.sent_at_us.unwrap()) as f64 / 1e6;
+                let ttft =
+                    (w.first_token_at_us.unwrap() - w.submitted_at_us().unwrap()) as f64 / 1e6;
                 assert_eq!(r.ttft_s, Some(ttft));
                 let answer = w.chunks.len() - w.leading_blank_chunks.unwrap() as usize;
                 assert_eq!(r.chunk_gaps_s.len(), answer - 1);

@@ -323,7 +323,7 @@ mod tests {
         // TTFT by hand: median of the successful requests' first-token times.
         let mut ttfts: Vec<f64> = ok
             .iter()
-            .map(|w| (w.first_token_at_us.unwrap() - w.sent_at_us.unwrap()) as f64 / 1000.0)
+            .map(|w| (w.first_token_at_us.unwrap() - w.submitted_at_us().unwrap()) as f64 / 1000.0)
             .collect();
         ttfts.sort_by(f64::total_cmp);
         let median = crate::stats::distribution::percentile_sorted(&ttfts, 50.0);
@@ -337,7 +337,7 @@ mod tests {
             let l = l.as_f64().unwrap();
             match w.outcome {
                 crate::record::wire::WireOutcome::Ok(_) => {
-                    let want = (w.finished_at_us - w.sent_at_us.unwrap()) as f64 / 1e6;
+                    let want = (w.finished_at_us - w.submitted_at_us().unwrap()) as f64 / 1e6;
                     assert!((l - want).abs() < 1e-12);
                 }
                 _ => assert_eq!(l, 0.0),

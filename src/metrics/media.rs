@@ -1,7 +1,8 @@
-//! Images and audio over a run: how much was sent, how long sending took, and how much of
-//! TTFT that was. TTFT counts from the first byte written (`sent_at`), so a request of
-//! megabytes waits for its own upload before the server can start: the summary keeps the
-//! upload (first byte written → last byte written) and TTFT after it side by side.
+//! Images and audio over a run: how much was sent, and how long sending took beside TTFT.
+//! TTFT counts from T_submit, the last byte written (the draft, Appendix B.1.1), so a
+//! request of megabytes does not count its own upload as the server's latency; the upload
+//! (first byte written → last byte written) is kept beside it, and so is the wait from the
+//! first byte written, the two together (what a user sending the request waits).
 //!
 //! Counted one record at a time ([`MediaTally`]), so the exact and the streamed summaries
 //! share it; its distributions are exact up to [`EXACT_VALUES`] requests with media.
@@ -27,16 +28,16 @@ pub struct MediaSummary {
     pub audio_bytes: u64,
     /// Request body bytes of those requests (JSON, base64 media included).
     pub body_bytes: Option<Distribution>,
-    /// Time to send the request, first byte written → last byte written, ms: part of TTFT
-    /// (of the successful requests, as TTFT).
+    /// Time to send the request, first byte written → last byte written, ms: before TTFT
+    /// starts (of the successful requests, as TTFT).
     pub upload_ms: Option<Distribution>,
-    /// TTFT of those requests, from `sent_at` as everywhere, ms.
+    /// TTFT of those requests, from T_submit (the last byte written) as everywhere, ms.
     pub ttft_ms: Option<Distribution>,
-    /// TTFT counted from the last byte written instead, ms: the server's part of it.
-    pub ttft_after_upload_ms: Option<Distribution>,
-    /// Mean upload over mean TTFT, of the requests that had both: the share of TTFT spent
-    /// sending.
-    pub upload_share_of_ttft: Option<f64>,
+    /// The first byte written → the first token, ms: the upload and TTFT together.
+    pub ttft_with_upload_ms: Option<Distribution>,
+    /// Mean upload over the mean of `ttft_with_upload_ms`, of the requests that had both:
+    /// the share of the wait for the first token spent sending.
+    pub upload_share_of_wait: Option<f64>,
     /// Requests whose `input_tokens` are the server's `usage.prompt_tokens`; the others
     /// (`input_tokens_text_only`) had no usage and count their text alone.
     pub input_tokens_from_usage: u64,
@@ -54,8 +55,8 @@ pub struct MediaTally {
     body_bytes: Sketch,
     upload_ms: Sketch,
     ttft_ms: Sketch,
-    ttft_after_ms: Sketch,
-    /// Sums of upload and TTFT over the requests that had both.
+    ttft_with_upload_ms: Sketch,
+    /// Sums of upload and of upload plus TTFT over the requests that had both.
     sums: (f64, f64),
     from_usage: u64,
     text_only: u64,
@@ -73,7 +74,7 @@ impl Default for MediaTally {
             body_bytes: s(),
             upload_ms: s(),
             ttft_ms: s(),
-            ttft_after_ms: s(),
+            ttft_with_upload_ms: s(),
             sums: (0.0, 0.0),
             from_usage: 0,
             text_only: 0,
@@ -116,14 +117,14 @@ impl MediaTally {
             self.upload_ms.add(u);
         }
         let ms = |a: u64, b: u64| (a as f64 - b as f64) / 1e6;
-        let ttft = r.first_token_at().zip(r.sent_at).map(|(t, s)| ms(t, s));
-        if let Some(t) = ttft.filter(|_| r.outcome.is_ok()) {
-            self.ttft_ms.add(t);
-            if let (Some(u), Some(done)) = (upload, r.body_sent_at) {
-                let first = r.first_token_at().unwrap_or(done);
-                self.ttft_after_ms.add(ms(first, done));
+        let first = r.first_token_at().filter(|_| r.outcome.is_ok());
+        if let Some((first, submitted)) = first.zip(r.submitted_at()) {
+            self.ttft_ms.add(ms(first, submitted));
+            if let (Some(u), Some(sent)) = (upload, r.sent_at) {
+                let wait = ms(first, sent);
+                self.ttft_with_upload_ms.add(wait);
                 self.sums.0 += u;
-                self.sums.1 += t;
+                self.sums.1 += wait;
             }
         }
     }
@@ -139,10 +140,30 @@ impl MediaTally {
             body_bytes: self.body_bytes.distribution(),
             upload_ms: self.upload_ms.distribution(),
             ttft_ms: self.ttft_ms.distribution(),
-            ttft_after_upload_ms: self.ttft_after_ms.distribution(),
-            upload_share_of_ttft: (self.sums.1 > 0.0).then(|| self.sums.0 / self.sums.1),
+            ttft_with_upload_ms: self.ttft_with_upload_ms.distribution(),
+            upload_share_of_wait: (self.sums.1 > 0.0).then(|| self.sums.0 / self.sums.1),
             input_tokens_from_usage: self.from_usage,
             input_tokens_text_only: self.text_only,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_upload_is_kept_beside_ttft_not_inside_it() {
+        // First byte written at 100 ms, the last at 180 ms (an 80 ms upload), the first
+        // token at 300 ms: TTFT 120 ms from the last byte, 200 ms from the first.
+        let mut r = RequestRecord::completed_for_tests(0, 100, &[300, 320], 10);
+        r.body_sent_at = Some(180 * 1_000_000);
+        r.media.images = 1;
+        let m = MediaTally::of([&r]).finish().unwrap();
+        let p50 = |d: Option<Distribution>| d.unwrap().p50;
+        assert_eq!(p50(m.upload_ms), 80.0);
+        assert_eq!(p50(m.ttft_ms), 120.0);
+        assert_eq!(p50(m.ttft_with_upload_ms), 200.0);
+        assert_eq!(m.upload_share_of_wait, Some(0.4));
     }
 }

@@ -1,6 +1,10 @@
 //! Per-request measurements, derived from one record: TTFT, TPOT, E2E, ITL samples, jitter,
 //! pauses (docs/metrics.md gives the definitions and their sources).
 //!
+//! Every latency starts at T_submit, the request's last byte written (the draft, Appendix
+//! B.1.1), so the time to upload images or audio is kept beside TTFT, not inside it; only the
+//! open-loop "from schedule" figures start earlier, at the planned send time.
+//!
 //! With a reasoning model, TTFT is the time to the first *answer* token (the draft's 5.1.3.1
 //! asks the report to say which; the time to the first reasoning token is kept beside it), so
 //! TPOT and the decode rate are taken over answer tokens, the ones between TTFT and E2E.
@@ -40,9 +44,9 @@ fn ms(ns: Nanos) -> f64 {
 /// What one successful request measured. Times in ms unless named otherwise.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct RequestMetrics {
-    /// First content event − sent.
+    /// First content event − T_submit (the request's last byte written).
     pub ttft_ms: f64,
-    /// Last content event − sent.
+    /// Last content event − T_submit.
     pub e2e_ms: f64,
     /// (E2E − TTFT) / (N − 1), for N ≥ 2.
     pub tpot_ms: Option<f64>,
@@ -56,9 +60,9 @@ pub struct RequestMetrics {
     pub normalized_ms_per_token: Option<f64>,
     /// (N − 1) / (t_last − t_first), tokens/s.
     pub decode_tokens_per_s: Option<f64>,
-    /// First response byte − sent.
+    /// First response byte − T_submit (0 when the server answered before the upload ended).
     pub ttfb_ms: Option<f64>,
-    /// First reasoning event − sent.
+    /// First reasoning event − T_submit.
     pub time_to_first_reasoning_ms: Option<f64>,
     /// Open loop: first content event − scheduled (no coordinated omission).
     pub ttft_from_schedule_ms: Option<f64>,
@@ -75,7 +79,7 @@ pub fn latencies(r: &RequestRecord) -> Option<(f64, f64, Option<f64>)> {
     if !r.outcome.is_ok() {
         return None;
     }
-    let sent = r.sent_at?;
+    let sent = r.submitted_at()?;
     if r.items > 0 {
         // Answered whole (embeddings, rerank): the request latency stands for both ends.
         let e2e_ms = ms(r.finished_at.saturating_sub(sent));
@@ -105,7 +109,7 @@ pub fn measure(r: &RequestRecord, itl: ItlOption) -> Option<RequestMetrics> {
         return measure_whole(r);
     }
     let (ttft_ms, e2e_ms, tpot_ms) = latencies(r)?;
-    let sent = r.sent_at?;
+    let sent = r.submitted_at()?;
     let first = r.first_token_at()?;
     let last = r.last_token_at()?;
     let n_all = r.output_tokens;
@@ -140,7 +144,7 @@ pub fn measure(r: &RequestRecord, itl: ItlOption) -> Option<RequestMetrics> {
 /// SLOs never read TTFT, ITL or token figures of such requests.
 fn measure_whole(r: &RequestRecord) -> Option<RequestMetrics> {
     let (_, e2e_ms, _) = latencies(r)?;
-    let sent = r.sent_at?;
+    let sent = r.submitted_at()?;
     Some(RequestMetrics {
         ttft_ms: e2e_ms,
         e2e_ms,
@@ -282,6 +286,28 @@ mod tests {
         let mut r = rec(&[(300, 1)]);
         r.sent_at = None;
         assert!(measure(&r, ItlOption::B).is_none());
+    }
+
+    #[test]
+    fn ttft_and_e2e_start_at_the_last_byte_written() {
+        // First byte written at 100 ms, the last at 180 ms (an 80 ms upload: T_submit is
+        // 180 ms, the draft's Appendix B.1.1); response head at 250 ms; tokens at 300, 320,
+        // 340 (2 tokens), 400 ms; planned at 90 ms.
+        let mut r = rec(&[(300, 1), (320, 1), (340, 2), (400, 1)]);
+        r.body_sent_at = Some(180 * MS);
+        r.first_byte_at = Some(250 * MS);
+        r.scheduled_at = Some(90 * MS);
+        assert_eq!(r.upload_ms(), Some(80.0));
+        let m = measure(&r, ItlOption::B).unwrap();
+        // 300 − 180 and 400 − 180, not 200 and 300 from the first byte.
+        assert_eq!((m.ttft_ms, m.e2e_ms), (120.0, 220.0));
+        assert_eq!(m.tpot_ms, Some(25.0)); // (220 − 120) / (5 − 1)
+        assert_eq!(m.ttfb_ms, Some(70.0)); // 250 − 180
+        assert_eq!(m.normalized_ms_per_token, Some(44.0)); // 220 / 5
+                                                           // The open-loop figures keep the planned time as their start.
+        assert_eq!(m.ttft_from_schedule_ms, Some(210.0));
+        assert_eq!(m.e2e_from_schedule_ms, Some(310.0));
+        assert_eq!(latencies(&r), Some((120.0, 220.0, Some(25.0))));
     }
 
     #[test]

@@ -59,8 +59,8 @@ pub struct CurvePoint {
     /// Whether the level met the SLO (null without one), as [`slo_reading`] reads it.
     pub slo_met: Option<bool>,
     /// How `slo_met` was decided: "interval" (the 95 % interval lies on one side of the
-    /// target) or "observed" (it straddles the target, too few requests to decide: the
-    /// observed share within the bound against the target). Null without an SLO.
+    /// target) or "observed" (it straddles the target, too few requests to decide: each
+    /// percentile bound's printed percentile within it). Null without an SLO.
     #[serde(default)]
     pub slo_reading: Option<String>,
     /// The saturation signals that fired at the level (5.2.3.1), by name.
@@ -164,9 +164,9 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
 }
 
 /// A level's SLO reading on the curve: `(met, how)`. The 95 % interval's verdict when it
-/// decides ("interval"); when it straddles the target ("observed"), the observed values:
-/// every bound's share within it at or above its target ([`SloCheck::observed_met`]; for a
-/// P99 bound, the level's own P99 within the bound). An undecided level is not a miss: a P99
+/// decides ("interval"); when it straddles the target ("observed"), the observed values
+/// ([`SloCheck::observed_met`]: for a P99 bound the level's own P99, type 7 as the report
+/// prints it, within the bound; never the share within it). An undecided level is not a miss: a P99
 /// bound needs 381 values all within it before its interval can pass (381 ÷ (381 + 1.96²)
 /// ≥ 0.99), so a 60-s level below 6.35 req/s could never meet one. `(None, None)` without
 /// an SLO.

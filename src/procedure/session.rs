@@ -331,7 +331,7 @@ impl<'a> Session<'a> {
                     _ => LevelVerdict::Fail,
                 };
                 reasons.push(
-                    "undecided at 95 % confidence: judged on the observed share (--quick)".into(),
+                    "undecided at 95 % confidence: judged on the observed values, each percentile as printed (--quick)".into(),
                 );
             }
         }

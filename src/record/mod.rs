@@ -170,8 +170,9 @@ pub struct RequestRecord {
     /// Just before the request bytes were written; `None` when they never were (no
     /// connection could be made).
     pub sent_at: Option<Nanos>,
-    /// When the write of the request's last byte returned: `body_sent_at − sent_at` is the
-    /// time to send it (the upload, inside TTFT). `None` when it was never all written.
+    /// When the write of the request's last byte returned: T_submit, where TTFT and E2E
+    /// start ([`RequestRecord::submitted_at`]); `body_sent_at − sent_at` is the time to send
+    /// it (the upload, kept beside TTFT). `None` when it was never all written.
     pub body_sent_at: Option<Nanos>,
     /// Bytes of the request body (JSON, base64 media included).
     pub body_bytes: u64,
@@ -230,13 +231,13 @@ pub struct RequestRecord {
 /// before the measured phase starts.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Derived {
-    /// First answer token − `sent_at`, ms.
+    /// First answer token − T_submit (the request's last byte written), ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttft_ms: Option<f64>,
     /// (E2E − TTFT) / (answer tokens − 1), ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tpot_ms: Option<f64>,
-    /// Last answer token − `sent_at`, ms.
+    /// Last answer token − T_submit (the request's last byte written), ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub e2e_ms: Option<f64>,
     /// How long the user was left waiting past a token deadline, ms (for a request that
@@ -292,6 +293,15 @@ impl RequestRecord {
             .into_iter()
             .chain(self.reasoning_chunks.first());
         first.map(|c| c.at).min()
+    }
+
+    /// T_submit, where TTFT, E2E and the figures from them start: when the write of the
+    /// request's final byte returned (the draft, Appendix B.1.1: "time of sending final byte
+    /// of HTTP request"), so an upload of images or audio is not counted as the server's
+    /// latency. Falls back to `sent_at` where the client sends one message and stamps no
+    /// separate end (gRPC, WebSocket) or the body was never all written.
+    pub fn submitted_at(&self) -> Option<Nanos> {
+        self.body_sent_at.or(self.sent_at)
     }
 
     /// Time to send the request (first byte written → last byte written), ms.

@@ -77,12 +77,13 @@ pub struct WireRecord {
     /// Whether a kept-alive connection carried the request.
     pub reused_connection: bool,
     /// When the first request byte was written, Unix µs; `null` when the request bytes
-    /// were never written (no connection).
+    /// were never written (no connection). The start of the upload, not of TTFT.
     pub sent_at_us: Option<u64>,
     /// Bytes of the request body; absent when the request was built elsewhere (gRPC).
     #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub body_bytes: u64,
-    /// Time to send the request, first byte written → last byte written, ms (inside TTFT).
+    /// Time to send the request, first byte written → last byte written, ms; TTFT and E2E
+    /// start at its end (T_submit: `sent_at_us` + `upload_ms`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub upload_ms: Option<f64>,
     /// When the first response byte arrived, Unix µs.
@@ -151,6 +152,15 @@ pub struct WireRecord {
 }
 
 impl WireRecord {
+    /// T_submit, where TTFT and E2E start: the last request byte written (`sent_at_us` +
+    /// `upload_ms`; `sent_at_us` where no upload was recorded), Unix µs.
+    pub fn submitted_at_us(&self) -> Option<u64> {
+        let upload_us = self
+            .upload_ms
+            .map_or(0, |ms| (ms * 1e3).round().max(0.0) as u64);
+        Some(self.sent_at_us? + upload_us)
+    }
+
     /// The wire form of a record on `clock`.
     pub fn from_record(r: &RequestRecord, clock: &RunClock) -> Self {
         let us = |t: Nanos| clock.unix_us(t);

@@ -186,9 +186,9 @@ async fn send_alone(shared: &Shared, req: &PreparedRequest) -> (Option<f64>, f64
     // The same first-token rule as the run: the first non-blank answer chunk.
     let ttft = r
         .first_token_at()
-        .zip(r.sent_at)
+        .zip(r.submitted_at())
         .filter(|_| r.outcome.is_ok())
-        .map(|(t, s)| (t - s) as f64 / 1e6);
+        .map(|(t, s)| t.saturating_sub(s) as f64 / 1e6);
     let prompt = prompt_tokens(r);
     let _ = shared.sink.send(ex.into_draft());
     (ttft, prompt)

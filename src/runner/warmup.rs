@@ -235,9 +235,9 @@ async fn probe(
         let r = ex.record();
         let e2e = r
             .answer_end_at()
-            .zip(r.sent_at)
+            .zip(r.submitted_at())
             .filter(|_| r.outcome.is_ok())
-            .map(|(t, s)| (t - s) as f64 / 1e6);
+            .map(|(t, s)| t.saturating_sub(s) as f64 / 1e6);
         let _ = shared.sink.send(ex.into_draft());
         let Some(e2e) = e2e else {
             return (probes, false);

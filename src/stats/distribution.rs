@@ -58,12 +58,33 @@ pub fn percentile_sorted(sorted: &[f64], p: f64) -> f64 {
         0 => f64::NAN,
         1 => sorted[0],
         n => {
-            let rank = (p / 100.0).clamp(0.0, 1.0) * (n - 1) as f64;
-            let lo = rank.floor() as usize;
-            let hi = rank.ceil() as usize;
-            sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - lo as f64)
+            let (lo, hi, frac) = type7_rank(n, p);
+            sorted[lo] + (sorted[hi] - sorted[lo]) * frac
         }
     }
+}
+
+/// The `p`-th percentile (0–100), type 7, of the sample made of `sorted` and `beyond` more
+/// values known only to lie above all of them (requests that never answered, against a
+/// latency bound). `None` when the percentile reaches into those (no finite value) or the
+/// sample is empty; with `beyond` = 0 it is [`percentile_sorted`].
+pub fn percentile_with_beyond(sorted: &[f64], beyond: usize, p: f64) -> Option<f64> {
+    let n = sorted.len() + beyond;
+    if n == 0 {
+        return None;
+    }
+    let (lo, hi, frac) = type7_rank(n, p);
+    // The weight on `hi` is `frac`, so a value beyond at `hi` with `frac` = 0 (then
+    // `lo` = `hi`, beyond too) is still no finite value.
+    (hi < sorted.len()).then(|| sorted[lo] + (sorted[hi] - sorted[lo]) * frac)
+}
+
+/// Where the type-7 `p`-th percentile (0–100) of `n` ≥ 1 sorted values lies: the ranks
+/// either side (0-based) and the weight of the upper one.
+fn type7_rank(n: usize, p: f64) -> (usize, usize, f64) {
+    let rank = (p / 100.0).clamp(0.0, 1.0) * (n - 1) as f64;
+    let (lo, hi) = (rank.floor() as usize, rank.ceil() as usize);
+    (lo, hi, rank - lo as f64)
 }
 
 /// Population standard deviation (0 for fewer than two values).
@@ -109,5 +130,23 @@ mod tests {
         assert_eq!((d.p50, d.p99, d.std), (7.0, 7.0, 0.0));
         assert!(Distribution::of(&mut vec![]).is_none());
         assert!(Distribution::of(&mut vec![f64::NAN]).is_none());
+    }
+
+    #[test]
+    fn percentiles_with_values_beyond_the_sample() {
+        // 100 and 200 plus one value beyond both: type-7 P50 of 3 values is the 2nd (200);
+        // P99 (rank 1.98) weighs the value beyond, so it has no finite value.
+        assert_eq!(
+            percentile_with_beyond(&[100.0, 200.0], 1, 50.0),
+            Some(200.0)
+        );
+        assert_eq!(percentile_with_beyond(&[100.0, 200.0], 1, 99.0), None);
+        assert_eq!(percentile_with_beyond(&[], 2, 0.0), None);
+        assert_eq!(percentile_with_beyond(&[], 0, 50.0), None);
+        let sorted: Vec<f64> = (1..=10).map(f64::from).collect();
+        assert_eq!(
+            percentile_with_beyond(&sorted, 0, 99.0),
+            Some(percentile_sorted(&sorted, 99.0))
+        );
     }
 }

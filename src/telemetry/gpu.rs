@@ -222,7 +222,8 @@ pub struct GpuEnergy {
     pub index: u32,
     /// Energy used, J.
     pub joules: f64,
-    /// Span the figure covers, s (first to last reading used).
+    /// Span the figure covers, s (first to last reading used: the window's edges, where
+    /// the readings were interpolated to them).
     pub duration_s: f64,
     /// `joules − idle_power_w · duration_s`, J, when an idle power was given. Negative means
     /// the idle figure was higher than the run's mean power.

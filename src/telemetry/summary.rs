@@ -7,7 +7,8 @@ use super::engines::{Engine, ServerSample};
 use super::gpu::{energy_over_window, joules_per_request, joules_per_token, tokens_per_joule};
 use super::gpu::{throttle_reason_names, EnergyEstimate, GpuSample};
 use super::host::Rapl;
-use super::window::{window_delta, ServerDelta};
+use super::window::{bracketing_indices, window_delta, ServerDelta};
+use super::window_energy::readings_over_span;
 use crate::clock::Nanos;
 use crate::stats::trend::ols_slope;
 use serde::Serialize;
@@ -151,18 +152,11 @@ fn engine_name(e: Engine) -> String {
     format!("{e:?}").to_lowercase()
 }
 
-/// The scrape at or before `t` (else the first), and the one at or after `end` (else the last).
+/// The scrapes that bracket the window ([`bracketing_indices`]).
 fn bracketing<T>(points: &[(Nanos, T)], start: Nanos, end: Nanos) -> Option<(&T, &T)> {
-    let first = points
-        .iter()
-        .rev()
-        .find(|(t, _)| *t <= start)
-        .or_else(|| points.first())?;
-    let last = points
-        .iter()
-        .find(|(t, _)| *t >= end)
-        .or_else(|| points.last())?;
-    Some((&first.1, &last.1))
+    let times: Vec<Nanos> = points.iter().map(|(t, _)| *t).collect();
+    let (a, b) = bracketing_indices(&times, start, end)?;
+    Some((&points[a].1, &points[b].1))
 }
 
 /// Summarises `data` over the measurement window `[start, end]`; `steady_from` is where the
@@ -312,6 +306,17 @@ fn host_window(data: &TelemetryData, start: Nanos, end: Nanos) -> HostWindow {
     }
 }
 
+/// Mean power of one GPU before `idle_until` (the run's load), W.
+fn idle_power_w(data: &TelemetryData, idle_until: Nanos) -> Option<f64> {
+    let idle: Vec<f64> = data
+        .gpu
+        .iter()
+        .filter(|p| p.at < idle_until)
+        .flat_map(|p| p.gpus.iter().filter_map(|g| g.power_w))
+        .collect();
+    (!idle.is_empty()).then(|| idle.iter().sum::<f64>() / idle.len() as f64)
+}
+
 fn gpu_window(
     data: &TelemetryData,
     start: Nanos,
@@ -325,16 +330,17 @@ fn gpu_window(
         .filter(|p| p.at >= start && p.at <= end)
         .flat_map(|p| p.gpus.iter().map(move |g| (p.at as f64 / 1e9, g.clone())))
         .collect();
-    if in_window.is_empty() {
+    let idle_power_w = idle_power_w(data, idle_until);
+    // The energy covers the span the output tokens are counted over (the window, or the
+    // server scrapes around it: `client_counts_in_window`), readings interpolated to its edges.
+    let span = sampled_span(data, start, end);
+    let energy = energy_over_window(
+        &readings_over_span(&data.gpu, *span.start(), *span.end()),
+        idle_power_w,
+    );
+    if in_window.is_empty() && energy.is_none() {
         return None;
     }
-    let idle: Vec<f64> = data
-        .gpu
-        .iter()
-        .filter(|p| p.at < idle_until)
-        .flat_map(|p| p.gpus.iter().filter_map(|g| g.power_w))
-        .collect();
-    let idle_power_w = (!idle.is_empty()).then(|| idle.iter().sum::<f64>() / idle.len() as f64);
     let mut indices: Vec<u32> = in_window.iter().map(|(_, g)| g.index).collect();
     indices.sort_unstable();
     indices.dedup();
@@ -372,7 +378,6 @@ fn gpu_window(
             }
         })
         .collect();
-    let energy = energy_over_window(&in_window, idle_power_w);
     let joules = energy.as_ref().map(|e| e.joules);
     Some(GpuWindow {
         gpus,
@@ -433,11 +438,9 @@ fn sampled_span(data: &TelemetryData, start: Nanos, end: Nanos) -> std::ops::Ran
         .filter(|p| p.sample.is_some())
         .map(|p| p.at)
         .collect();
-    let first = times.iter().rev().find(|t| **t <= start).or(times.first());
-    let last = times.iter().find(|t| **t >= end).or(times.last());
-    match (first, last) {
-        (Some(a), Some(b)) => *a..=*b,
-        _ => start..=end,
+    match bracketing_indices(&times, start, end) {
+        Some((a, b)) => times[a]..=times[b],
+        None => start..=end,
     }
 }
 

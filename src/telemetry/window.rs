@@ -11,6 +11,20 @@ use serde::{Deserialize, Serialize};
 
 use super::engines::{CacheUnit, ItlKind, ServerSample};
 use super::histogram::Histogram;
+use crate::clock::Nanos;
+
+/// The readings that bracket the window `[start, end]`, as indices into `times` (sorted):
+/// the last at or before `start` (else the first) and the first at or after `end` (else
+/// the last). Every figure over the window (the server's counters, the CPU's and the GPUs'
+/// energy) reads from the same pair, so none covers a shorter span than another.
+pub fn bracketing_indices(times: &[Nanos], start: Nanos, end: Nanos) -> Option<(usize, usize)> {
+    let first = times.iter().rposition(|t| *t <= start).unwrap_or(0);
+    let last = times
+        .iter()
+        .position(|t| *t >= end)
+        .unwrap_or(times.len().checked_sub(1)?);
+    Some((first, last))
+}
 
 /// What the server did between two samples. Counter fields are `None` when either side
 /// lacks the counter or when it went down (the server restarted inside the window; the

@@ -34,10 +34,10 @@ pub const COLUMNS: &[Column] = &[
     nullable("last_token_at_us", Kind::Time, AT, "The last content chunk"),
     required("finished_at_us", Kind::Time, AT, "The end of the exchange"),
     required("connect_ms", Kind::Float, MS, "Pool wait plus TCP/TLS set-up"),
-    nullable("ttfb_ms", Kind::Float, MS, "First byte − sent"),
-    nullable("ttft_ms", Kind::Float, MS, "Time to first token: first token − sent"),
+    nullable("ttfb_ms", Kind::Float, MS, "First response byte − the last request byte written"),
+    nullable("ttft_ms", Kind::Float, MS, "Time to first token: first token − the last request byte written"),
     nullable("tpot_ms", Kind::Float, MS, "Time per output token: (E2E − TTFT) / (answer tokens − 1)"),
-    nullable("e2e_ms", Kind::Float, MS, "End to end: last token − sent"),
+    nullable("e2e_ms", Kind::Float, MS, "End to end: last token − the last request byte written"),
     nullable("user_idle_ms", Kind::Float, MS, "How long the reader waited past a token deadline (a failed request: up to its end)"),
     nullable("deadline_misses", Kind::Int, TOKENS, "Tokens that arrived after their deadline"),
     nullable("fluidity", Kind::Float, "0–1", "Etalon fluidity-index (null without a prefill profile)"),
@@ -92,7 +92,7 @@ pub fn fill(r: &mut Row<'_>, index: u64, w: &WireRecord) {
         .time(w.chunks.last().map(|c| c.0))
         .time(Some(w.finished_at_us))
         .float(w.connect_ms)
-        .float(ms(w.first_byte_at_us, w.sent_at_us));
+        .float(ms(w.first_byte_at_us, w.submitted_at_us()));
     fill_figures(r, w);
     fill_counts(r, w);
     fill_server(r, w);

@@ -284,9 +284,9 @@ impl Figures {
     }
 }
 
-/// First token − sent, ms (the generative APIs' TTFT).
+/// First token − T_submit (the last byte written), ms (the generative APIs' TTFT).
 fn ttft_ms(r: &RequestRecord) -> Option<f64> {
-    let (first, sent) = (r.first_token_at()?, r.sent_at?);
+    let (first, sent) = (r.first_token_at()?, r.submitted_at()?);
     Some((first as f64 - sent as f64) / 1e6)
 }
 

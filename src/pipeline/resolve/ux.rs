@@ -122,8 +122,8 @@ fn baseline_by_class(dir: &std::path::Path) -> Result<BTreeMap<String, (f64, f64
     {
         // The TTFT written with the record (exact); else from its µs timestamps.
         let ttft = r.derived.as_ref().and_then(|d| d.ttft_ms).or_else(|| {
-            let (t, s) = (r.first_token_at()?, r.sent_at?);
-            Some((t - s) as f64 / 1e6)
+            let (t, s) = (r.first_token_at()?, r.submitted_at()?);
+            Some(t.saturating_sub(s) as f64 / 1e6)
         });
         if let Some(ttft) = ttft {
             let class = r.class.clone().unwrap_or_else(|| "default".into());

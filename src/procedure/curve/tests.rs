@@ -78,6 +78,7 @@ fn check(met: u64, trials: u64, target: f64) -> SloCheck {
             target: Some(target),
             interval: wilson(met, trials, 0.95),
             observed: None,
+            bound: None,
             verdict,
         }],
         verdict,

@@ -146,9 +146,10 @@ fn fluid_curve(
     (curve, (inputs.len(), measured.len()))
 }
 
-/// A request's answer-token arrivals relative to its send time.
+/// A request's answer-token arrivals relative to T_submit (its last byte written), where
+/// TTFT starts.
 fn timeline(r: &RequestRecord) -> Option<TokenTimeline> {
-    let sent = r.sent_at?;
+    let sent = r.submitted_at()?;
     let mut token_ms = Vec::new();
     for c in r.token_chunks() {
         let t = c.at.saturating_sub(sent) as f64 / 1e6;

@@ -45,7 +45,7 @@ pub fn tokens_line(m: &MediaSummary) -> String {
 pub fn media(s: &RunSummary) -> Option<Table> {
     let m = s.media.as_ref()?;
     let mut t = table(&["Requests with images or audio", "P50", "P95", "P99"])
-        .titled("Images and audio: the upload inside TTFT");
+        .titled("Images and audio: the upload before TTFT");
     let kb = |d: Option<crate::stats::Distribution>, f: fn(&crate::stats::Distribution) -> f64| {
         d.map(|d| format!("{:.1} KB", f(&d) / 1e3))
             .unwrap_or_else(|| "-".into())
@@ -58,8 +58,11 @@ pub fn media(s: &RunSummary) -> Option<Table> {
     ]);
     for (name, d) in [
         ("Upload (first → last byte written)", m.upload_ms),
-        ("TTFT (from the first byte written)", m.ttft_ms),
-        ("TTFT after the upload", m.ttft_after_upload_ms),
+        ("TTFT (from the last byte written)", m.ttft_ms),
+        (
+            "Upload and TTFT (from the first byte)",
+            m.ttft_with_upload_ms,
+        ),
     ] {
         t.push([
             name.to_string(),
@@ -69,8 +72,11 @@ pub fn media(s: &RunSummary) -> Option<Table> {
         ]);
     }
     let share = m
-        .upload_share_of_ttft
-        .map(|v| format!("; the upload is {:.1} % of their mean TTFT", v * 100.0))
+        .upload_share_of_wait
+        .map(|v| {
+            let pct = v * 100.0;
+            format!("; the upload is {pct:.1} % of their mean wait for the first token")
+        })
         .unwrap_or_default();
     Some(
         t.note(&format!("{}{share}", sent_line(m)))

@@ -121,7 +121,7 @@ fn sessions(out: &mut String, r: &RunReport) {
     row(out, "", &cache_line(s));
 }
 
-/// What the requests' images and audio were, and how much of TTFT their upload took.
+/// What the requests' images and audio were, and how long their upload took before TTFT.
 fn media(out: &mut String, r: &RunReport) {
     use crate::report::tables::media::{sent_line, tokens_line};
     let Some(m) = &r.summary.media else {
@@ -129,18 +129,18 @@ fn media(out: &mut String, r: &RunReport) {
     };
     row(out, "Media", &sent_line(m));
     let share = m
-        .upload_share_of_ttft
-        .map(|v| format!(" ({:.1} % of TTFT)", v * 100.0))
+        .upload_share_of_wait
+        .map(|v| format!(" ({:.1} % of the wait for the first token)", v * 100.0))
         .unwrap_or_default();
     row(
         out,
         "Upload",
         &format!(
-            "P50 {} · P99 {}{share}; TTFT after it P50 {} · P99 {}",
+            "P50 {} · P99 {}{share}, before TTFT (P50 {} · P99 {}) starts",
             opt_ms(m.upload_ms, |d| d.p50),
             opt_ms(m.upload_ms, |d| d.p99),
-            opt_ms(m.ttft_after_upload_ms, |d| d.p50),
-            opt_ms(m.ttft_after_upload_ms, |d| d.p99),
+            opt_ms(m.ttft_ms, |d| d.p50),
+            opt_ms(m.ttft_ms, |d| d.p99),
         ),
     );
     row(out, "", &tokens_line(m));

@@ -5,7 +5,7 @@
 use super::{FailureStreak, Shared};
 use crate::client::{execute, Exchange, PreparedRequest};
 use crate::clock::Nanos;
-use crate::record::{FailureKind, Phase};
+use crate::record::{FailureKind, Phase, RequestRecord};
 use crate::runner::feeder::Feed;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -45,7 +45,7 @@ async fn run_one(
             _ = cancels.0.wait_for(|c| *c) => End::Cancelled,
             _ = cancels.1.wait_for(|c| *c) => End::Cancelled,
         };
-        first_sent = first_sent.or(ex.record().sent_at);
+        first_sent = first_sent.or_else(|| written_at(ex.record()));
         let Some(wait) = retry_wait(&shared.retry, ex.record(), retries) else {
             break end;
         };
@@ -66,12 +66,9 @@ async fn run_one(
         ex = Exchange::new(&req, phase, scheduled_at);
         ex.draft.record.queued_at = shared.clock.now();
     };
-    let r = &mut ex.draft.record;
-    r.retries = retries;
+    ex.draft.record.retries = retries;
     if retries > 0 {
-        // The whole wait is the user's: attempt and send times are the first attempt's.
-        r.queued_at = first_attempt;
-        r.sent_at = first_sent.or(r.sent_at);
+        start_at_first_attempt(&mut ex.draft.record, first_attempt, first_sent);
     }
     let now = shared.clock.now();
     match end {
@@ -96,11 +93,32 @@ async fn run_one(
     failure
 }
 
+/// When a request's bytes went out: its first byte written and its last (T_submit, where
+/// TTFT starts); `None` when nothing was written.
+fn written_at(r: &RequestRecord) -> Option<(Nanos, Option<Nanos>)> {
+    Some((r.sent_at?, r.body_sent_at))
+}
+
+/// A retried request's times are its first attempt's, so the whole wait is the user's: when
+/// it was attempted, and when the first attempt that wrote its bytes wrote them (both ends,
+/// so its upload is that attempt's, not the last attempt's end against the first's start).
+fn start_at_first_attempt(
+    r: &mut RequestRecord,
+    attempted_at: Nanos,
+    written: Option<(Nanos, Option<Nanos>)>,
+) {
+    r.queued_at = attempted_at;
+    if let Some((sent_at, body_sent_at)) = written {
+        r.sent_at = Some(sent_at);
+        r.body_sent_at = body_sent_at;
+    }
+}
+
 /// How long to wait before retrying a refused request, when the policy retries it:
 /// its `Retry-After` (seconds) capped by the policy, or 0.5 s doubling per retry.
 fn retry_wait(
     policy: &crate::client::RetryPolicy,
-    r: &crate::record::RequestRecord,
+    r: &RequestRecord,
     retries: u32,
 ) -> Option<Duration> {
     if retries >= policy.max_retries {

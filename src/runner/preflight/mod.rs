@@ -173,7 +173,7 @@ fn timings(ex: &Exchange) -> Option<(f64, f64)> {
     if !r.outcome.is_ok() {
         return None;
     }
-    let sent = r.sent_at?;
+    let sent = r.submitted_at()?;
     let first = r.first_token_at().or_else(|| r.first_reasoning_at())?;
     let last = r.last_token_at().unwrap_or(first).max(first);
     let tokens = r
