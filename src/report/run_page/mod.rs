@@ -383,6 +383,13 @@ pub fn reproduction(r: &RunReport) -> Section {
             ("servebench", format!("{} {}", r.tool.name, r.tool.version)),
             ("Seed", r.config.seed.to_string()),
             (
+                "Prompt salt",
+                format!(
+                    "{} (the words of this run's prompts: --prompt-salt {} sends them again)",
+                    r.config.prompt_salt, r.config.prompt_salt
+                ),
+            ),
+            (
                 "Workload hash",
                 format!(
                     "{} (workload, seed, dataset, tokenizer, API and request options)",

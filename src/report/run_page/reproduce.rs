@@ -2,8 +2,8 @@
 //! exact command line, the seed, a hash of the workload, the tool's version, the files.
 //!
 //! The workload hash identifies the request sequence a run sent: two runs with the same
-//! hash (and the same servebench version) sent the same prompts with the same lengths in
-//! the same order. It covers the resolved workload specification, the seed, the dataset's
+//! hash (and the same servebench version) sent prompts of the same lengths in the same
+//! order, with the same words when their prompt salts (`config.prompt_salt`) are equal too. It covers the resolved workload specification, the seed, the dataset's
 //! description (path, format, records; not its bytes), the tokenizer that sized the
 //! prompts, the API and the request options. It is computed from `run.json`, so old runs get
 //! it too.

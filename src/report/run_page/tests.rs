@@ -253,7 +253,7 @@ fn the_page_has_every_section_and_every_chart_has_data() {
         "**Inter-token latency (draft Table 6)**",
         "**Fairness (draft Tables 8 and 9)",
         "## 6. Reproduction",
-        "servebench run --quiet --no-fluidity --model m1 --workload fairness-mix",
+        "servebench run --quiet --no-fluidity --model m1 --prompt-salt 1 --workload fairness-mix",
         "**Figure: Time to first token: cumulative distribution** (chart `ttft-cdf` in report.html, 3 data points).",
     ] {
         assert!(md.contains(needle), "missing {needle:?} in\n{md}");
