@@ -71,16 +71,10 @@ impl LevelRunner {
         self.tests_started += 1;
     }
 
-    /// The prompt salt of the next level: its own, drawn from the run's salt and the
-    /// levels started before it, or the current test's shared one (`spec.shared_prompts`).
-    /// Every level of a suite differs from every other unless it shares on purpose.
+    /// The prompt salt of the next level ([`level_prompt_salt`]).
     fn level_prompt_salt(&mut self, base: u64, shared: bool) -> u64 {
         self.levels_started += 1;
-        let ordinal = match shared {
-            true => (1 << 40) + self.tests_started,
-            false => self.levels_started,
-        };
-        crate::workload::splitmix64(base ^ crate::workload::splitmix64(ordinal))
+        level_prompt_salt(base, shared, self.levels_started, self.tests_started)
     }
 
     /// The main target's configuration (the unlabelled one, else the first).
@@ -309,6 +303,18 @@ fn level_config(t: &TargetSetup, spec: &LevelSpec, quick: bool, quiet: bool) -> 
     config
 }
 
+/// The prompt salt of a level: its own, drawn from the run's salt `base` and its ordinal
+/// among the levels started (every test of a suite counts), or the current test's shared
+/// one (`shared`: the prefix-cache test's levels). No two levels send the same prompts
+/// unless they share on purpose, and the same base gives the same salts again.
+fn level_prompt_salt(base: u64, shared: bool, levels_started: u64, tests_started: u64) -> u64 {
+    let ordinal = match shared {
+        true => (1 << 40) + tests_started,
+        false => levels_started,
+    };
+    crate::workload::splitmix64(base ^ crate::workload::splitmix64(ordinal))
+}
+
 /// The level's folder name under `levels/`: its number (`count` levels ran before it),
 /// target and load.
 fn level_name(count: usize, spec: &LevelSpec) -> String {
@@ -404,5 +410,32 @@ fn planned_warmup_s(config: &RunConfig, quick: bool) -> f64 {
         _ => warmup_plan(config)
             .and_then(|p| p.seconds)
             .unwrap_or(config.warmup_max.as_secs_f64()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::level_prompt_salt;
+
+    /// Issue 31, item 1: every level of a suite draws its own prompts (a cache that holds
+    /// the previous level's cannot answer the next), the levels of a test that share do,
+    /// tests do not share with each other, and the run's salt makes them reproducible.
+    #[test]
+    fn every_level_has_its_own_prompts_unless_it_shares() {
+        let own: Vec<u64> = (1..=40)
+            .map(|n| level_prompt_salt(7, false, n, 1 + n / 10))
+            .collect();
+        let distinct: std::collections::HashSet<_> = own.iter().collect();
+        assert_eq!(distinct.len(), own.len());
+        let shared = |level, test| level_prompt_salt(7, true, level, test);
+        assert_eq!(shared(3, 2), shared(4, 2), "one test's sharing levels");
+        assert_ne!(shared(3, 2), shared(3, 3), "another test's");
+        assert!(!own.contains(&shared(3, 2)));
+        assert_eq!(level_prompt_salt(7, false, 5, 1), own[4]);
+        assert_ne!(
+            level_prompt_salt(8, false, 5, 1),
+            own[4],
+            "another run's salt"
+        );
     }
 }
