@@ -910,3 +910,57 @@ fn a_test_says_how_long_it_will_take_before_it_starts() {
         "{err}"
     );
 }
+
+/// Issue 36, item 6: inputs that cannot make a measurement end at once with status 2 and
+/// the reason, before any server, simulator or warm-up starts. Before, `run --requests 0`
+/// exited 0 with "100.0 % of requests succeeded" and the test flags started minutes of
+/// warm-up or wrote an empty test.
+#[test]
+fn inputs_that_cannot_measure_are_refused_at_once() {
+    let cases: [(&[&str], &str); 7] = [
+        (&["run", "--requests", "0"], "--requests must be at least 1"),
+        (
+            &["run", "--timeout", "0s"],
+            "--timeout must be longer than zero",
+        ),
+        (
+            &["run", "--slo", "success_rate>=1.5"],
+            "a share between 0 and 1",
+        ),
+        (
+            &["test", "ttft", "--requests", "0"],
+            "--requests must be at least 1",
+        ),
+        (
+            &["test", "capacity", "--start-concurrency", "0"],
+            "--start-concurrency must be at least 1",
+        ),
+        (
+            &[
+                "test",
+                "capacity",
+                "--start-concurrency",
+                "8",
+                "--concurrency-limit",
+                "2",
+            ],
+            "above --concurrency-limit 2",
+        ),
+        (
+            &["test", "throughput", "--budget", "0s"],
+            "--budget must be longer than zero",
+        ),
+    ];
+    for (args, reason) in cases {
+        let mut argv = args.to_vec();
+        argv.push("--quiet");
+        let o = servebench(&argv);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(reason), "{args:?}: {err}");
+        assert!(
+            !err.contains("built-in simulator"),
+            "{args:?} started: {err}"
+        );
+    }
+}

@@ -95,6 +95,10 @@ pub enum SloParseError {
     Rate(String),
     #[error("SLO bound `{0}` is not a positive number")]
     Number(String),
+    #[error(
+        "success_rate>={0}: a success rate is a share between 0 and 1 (0.99 = 99 % of requests)"
+    )]
+    Share(String),
 }
 
 fn number(v: &str) -> Result<f64, SloParseError> {
@@ -115,10 +119,11 @@ impl SloSpec {
             if let Some((name, value)) = term.split_once(">=") {
                 let metric = RateMetric::parse(name.trim())
                     .ok_or_else(|| SloParseError::Rate(name.trim().into()))?;
-                terms.push(SloTerm::AtLeast {
-                    metric,
-                    min: number(value)?,
-                });
+                let min = number(value)?;
+                if metric == RateMetric::SuccessRate && min > 1.0 {
+                    return Err(SloParseError::Share(value.trim().into()));
+                }
+                terms.push(SloTerm::AtLeast { metric, min });
                 continue;
             }
             let (lhs, value) = term

@@ -122,6 +122,19 @@ fn check_flags(args: &RunArgs, p: &ProcedureArgs) -> Result<(Labelled, Labelled)
     if p.levels < 2 {
         bail!("--levels must be at least 2");
     }
+    if p.budget.is_some_and(|b| b.is_zero()) {
+        bail!("--budget must be longer than zero (no level could start), e.g. --budget 30m");
+    }
+    if p.start_concurrency == 0 {
+        bail!("--start-concurrency must be at least 1");
+    }
+    if p.start_concurrency > p.concurrency_limit {
+        bail!(
+            "--start-concurrency {} is above --concurrency-limit {}: the search would start past its own limit",
+            p.start_concurrency,
+            p.concurrency_limit
+        );
+    }
     if let Some(c) = p.capacity {
         if !(c > 0.0 && c.is_finite()) {
             bail!("--capacity must be a positive number of requests per second");

@@ -22,6 +22,12 @@ pub(crate) fn limits(lim: &LimitArgs) -> Result<(Limits, Warmup)> {
     if limits.duration.is_some_and(|d| d.is_zero()) {
         bail!("--duration must be longer than zero");
     }
+    if limits.requests == Some(0) {
+        bail!("--requests must be at least 1 (a run of no requests measures nothing)");
+    }
+    if lim.timeout.is_zero() {
+        bail!("--timeout must be longer than zero (every request would time out at once), e.g. --timeout 600s");
+    }
     let warmup =
         match lim.warmup.as_str() {
             "auto" => Warmup::Auto,
