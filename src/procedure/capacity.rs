@@ -187,7 +187,9 @@ fn criteria_from_reference(s: &mut Session, o: &Options, result: &mut CapacityRe
             terms: vec![crate::metrics::slo::SloTerm::RunStat {
                 stat: crate::metrics::slo::Stat::Percentile(99.0),
                 metric: crate::metrics::slo::RunMetric::TtftMs,
-                max: (10.0 * p).max(1.0),
+                // Whole milliseconds: the bound is printed and judged as one figure
+                // (`p99(ttft_ms)<=15111`, not its 17 digits of float).
+                max: (10.0 * p).round().max(1.0),
             }],
             target_attainment: 0.99,
         });
@@ -361,4 +363,30 @@ fn compliance(
         r.search.clone(),
     );
     c.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    /// Issue 36, item 7: the derived TTFT bound reads as a figure, whole milliseconds
+    /// (before: `p99(ttft_ms)<=3270.304`, and on llama.cpp `<=15111.017969999997`).
+    #[test]
+    fn the_derived_bound_is_whole_milliseconds() {
+        use crate::procedure::conformance::{case, run_test};
+        let (finding, _) = run_test(
+            &case("fixed").unwrap(),
+            crate::procedure::TestName::Capacity,
+            1,
+        )
+        .unwrap();
+        let crate::procedure::TestResult::Capacity(r) = finding.result else {
+            panic!("a capacity result")
+        };
+        let bound = r
+            .criteria
+            .split("p99(ttft_ms)<=")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .expect("the derived bound is printed");
+        assert!(bound.parse::<u64>().is_ok(), "{}", r.criteria);
+    }
 }
