@@ -227,6 +227,20 @@ fn command_line(args: &Lenient<Vec<Json>>) -> Option<String> {
     serde_json::to_string(&args).ok()
 }
 
+/// A rate or factor as people write it: four significant digits at most, no trailing
+/// zeros (`0.228`, `12.5`, `8`), never the 17 digits of the float a run recorded.
+fn figure(x: f64) -> String {
+    if !x.is_finite() || x == 0.0 {
+        return x.to_string();
+    }
+    let decimals = (3 - x.abs().log10().floor() as i32).clamp(0, 6) as usize;
+    let text = format!("{x:.decimals$}");
+    match text.contains('.') {
+        true => text.trim_end_matches('0').trim_end_matches('.').to_owned(),
+        false => text,
+    }
+}
+
 /// `config.load` in words: `closed c=64`, `open 12.5 req/s poisson`,
 /// `open 8 req/s gamma cv=2`, `trace speed=1`. Unknown shapes are kept as
 /// compact JSON rather than dropped.
@@ -245,7 +259,7 @@ pub(super) fn load_text(load: &Json) -> Option<String> {
         },
         Some("open") => {
             let mut text = match view.rate_per_s.get() {
-                Some(rate) => format!("open {rate} req/s"),
+                Some(rate) => format!("open {} req/s", figure(rate)),
                 None => "open".to_owned(),
             };
             let arrival = view.arrival.view();
@@ -254,7 +268,7 @@ pub(super) fn load_text(load: &Json) -> Option<String> {
                 text.push_str(&kind);
             }
             if let Some(cv) = arrival.and_then(|a| a.cv.get()) {
-                text.push_str(&format!(" cv={cv}"));
+                text.push_str(&format!(" cv={}", figure(cv)));
             }
             text
         }
@@ -358,6 +372,11 @@ mod tests {
             "trace speed=2"
         );
         assert_eq!(text(json!({"model": "open"})).unwrap(), "open");
+        // Issue 36, item 9: a searched rate reads as a figure.
+        let searched = json!({"model": "open", "rate_per_s": 0.22825782958819435, "arrival": {"kind": "poisson"}});
+        assert_eq!(text(searched).unwrap(), "open 0.2283 req/s poisson");
+        let fast = json!({"model": "open", "rate_per_s": 1234.5678});
+        assert_eq!(text(fast).unwrap(), "open 1235 req/s");
         assert_eq!(
             text(json!({"model": "warp"})).unwrap(),
             r#"{"model":"warp"}"#
