@@ -1,5 +1,7 @@
 //! Reading a throughput–latency curve: knee, saturation point, optimal
-//! operating point (draft 5.3.4) and the saturation signals of 5.2.3.1.
+//! operating point (draft 5.3.4). The saturation signals of a single level
+//! (draft 5.2.3.1: queue growth, completions short of arrivals, latency
+//! blow-up) are read on its records in `procedure::saturation`, not here.
 //!
 //! A sweep measures one [`Level`] per offered load. The draft defines the
 //! derived points in one line each; the functions below follow that text,
@@ -12,11 +14,6 @@ use serde::{Deserialize, Serialize};
 
 /// A P99 above this multiple of the minimum P99 marks the knee (5.3.4).
 pub const KNEE_FACTOR: f64 = 2.0;
-/// Completions below this fraction of arrivals signal saturation (5.2.3.1).
-pub const COMPLETION_FRACTION: f64 = 0.9;
-/// A P99 above this multiple of the low-load P50 signals saturation
-/// (5.2.3.1).
-pub const LATENCY_BLOWUP_FACTOR: f64 = 10.0;
 /// A level without a throughput interval shows a decrease only below this
 /// share of the previous level's lower bound (see [`saturation`]).
 pub const COLLAPSE_SHARE: f64 = 0.5;
@@ -201,55 +198,6 @@ pub fn optimal_operating_point(levels: &[Level]) -> Option<OperatingPoint<'_>> {
         level,
         basis: OperatingBasis::BelowKnee,
     })
-}
-
-/// Observations at one load level for the saturation check of 5.2.3.1.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct SaturationInput {
-    /// Request arrival (offered) rate, requests per second.
-    pub arrival_rate_per_s: f64,
-    /// Request completion rate over the same window, requests per second.
-    pub completion_rate_per_s: f64,
-    /// P99 latency at this level, milliseconds.
-    pub p99_latency_ms: f64,
-    /// P50 latency of the same metric at the lowest load of the sweep,
-    /// milliseconds — the draft's "P50 latency at lower load".
-    pub lowest_load_p50_ms: f64,
-    /// Whether the queue (in-flight count) grew over the window, e.g. from
-    /// `trend::growing`; None when it was not sampled.
-    pub queue_growing: Option<bool>,
-}
-
-/// Which of the draft's three saturation conditions (5.2.3.1) fired. The
-/// draft joins them with OR: any one means saturation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct SaturationSignals {
-    /// "Queue depth grows continuously during test duration."
-    pub queue_growth: bool,
-    /// "Request completion rate is less than 90% of arrival rate."
-    pub completion_shortfall: bool,
-    /// "P99 latency exceeds 10x the P50 latency at lower load."
-    pub latency_blowup: bool,
-}
-
-impl SaturationSignals {
-    /// True when at least one signal fired.
-    pub fn any(&self) -> bool {
-        self.queue_growth || self.completion_shortfall || self.latency_blowup
-    }
-}
-
-/// Evaluates the saturation conditions of draft 5.2.3.1 for one level.
-/// Comparisons are strict ("less than", "exceeds"), so a level sitting
-/// exactly on a threshold does not fire; a NaN input never fires its
-/// signal. An unsampled queue (`queue_growing: None`) does not fire.
-pub fn saturation_signals(input: &SaturationInput) -> SaturationSignals {
-    SaturationSignals {
-        queue_growth: input.queue_growing == Some(true),
-        completion_shortfall: input.completion_rate_per_s
-            < COMPLETION_FRACTION * input.arrival_rate_per_s,
-        latency_blowup: input.p99_latency_ms > LATENCY_BLOWUP_FACTOR * input.lowest_load_p50_ms,
-    }
 }
 
 #[cfg(test)]
@@ -478,33 +426,20 @@ mod tests {
         );
     }
 
+    /// Issue 31, item 12: the literal "P99 above 10 × the P50 at lower load" saturation
+    /// rule is not kept here beside the one the procedure uses (`procedure::saturation`
+    /// reads the 5.2.3.1 signals per output token), and docs/metrics.md says that under
+    /// option B mean ITL equals TPOT per request only, not over a run.
     #[test]
-    fn saturation_signal_thresholds() {
-        let base = SaturationInput {
-            arrival_rate_per_s: 20.0,
-            completion_rate_per_s: 18.0,
-            p99_latency_ms: 950.0,
-            lowest_load_p50_ms: 95.0,
-            queue_growing: None,
-        };
-        // 18 = 0.9·20 is not "less than"; 950 = 10·95 does not "exceed".
-        let s = saturation_signals(&base);
-        assert_eq!(s, SaturationSignals::default());
-        assert!(!s.any());
-        let s = saturation_signals(&SaturationInput {
-            completion_rate_per_s: 17.9,
-            ..base
-        });
-        assert!(s.completion_shortfall && !s.latency_blowup && !s.queue_growth && s.any());
-        let s = saturation_signals(&SaturationInput {
-            p99_latency_ms: 951.0,
-            ..base
-        });
-        assert!(s.latency_blowup && !s.completion_shortfall);
-        let s = saturation_signals(&SaturationInput {
-            queue_growing: Some(true),
-            ..base
-        });
-        assert!(s.queue_growth && s.any());
+    fn the_literal_blowup_rule_lives_in_procedure_saturation_only() {
+        let code = include_str!("curve.rs");
+        assert!(!code.contains(concat!("LATENCY_BLOWUP", "_FACTOR")));
+        assert!(!code.contains(concat!("fn saturation", "_signals(")));
+        let metrics = include_str!("../../docs/metrics.md");
+        assert!(!metrics.contains(concat!(
+            "Under B the mean ITL equals the TPOT",
+            " of the same requests."
+        )));
+        assert!(metrics.contains("per request"));
     }
 }
