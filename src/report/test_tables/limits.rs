@@ -121,5 +121,14 @@ pub(super) fn long_context(r: &TestReport, out: &mut Parts) {
                 .unwrap_or_default()
         ));
     }
+    if let Some(k0) = x.origin_exponent {
+        out.text(format!(
+            "The draft's literal reading, TTFT ∝ length^k through the origin: k = {k0:.2} (R² = {:.4}); a fixed overhead bends it below the k above",
+            x.origin_r2.unwrap_or(f64::NAN)
+        ));
+    }
+    if let Some(why) = crate::procedure::long_context::label_reason(&x) {
+        out.text(why);
+    }
     out.text(format!("Longest length: {}", x.context_limit));
 }
