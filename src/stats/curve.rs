@@ -14,6 +14,10 @@ use serde::{Deserialize, Serialize};
 
 /// A P99 above this multiple of the minimum P99 marks the knee (5.3.4).
 pub const KNEE_FACTOR: f64 = 2.0;
+/// Achieved throughput below this share of what the offered load asks marks
+/// saturation (see [`shortfall`]): the draft's own bound for completions
+/// against arrivals (5.2.3.1, "less than 90% of arrival rate").
+pub const SHORTFALL_SHARE: f64 = 0.9;
 /// A level without a throughput interval shows a decrease only below this
 /// share of the previous level's lower bound (see [`saturation`]).
 pub const COLLAPSE_SHARE: f64 = 0.5;
@@ -102,9 +106,10 @@ pub fn sustained_knee(levels: &[Level]) -> Option<&Level> {
 /// level decreases that clearly.
 ///
 /// The draft's Table 5 example labels 22 req/s the saturation point
-/// "(throughput peaks)" although its throughput never decreases; that is
-/// the last, highest-throughput level, which [`peak`] returns. This
-/// function follows the definition, not the example, and gives None there.
+/// "(throughput peaks)" although its throughput never decreases. This
+/// function follows the definition's words and gives None there;
+/// [`saturation_point`] adds the reading that gives the example's answer
+/// ([`shortfall`]), and is what the curve test reports.
 ///
 /// A level without an interval (too few completions in its steady span to
 /// form one, as happens when throughput collapses) is compared by its point
@@ -130,6 +135,73 @@ pub fn saturation(levels: &[Level]) -> Option<&Level> {
         }
     }
     None
+}
+
+/// Which reading found the saturation point ([`saturation_point`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SaturationRule {
+    /// The draft's literal rule: throughput fell from the previous level ([`saturation`]).
+    Decrease,
+    /// Throughput fell short of what the offered load asks ([`shortfall`]).
+    Shortfall,
+}
+
+/// First level whose achieved throughput falls short of what its offered
+/// load asks: its interval's upper bound below [`SHORTFALL_SHARE`] of the
+/// offered rate times the best tokens per offered request a lower level
+/// delivered (the highest lower bound of achieved ÷ offered over the levels
+/// below it). A server that keeps up turns each offered request into its
+/// tokens, so achieved throughput grows with the offer; past its capacity it
+/// delivers what it can and the rest queues. This is the draft's 5.2.3.1
+/// signal "completion rate is less than 90% of arrival rate", read in
+/// tokens as 5.3 reads throughput.
+///
+/// It is how the draft's own example reads: Table 5's throughput never
+/// falls (so [`saturation`] finds nothing), yet the draft names 22 req/s
+/// "(throughput peaks)": 142 tokens per offered request at every level up to
+/// 14 req/s and 141 at 18, but 2,712 tok/s at 22 req/s is 123 a request,
+/// 87 % of what the offer asks (2,712 < 0.9 × 142 × 22 = 2,812).
+///
+/// A level without an interval counts only below [`COLLAPSE_SHARE`] of
+/// what its offer asks, as in [`saturation`], and never sets the reference.
+/// None when every level delivered what its offer asks.
+pub fn shortfall(levels: &[Level]) -> Option<&Level> {
+    let has_ci = |l: &Level| l.achieved_ci.0.is_finite() && l.achieved_ci.1.is_finite();
+    let mut best_per_request: Option<f64> = None;
+    for l in ascending(levels) {
+        let offered = l.offered_rate_per_s;
+        if let Some(per_request) = best_per_request {
+            let asked = per_request * offered;
+            let short = if has_ci(l) {
+                l.achieved_ci.1 < SHORTFALL_SHARE * asked
+            } else {
+                l.achieved_tokens_per_s < COLLAPSE_SHARE * asked
+            };
+            if short {
+                return Some(l);
+            }
+        }
+        if has_ci(l) && offered > 0.0 {
+            let delivered = l.achieved_ci.0 / offered;
+            best_per_request = Some(best_per_request.map_or(delivered, |b| b.max(delivered)));
+        }
+    }
+    None
+}
+
+/// The saturation point as servebench reads the draft (docs/methodology.md):
+/// the lower of the level where throughput fell ([`saturation`], the literal
+/// rule) and the level where it fell short of the offer ([`shortfall`], the
+/// reading that gives the draft's own Table 5 its stated 22 req/s), with the
+/// rule that found it (the literal one when both find the same level).
+pub fn saturation_point(levels: &[Level]) -> Option<(&Level, SaturationRule)> {
+    let fell = saturation(levels).map(|l| (l, SaturationRule::Decrease));
+    let short = shortfall(levels).map(|l| (l, SaturationRule::Shortfall));
+    match (fell, short) {
+        (Some(f), Some(s)) if s.0.offered_rate_per_s < f.0.offered_rate_per_s => Some(s),
+        (Some(f), _) => Some(f),
+        (None, s) => s,
+    }
 }
 
 /// The level with the highest mean achieved throughput (lowest offered
@@ -266,11 +338,20 @@ mod tests {
 
     #[test]
     fn table5_has_no_decrease_but_peaks_at_22() {
-        // Throughput rises at every step, so by the definition there is no
-        // saturation point; the caption's "throughput peaks" level is 22.
+        // Throughput rises at every step, so by the definition's words there
+        // is no saturation point; the caption's "throughput peaks" level is 22.
+        // Tokens per offered request, lower bounds: 132, 138.7, 140, 140.6,
+        // 139.7; at 22 req/s 2,712 + 20 = 2,732 < 0.9 × 140.6 × 22 = 2,783:
+        // short of the offer, the draft's 22.
         let t = table5();
         assert!(saturation(&t).is_none());
         assert_eq!(peak(&t).unwrap().offered_rate_per_s, 22.0);
+        assert_eq!(shortfall(&t).unwrap().offered_rate_per_s, 22.0);
+        let (l, rule) = saturation_point(&t).unwrap();
+        assert_eq!(
+            (l.offered_rate_per_s, rule),
+            (22.0, SaturationRule::Shortfall)
+        );
     }
 
     #[test]
