@@ -282,9 +282,10 @@ pub fn fit_scaling(result: &mut LongContextResult) {
 fn answer(result: &LongContextResult) -> String {
     match (&result.best_fit, result.scaling_exponent) {
         (Some(best), Some(k)) => format!(
-            "best fit {} (R² = {:.4}), TTFT = a + b·length^{k:.2}{}{}; {} lengths from {} to {} tokens",
+            "best fit {} (R² = {:.4}), TTFT = a + b·length^{k:.2}{}{}{}; {} lengths from {} to {} tokens",
             best.replace('_', " "),
             result.r2.unwrap_or(f64::NAN),
+            exponent_note(best, k),
             result
                 .origin_exponent
                 .map(|k0| format!(" (through the origin, the draft's TTFT ∝ length^k: k = {k0:.2})"))
@@ -313,6 +314,24 @@ fn answer(result: &LongContextResult) -> String {
             "{} lengths measured: too few to fit the scaling models (3 needed for a line, 4 for the exponent)",
             result.rows.len()
         ),
+    }
+}
+
+/// Within this of 1, an exponent reads as a straight line (the conformance tolerance).
+const NEAR_ONE: f64 = 0.05;
+
+/// What keeps the label and the exponent printed beside it from contradicting each other:
+/// a line beside a k away from 1 (the power law's bend is within the noise, so the line is
+/// named), or a curve beside a k near 1 (the power law cannot follow this curve; the
+/// quadratic does). Empty when they agree.
+pub fn exponent_note(best: &str, k: f64) -> &'static str {
+    let near_one = (k - 1.0).abs() <= NEAR_ONE;
+    match (best == "linear", near_one) {
+        (true, false) => " (its bend is within the noise: the line is named)",
+        (false, true) if best == "quadratic" => {
+            " (near 1: a power law cannot follow this curve, the quadratic does)"
+        }
+        _ => "",
     }
 }
 
@@ -496,6 +515,26 @@ mod tests {
             per_token_cost(&sublinear, 20.0),
             ", the marginal cost per input token shrinks with length (a straight line would average 20 µs per token)"
         );
+    }
+
+    /// Issue 31, item 3: the label, the exponent and R² printed together never contradict
+    /// each other: a line beside k = 1.30 says the bend is within the noise.
+    #[test]
+    fn the_label_and_the_exponent_agree_in_the_answer() {
+        let r = LongContextResult {
+            best_fit: Some("linear".into()),
+            scaling_exponent: Some(1.3),
+            origin_exponent: Some(1.2),
+            r2: Some(0.98),
+            ..Default::default()
+        };
+        assert_eq!(
+            answer(&r),
+            "best fit linear (R² = 0.9800), TTFT = a + b·length^1.30 (its bend is within the noise: the line is named) (through the origin, the draft's TTFT ∝ length^k: k = 1.20); 0 lengths from 0 to 0 tokens"
+        );
+        assert_eq!(exponent_note("linear", 1.02), "");
+        assert_eq!(exponent_note("power_law", 1.5), "");
+        assert!(exponent_note("quadratic", 1.01).starts_with(" (near 1"));
     }
 
     #[test]

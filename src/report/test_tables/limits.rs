@@ -112,7 +112,10 @@ pub(super) fn long_context(r: &TestReport, out: &mut Parts) {
             best.replace('_', " "),
             x.r2.unwrap_or(f64::NAN),
             x.scaling_exponent
-                .map(|k| format!("{k:.2}"))
+                .map(|k| format!(
+                    "{k:.2}{}",
+                    crate::procedure::long_context::exponent_note(best, k)
+                ))
                 .unwrap_or_else(|| "-".into()),
             x.us_per_input_token
                 .map(|u| crate::procedure::long_context::per_token_cost(&x, u)
