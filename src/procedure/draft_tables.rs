@@ -126,7 +126,7 @@ fn table_7_capacity_64() {
 /// fit: Linear (R^2 = 0.9987), ~68 microseconds per input token". servebench answers
 /// otherwise, and says why in the report: the line's R² (0.9986) and slope (69 µs a token)
 /// match the draft's, and the draft's literal TTFT ∝ length^k through the origin gives
-/// k = 0.95; but the line misses the 1K mean by 86 ms where the table's P95 implies a
+/// k = 0.95; but the line misses the 1K mean by 85 ms where the table's P95 implies a
 /// standard error of 3 ms (σ ≈ (P95 − mean) ÷ 1.645 over √19, at 5.9.2's 20 requests), so
 /// the simplest model within the noise is the quadratic (`stats::fit::choice`).
 #[test]

@@ -9,7 +9,7 @@
 //!
 //! 1. **It is statistically better.** The F-test of nested models: with n points, the line's
 //!    and the curve's residual sums of squares RSS₁ and RSS₂, F = (RSS₁ − RSS₂) ÷ (RSS₂ ÷
-//!    (n − 3)) must exceed the 95 % quantile of F(1, n − 3) (10.13 for 5 points, 5.99 for 8).
+//!    (n − 3)) must exceed the 95 % quantile of F(1, n − 3) (18.51 for 5 points, 6.61 for 8).
 //!    The power law nests the line at k = 1 as the quadratic does at c = 0.
 //! 2. **It is worth more than the noise.** The curve must depart from the line, at some
 //!    measured length, by more than twice that length's noise: the standard error of its mean

@@ -211,7 +211,7 @@ fn a_bow_within_the_ttft_noise_is_not_quadratic() {
 /// input token". The straight line agrees with the draft's figures: R² 0.9986, 69.2 µs a
 /// token. The draft's literal reading, TTFT ∝ length^k through the origin, gives k = 0.954
 /// (about proportional); with an intercept, k = 1.11. But the line misses the 1K mean by
-/// 86 ms (it predicts 3.6 ms, its intercept −67 ms), and the table's own ms/1K column (76,
+/// 85 ms (it predicts 3.6 ms, its intercept −67 ms), and the table's own ms/1K column (76,
 /// 63, 59, 62, 68) falls then rises, which no straight line does: a parabola departs from
 /// the line by 94 ms at 1K, where the table's P95 implies a standard error of 3.2 ms
 /// ((112 − 89) ÷ 1.645 over √19, at the draft's 20 requests per length). So servebench names
