@@ -14,10 +14,11 @@
 //!   overhead reads as k ≈ 0.9.
 //!
 //! All three are least-squares fits in the original (ms) space and report R²
-//! there. The best model is the one with the lowest BIC (n·ln(RSS/n) +
-//! p·ln n), and among models within 2 of the lowest, the one with the
-//! fewest parameters: a third parameter must earn its place, so exactly
-//! linear data come out linear.
+//! there. Beside them, the draft's literal reading, y = b·x^k through the
+//! origin ([`fit_origin_power_law`]), is reported, not named. The model
+//! named is the simplest that fits within the noise ([`choice`]): the line
+//! unless a curve is significant and departs from it by more than twice a
+//! length's standard error, then BIC among the curves that did.
 //!
 //! Lengths span two or three orders of magnitude (1K to 128K), so x² spans
 //! five or six, and textbook normal equations lose most of their digits.
