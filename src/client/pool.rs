@@ -38,7 +38,15 @@ pub struct Acquired {
     /// It already carried a complete exchange: the request reuses a kept-alive connection.
     /// A connection opened ahead of time (`prewarm`) and never used is not a reuse.
     pub reused: bool,
+    /// How long it lay idle since its last answer's bytes (a reused connection only).
+    pub idle: Option<std::time::Duration>,
 }
+
+/// A kept-alive connection found closed this soon after its last answer was closed by the
+/// server *after that answer* (llama.cpp: within milliseconds); found closed later, it may
+/// have met the server's idle timeout (5 s for vLLM's and llama.cpp's HTTP layers), which a
+/// report must not call closing every connection.
+pub const CLOSED_AFTER_ANSWER: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Pool {
     pub fn new(connector: Connector) -> Self {
@@ -76,15 +84,17 @@ impl Pool {
                 };
                 // Servers close idle keep-alive connections (llama.cpp after each stream):
                 // skip those rather than paying a failed write and read before retrying.
+                let idle = c.last_read().elapsed();
                 if !c.closed_by_peer() {
                     let reused = c.uses > 0;
                     return Ok(Acquired {
                         conn: c,
                         from_idle: true,
                         reused,
+                        idle: reused.then_some(idle),
                     });
                 }
-                if c.uses > 0 {
+                if c.uses > 0 && idle < CLOSED_AFTER_ANSWER {
                     self.note_closed_by_server();
                 }
             }
@@ -93,6 +103,7 @@ impl Pool {
             conn: self.open().await?,
             from_idle: false,
             reused: false,
+            idle: None,
         })
     }
 
@@ -132,7 +143,8 @@ impl Pool {
         Ok(())
     }
 
-    /// Counts a kept-alive connection the server closed before its next request.
+    /// Counts a kept-alive connection the server closed right after its answer (found
+    /// closed within [`CLOSED_AFTER_ANSWER`] of it).
     pub fn note_closed_by_server(&self) {
         self.closed_by_server.fetch_add(1, Ordering::Relaxed);
     }

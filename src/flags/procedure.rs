@@ -83,9 +83,10 @@ pub struct ProcedureArgs {
     /// for 20 completions at the server's one-at-a-time rate, 60 without --quick).
     #[arg(long, default_value_t = 32)]
     pub estimate_concurrency: u32,
-    /// First concurrency of the capacity search (5.5).
-    #[arg(long, default_value_t = 8)]
-    pub start_concurrency: u32,
+    /// First concurrency of the capacity search (5.5); default 8, or --concurrency-limit
+    /// when that is lower.
+    #[arg(long)]
+    pub start_concurrency: Option<u32>,
     /// Upper bound of the capacity search (5.5).
     #[arg(long, default_value_t = 512)]
     pub concurrency_limit: u32,

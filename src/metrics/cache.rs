@@ -16,6 +16,10 @@ pub struct CacheFigures {
     pub prompt_tokens: u64,
     /// Of those, tokens served from the cache.
     pub cached_tokens: u64,
+    /// Requests with more than half of their prompt served from the cache: a replayed
+    /// prompt, where a chat template's common first tokens alone never come near half.
+    #[serde(default)]
+    pub mostly_cached_requests: u64,
 }
 
 impl CacheFigures {
@@ -58,6 +62,9 @@ impl CacheFigures {
             self.requests_reporting += 1;
             self.prompt_tokens += prompt;
             self.cached_tokens += cached;
+            if cached * 2 > prompt {
+                self.mostly_cached_requests += 1;
+            }
         }
     }
 }

@@ -36,7 +36,8 @@ pub use warnings::startup_transient;
 use window::arrival_balance;
 pub(crate) use window::balance_from;
 pub use window::{
-    arrived_at, steady_span, window_of, ArrivalBalance, SteadyBasis, SteadyState, Window,
+    arrived_at, ramp_up_skip, steady_span, window_of, ArrivalBalance, SteadyBasis, SteadyState,
+    Window,
 };
 
 /// Everything the summary needs besides the records (all known before the run).

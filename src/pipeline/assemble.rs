@@ -182,11 +182,14 @@ fn summarize_telemetry(
     )
 }
 
-/// Whether the run replays a trace whose requests share hashed prompt blocks (Mooncake's
-/// `hash_ids`): their prefixes are meant to be cached.
+/// Whether the run replays a dataset whose requests reuse prompts on purpose: a trace whose
+/// requests share hashed prompt blocks (Mooncake's `hash_ids`), or agent sessions, each step
+/// carrying the session's history.
 fn shares_trace_blocks(config: &RunConfig) -> bool {
-    matches!(
-        config.dataset.as_deref(),
-        Some(crate::workload::datasets::Dataset::Trace(t)) if t.iter().any(|r| !r.hash_ids.is_empty())
-    )
+    use crate::workload::datasets::Dataset;
+    match config.dataset.as_deref() {
+        Some(Dataset::Trace(t)) => t.iter().any(|r| !r.hash_ids.is_empty()),
+        Some(Dataset::Agent(_)) => true,
+        _ => false,
+    }
 }

@@ -8,7 +8,9 @@
 //! The readings are `stats::curve`'s: knee = first level from which every level's P99 TTFT
 //! exceeds twice the sweep's minimum P99 (a single spiking level is not a knee: see
 //! `stats::curve::sustained_knee`); saturation = first level whose achieved throughput falls below the
-//! previous level's by more than their intervals allow (null when none does); optimal =
+//! previous level's by more than their intervals allow (the draft's words), or falls short of
+//! 90 % of what its offered load asks (the reading that gives the draft's own Table 5 its
+//! stated answer: `stats::curve::shortfall`), whichever comes first; null when neither; optimal =
 //! highest throughput that met the SLO (without an SLO: below the knee). A level met the SLO
 //! when its 95 % interval says so, and, when the interval straddles the target (too few
 //! requests to decide: a P99 bound needs 381 values all within it), when its observed
@@ -21,7 +23,7 @@ use super::session::Session;
 use super::slo_check::SloCheck;
 use super::throughput::{capacity, thousands};
 use super::{common_parameters, Options};
-use crate::stats::curve::{self, Level, OperatingBasis};
+use crate::stats::curve::{self, Level, OperatingBasis, SaturationRule};
 use crate::stats::distribution::percentile_sorted;
 use crate::stats::interval::SloVerdict;
 use serde::{Deserialize, Serialize};
@@ -80,8 +82,14 @@ pub struct CurveResult {
     #[serde(default)]
     pub slo: Option<String>,
     pub knee_rate_per_s: Option<f64>,
-    /// First level whose throughput fell beyond its interval; null when none did.
+    /// First level whose throughput fell beyond its interval, or fell short of what its
+    /// offer asks (`saturation_rule` says which); null when neither.
     pub saturation_rate_per_s: Option<f64>,
+    /// How the saturation point was found: "decrease" (the draft's words: throughput fell
+    /// from the previous level) or "shortfall" (throughput under 90 % of what the offered
+    /// load asks); null without one, and in older reports.
+    #[serde(default)]
+    pub saturation_rule: Option<String>,
     /// Where the server stopped keeping up, req/s ([`saturation_onset`]): the request rate
     /// the levels saturated for good completed, at least what a lower level sustained and at
     /// most the first saturated level's offered rate. Null when the sweep never saturated
@@ -247,7 +255,15 @@ pub fn stats_levels(points: &[CurvePoint]) -> Vec<Level> {
 pub fn read_curve(r: &mut CurveResult) {
     let levels = stats_levels(&r.points);
     r.knee_rate_per_s = curve::sustained_knee(&levels).map(|l| l.offered_rate_per_s);
-    r.saturation_rate_per_s = curve::saturation(&levels).map(|l| l.offered_rate_per_s);
+    let saturation = curve::saturation_point(&levels);
+    r.saturation_rate_per_s = saturation.map(|(l, _)| l.offered_rate_per_s);
+    r.saturation_rule = saturation.map(|(_, rule)| {
+        match rule {
+            SaturationRule::Decrease => "decrease",
+            SaturationRule::Shortfall => "shortfall",
+        }
+        .into()
+    });
     r.saturation_onset_rate_per_s = saturation_onset(r);
     let op = curve::optimal_operating_point(&levels);
     r.optimal_rate_per_s = op.map(|o| o.level.offered_rate_per_s);
@@ -350,6 +366,10 @@ pub fn levels_to_saturation(r: &CurveResult) -> (bool, String) {
     let lowest = r.points.iter().map(|p| p.share).reduce(f64::min);
     let highest = r.points.iter().map(|p| p.share).reduce(f64::max);
     let reached = match (r.saturation_rate_per_s, top(r)) {
+        (Some(x), _) if r.saturation_rule.as_deref() == Some("shortfall") => format!(
+            "saturated: throughput fell short of the offer at {} req/s",
+            rate(x)
+        ),
         (Some(x), _) => format!("saturated: throughput fell at {} req/s", rate(x)),
         (None, Some(t)) if !t.saturation_signals.is_empty() => format!(
             "saturated at the top level, {} req/s: {}",
@@ -404,7 +424,8 @@ fn answer(r: &CurveResult) -> String {
     format!(
         "knee at {}, {onset}saturation at {}, best {best}: {}",
         at(r.knee_rate_per_s).unwrap_or_else(|| "none (P99 never doubled)".into()),
-        at(r.saturation_rate_per_s).unwrap_or_else(|| "none (throughput never fell)".into()),
+        at(r.saturation_rate_per_s)
+            .unwrap_or_else(|| "none (throughput never fell, nor fell short of the offer)".into()),
         optimal.unwrap_or_else(|| none.into())
     )
 }

@@ -230,7 +230,7 @@ fn measure_shares(
 
 /// The draft's overheads at the 50 % level, ms: input filter = TTFT(input) −
 /// TTFT(baseline), total = E2E(full) − E2E(baseline).
-fn overheads(
+pub(super) fn overheads(
     rows: &[GuardrailRow],
     targets: &[String],
     baseline: &str,

@@ -1,7 +1,10 @@
 //! 5.9 Long Context Scaling: TTFT at context lengths up to the server's limit, closed loop
-//! at low concurrency, fixed short output; Table 12 and the best of linear, quadratic and
-//! power-law fits (exponent k of TTFT = a + b·length^k, R², microseconds per input token);
-//! the best by BIC, the simpler model on a near tie (`stats::fit::best_fit`).
+//! at low concurrency, fixed short output; Table 12 and the linear, quadratic and power-law
+//! fits (exponent k of TTFT = a + b·length^k, R², microseconds per input token), beside the
+//! draft's literal TTFT ∝ length^k through the origin. The label is the simplest model that
+//! fits within the noise of the per-length means (`stats::fit::choice`): the line unless a
+//! curve is both significant (F-test) and departs from it by more than twice a length's
+//! standard error.
 //!
 //! Lengths: `--lengths`, else powers of two up to the longest prompt the server takes
 //! (its context limit, less the output and a tenth for the chat template), plus that
@@ -13,7 +16,8 @@ use super::level::{Bench, LevelSpec, Load, Role, Stop};
 use super::report::Finding;
 use super::session::Session;
 use super::{common_parameters, Options};
-use crate::stats::fit::{scaling, Model, ModelKind};
+use crate::stats::fit::choice::Curvature;
+use crate::stats::fit::{scaling_within_noise, Model, ModelKind};
 use crate::workload::lengths::LengthDist;
 use crate::workload::{Content, Scenario};
 use serde::{Deserialize, Serialize};
@@ -29,6 +33,10 @@ pub struct LengthRow {
     pub ttft_mean_ms: Option<f64>,
     pub ttft_p50_ms: Option<f64>,
     pub ttft_p95_ms: Option<f64>,
+    /// Standard error of the mean TTFT, ms: the requests' standard deviation over
+    /// √(requests − 1) (null with fewer than 2 requests, and in older reports).
+    #[serde(default)]
+    pub ttft_se_ms: Option<f64>,
     /// Mean TTFT per 1,000 prompt tokens, ms.
     pub ms_per_1k_tokens: Option<f64>,
     pub e2e_mean_ms: Option<f64>,
@@ -41,14 +49,26 @@ pub struct LengthRow {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LongContextResult {
     pub rows: Vec<LengthRow>,
-    /// "linear", "quadratic" or "power_law": the lowest BIC, the fewest parameters among
-    /// fits within 2 of it.
+    /// "linear", "quadratic" or "power_law": the simplest model that fits within the noise
+    /// (`stats::fit::choice`: the line unless a curve is significant and departs from it by
+    /// more than twice a length's standard error).
     pub best_fit: Option<String>,
     /// k of TTFT = a + b·length^k (power-law fit with an intercept: the fixed overhead a
     /// does not bend k).
     pub scaling_exponent: Option<f64>,
     /// R² of the best fit.
     pub r2: Option<f64>,
+    /// k of TTFT = b·length^k through the origin: the draft's literal reading (5.9.4), a
+    /// straight line on log-log axes. A fixed overhead bends it below the k above.
+    #[serde(default)]
+    pub origin_exponent: Option<f64>,
+    /// R² (in ms) of that fit through the origin.
+    #[serde(default)]
+    pub origin_r2: Option<f64>,
+    /// The quadratic term against the line and the noise: why the label is or is not
+    /// quadratic.
+    #[serde(default)]
+    pub curvature: Option<Curvature>,
     /// Slope of the linear fit, µs per input token.
     pub us_per_input_token: Option<f64>,
     /// The fitted models (ms against tokens).
@@ -196,6 +216,10 @@ fn measure_length(
         ttft_mean_ms: ttft_mean,
         ttft_p50_ms: sm.ttft_ms.map(|d| d.p50),
         ttft_p95_ms: sm.ttft_ms.map(|d| d.p95),
+        ttft_se_ms: sm
+            .ttft_ms
+            .filter(|d| d.n >= 2)
+            .map(|d| d.std / ((d.n - 1) as f64).sqrt()),
         ms_per_1k_tokens: ttft_mean
             .zip(input_mean.or(Some(len as f64)))
             .map(|(t, n)| t / n * 1000.0),
@@ -205,26 +229,35 @@ fn measure_length(
     })
 }
 
-/// The scaling fits over the rows (at least 3): the exponent, the cost per input token,
-/// every model fitted, and the best with its R².
-fn fit_scaling(result: &mut LongContextResult) {
-    let (xs, ys): (Vec<f64>, Vec<f64>) = result
+/// The scaling fits over the rows (at least 3): the exponent (with an intercept and through
+/// the origin), the cost per input token, every model fitted, and the label with its R². The
+/// rows' standard errors are the noise when every row has one.
+pub fn fit_scaling(result: &mut LongContextResult) {
+    let (points, se): (Vec<(f64, f64)>, Vec<Option<f64>>) = result
         .rows
         .iter()
         .filter_map(|r| {
             Some((
-                r.input_tokens_mean.unwrap_or(r.context_tokens as f64),
-                r.ttft_mean_ms?,
+                (
+                    r.input_tokens_mean.unwrap_or(r.context_tokens as f64),
+                    r.ttft_mean_ms?,
+                ),
+                r.ttft_se_ms,
             ))
         })
         .unzip();
-    if xs.len() < 3 {
+    if points.len() < 3 {
         return;
     }
-    let Some(sc) = scaling(&xs, &ys) else {
+    let (xs, ys): (Vec<f64>, Vec<f64>) = points.into_iter().unzip();
+    let se: Option<Vec<f64>> = se.into_iter().collect();
+    let Some(sc) = scaling_within_noise(&xs, &ys, se.as_deref()) else {
         return;
     };
     result.scaling_exponent = sc.exponent;
+    result.origin_exponent = sc.origin_exponent;
+    result.origin_r2 = sc.origin_power_law.map(|f| f.r_squared);
+    result.curvature = sc.curvature;
     result.us_per_input_token = sc.ms_per_1k_tokens; // ms per 1K = µs per token
     let fits = [sc.linear, sc.quadratic, sc.power_law];
     result.fits = fits.iter().flatten().map(|f| f.model).collect();
@@ -249,9 +282,14 @@ fn fit_scaling(result: &mut LongContextResult) {
 fn answer(result: &LongContextResult) -> String {
     match (&result.best_fit, result.scaling_exponent) {
         (Some(best), Some(k)) => format!(
-            "best fit {} (R² = {:.4}), TTFT = a + b·length^{k:.2}{}; {} lengths from {} to {} tokens",
+            "best fit {} (R² = {:.4}), TTFT = a + b·length^{k:.2}{}{}{}; {} lengths from {} to {} tokens",
             best.replace('_', " "),
             result.r2.unwrap_or(f64::NAN),
+            exponent_note(best, k),
+            result
+                .origin_exponent
+                .map(|k0| format!(" (through the origin, the draft's TTFT ∝ length^k: k = {k0:.2})"))
+                .unwrap_or_default(),
             // A per-token cost is a fair summary only when the cost is linear; otherwise the
             // linear slope hides a marginal cost that grows with length, so say which it is.
             result
@@ -277,6 +315,48 @@ fn answer(result: &LongContextResult) -> String {
             result.rows.len()
         ),
     }
+}
+
+/// Within this of 1, an exponent reads as a straight line (the conformance tolerance).
+const NEAR_ONE: f64 = 0.05;
+
+/// What keeps the label and the exponent printed beside it from contradicting each other:
+/// a line beside a k away from 1 (the power law's bend is within the noise, so the line is
+/// named), or a curve beside a k near 1 (the power law cannot follow this curve; the
+/// quadratic does). Empty when they agree.
+pub fn exponent_note(best: &str, k: f64) -> &'static str {
+    let near_one = (k - 1.0).abs() <= NEAR_ONE;
+    match (best == "linear", near_one) {
+        (true, false) => " (its bend is within the noise: the line is named)",
+        (false, true) if best == "quadratic" => {
+            " (near 1: a power law cannot follow this curve, the quadratic does)"
+        }
+        _ => "",
+    }
+}
+
+/// Why the label is what it is, one line for the report: what the quadratic term is worth
+/// against the noise and whether it is significant (`stats::fit::choice`). The draft names
+/// a best fit without saying how to choose one; this is servebench's rule, so the report
+/// says how it decided. None without both fits.
+pub fn label_reason(r: &LongContextResult) -> Option<String> {
+    let c = r.curvature?;
+    let best = r.best_fit.as_deref()?.replace('_', " ");
+    let noise = if c.measured_noise {
+        "twice the standard error of that length's mean TTFT"
+    } else {
+        "twice the quadratic fit's residual standard error: the requests' spread was not measured"
+    };
+    let worth = if c.worth_ms > c.noise_ms {
+        "more than"
+    } else {
+        "within"
+    };
+    let significant = if c.f > c.f_critical { "" } else { "not " };
+    Some(format!(
+        "Why {best}: the quadratic term departs from the line by {:.1} ms at {:.0} tokens, {worth} the noise of {:.1} ms there ({noise}), and is {significant}significant (F = {:.1}, 95 % critical value {:.2}); a curve is named only when it is both",
+        c.worth_ms, c.at_tokens, c.noise_ms, c.f, c.f_critical
+    ))
 }
 
 /// How the cost of one more input token changes with length under the best-fitting model:
@@ -435,6 +515,26 @@ mod tests {
             per_token_cost(&sublinear, 20.0),
             ", the marginal cost per input token shrinks with length (a straight line would average 20 µs per token)"
         );
+    }
+
+    /// Issue 31, item 3: the label, the exponent and R² printed together never contradict
+    /// each other: a line beside k = 1.30 says the bend is within the noise.
+    #[test]
+    fn the_label_and_the_exponent_agree_in_the_answer() {
+        let r = LongContextResult {
+            best_fit: Some("linear".into()),
+            scaling_exponent: Some(1.3),
+            origin_exponent: Some(1.2),
+            r2: Some(0.98),
+            ..Default::default()
+        };
+        assert_eq!(
+            answer(&r),
+            "best fit linear (R² = 0.9800), TTFT = a + b·length^1.30 (its bend is within the noise: the line is named) (through the origin, the draft's TTFT ∝ length^k: k = 1.20); 0 lengths from 0 to 0 tokens"
+        );
+        assert_eq!(exponent_note("linear", 1.02), "");
+        assert_eq!(exponent_note("power_law", 1.5), "");
+        assert!(exponent_note("quadratic", 1.01).starts_with(" (near 1"));
     }
 
     #[test]

@@ -21,6 +21,8 @@ pub mod capacity;
 pub mod compliance;
 pub mod conformance;
 pub mod curve;
+#[cfg(test)]
+mod draft_tables;
 pub mod fairness;
 pub mod guardrails;
 pub mod itl;

@@ -64,6 +64,12 @@ pub fn out_of_memory_failures(records: &[crate::record::RequestRecord]) -> usize
         .count()
 }
 
+/// Whether a completed share `rate` (0-1) meets the criterion `min` (0-1), a rounding
+/// residue below it forgiven (99 of 100 is 0.99 however it was divided).
+pub fn meets_completion(rate: f64, min: f64) -> bool {
+    rate + 1e-12 >= min
+}
+
 /// Why a level misses the completion criterion `min`, or `None` when it meets it: completed
 /// ÷ (completed + failed for the server's reasons), the requests the benchmark cancelled
 /// when the level ended left out. A closed-loop level always ends with its concurrency in
@@ -71,7 +77,7 @@ pub fn out_of_memory_failures(records: &[crate::record::RequestRecord]) -> usize
 /// before the server failed anything.
 pub fn completion_check(s: &RunSummary, min: f64) -> Option<String> {
     let o = ServerOutcomes::of(s);
-    if o.judged() > 0 && o.completion_rate() + 1e-12 >= min {
+    if o.judged() > 0 && meets_completion(o.completion_rate(), min) {
         return None;
     }
     Some(format!(

@@ -332,10 +332,12 @@ impl RequestRecord {
     /// About how many bytes this record holds in memory: the struct, its chunks' vectors and
     /// its strings and usage (an estimate for a memory budget, not an exact count).
     pub fn approx_bytes(&self) -> u64 {
-        let chunks = self.chunks.capacity() + self.reasoning_chunks.capacity();
+        // Lengths, not capacities: a record read back from requests.jsonl (`report`) must
+        // reach the budget where the run did.
+        let chunks = self.chunks.len() + self.reasoning_chunks.len();
         let strings = [&self.class, &self.response_id, &self.finish_reason]
             .iter()
-            .map(|s| s.as_ref().map_or(0, |s| s.capacity()))
+            .map(|s| s.as_ref().map_or(0, |s| s.len()))
             .sum::<usize>();
         // A usage object is a small map: a few hundred bytes of keys, values and nodes.
         let usage = if self.usage.is_some() { 512 } else { 0 };

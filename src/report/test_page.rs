@@ -327,6 +327,7 @@ fn long_context_chart(r: &TestReport) -> Option<(Chart, String)> {
             r_squared: x.r2.unwrap_or(f64::NAN),
             adj_r_squared: f64::NAN,
             bic: f64::NAN,
+            rss: f64::NAN,
         })
     });
     Some((

@@ -1,5 +1,7 @@
 //! Reading a throughput–latency curve: knee, saturation point, optimal
-//! operating point (draft 5.3.4) and the saturation signals of 5.2.3.1.
+//! operating point (draft 5.3.4). The saturation signals of a single level
+//! (draft 5.2.3.1: queue growth, completions short of arrivals, latency
+//! blow-up) are read on its records in `procedure::saturation`, not here.
 //!
 //! A sweep measures one [`Level`] per offered load. The draft defines the
 //! derived points in one line each; the functions below follow that text,
@@ -12,11 +14,10 @@ use serde::{Deserialize, Serialize};
 
 /// A P99 above this multiple of the minimum P99 marks the knee (5.3.4).
 pub const KNEE_FACTOR: f64 = 2.0;
-/// Completions below this fraction of arrivals signal saturation (5.2.3.1).
-pub const COMPLETION_FRACTION: f64 = 0.9;
-/// A P99 above this multiple of the low-load P50 signals saturation
-/// (5.2.3.1).
-pub const LATENCY_BLOWUP_FACTOR: f64 = 10.0;
+/// Achieved throughput below this share of what the offered load asks marks
+/// saturation (see [`shortfall`]): the draft's own bound for completions
+/// against arrivals (5.2.3.1, "less than 90% of arrival rate").
+pub const SHORTFALL_SHARE: f64 = 0.9;
 /// A level without a throughput interval shows a decrease only below this
 /// share of the previous level's lower bound (see [`saturation`]).
 pub const COLLAPSE_SHARE: f64 = 0.5;
@@ -105,9 +106,10 @@ pub fn sustained_knee(levels: &[Level]) -> Option<&Level> {
 /// level decreases that clearly.
 ///
 /// The draft's Table 5 example labels 22 req/s the saturation point
-/// "(throughput peaks)" although its throughput never decreases; that is
-/// the last, highest-throughput level, which [`peak`] returns. This
-/// function follows the definition, not the example, and gives None there.
+/// "(throughput peaks)" although its throughput never decreases. This
+/// function follows the definition's words and gives None there;
+/// [`saturation_point`] adds the reading that gives the example's answer
+/// ([`shortfall`]), and is what the curve test reports.
 ///
 /// A level without an interval (too few completions in its steady span to
 /// form one, as happens when throughput collapses) is compared by its point
@@ -133,6 +135,73 @@ pub fn saturation(levels: &[Level]) -> Option<&Level> {
         }
     }
     None
+}
+
+/// Which reading found the saturation point ([`saturation_point`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SaturationRule {
+    /// The draft's literal rule: throughput fell from the previous level ([`saturation`]).
+    Decrease,
+    /// Throughput fell short of what the offered load asks ([`shortfall`]).
+    Shortfall,
+}
+
+/// First level whose achieved throughput falls short of what its offered
+/// load asks: its interval's upper bound below [`SHORTFALL_SHARE`] of the
+/// offered rate times the best tokens per offered request a lower level
+/// delivered (the highest lower bound of achieved ÷ offered over the levels
+/// below it). A server that keeps up turns each offered request into its
+/// tokens, so achieved throughput grows with the offer; past its capacity it
+/// delivers what it can and the rest queues. This is the draft's 5.2.3.1
+/// signal "completion rate is less than 90% of arrival rate", read in
+/// tokens as 5.3 reads throughput.
+///
+/// It is how the draft's own example reads: Table 5's throughput never
+/// falls (so [`saturation`] finds nothing), yet the draft names 22 req/s
+/// "(throughput peaks)": 142 tokens per offered request at every level up to
+/// 14 req/s and 141 at 18, but 2,712 tok/s at 22 req/s is 123 a request,
+/// 87 % of what the offer asks (2,712 < 0.9 × 142 × 22 = 2,812).
+///
+/// A level without an interval counts only below [`COLLAPSE_SHARE`] of
+/// what its offer asks, as in [`saturation`], and never sets the reference.
+/// None when every level delivered what its offer asks.
+pub fn shortfall(levels: &[Level]) -> Option<&Level> {
+    let has_ci = |l: &Level| l.achieved_ci.0.is_finite() && l.achieved_ci.1.is_finite();
+    let mut best_per_request: Option<f64> = None;
+    for l in ascending(levels) {
+        let offered = l.offered_rate_per_s;
+        if let Some(per_request) = best_per_request {
+            let asked = per_request * offered;
+            let short = if has_ci(l) {
+                l.achieved_ci.1 < SHORTFALL_SHARE * asked
+            } else {
+                l.achieved_tokens_per_s < COLLAPSE_SHARE * asked
+            };
+            if short {
+                return Some(l);
+            }
+        }
+        if has_ci(l) && offered > 0.0 {
+            let delivered = l.achieved_ci.0 / offered;
+            best_per_request = Some(best_per_request.map_or(delivered, |b| b.max(delivered)));
+        }
+    }
+    None
+}
+
+/// The saturation point as servebench reads the draft (docs/methodology.md):
+/// the lower of the level where throughput fell ([`saturation`], the literal
+/// rule) and the level where it fell short of the offer ([`shortfall`], the
+/// reading that gives the draft's own Table 5 its stated 22 req/s), with the
+/// rule that found it (the literal one when both find the same level).
+pub fn saturation_point(levels: &[Level]) -> Option<(&Level, SaturationRule)> {
+    let fell = saturation(levels).map(|l| (l, SaturationRule::Decrease));
+    let short = shortfall(levels).map(|l| (l, SaturationRule::Shortfall));
+    match (fell, short) {
+        (Some(f), Some(s)) if s.0.offered_rate_per_s < f.0.offered_rate_per_s => Some(s),
+        (Some(f), _) => Some(f),
+        (None, s) => s,
+    }
 }
 
 /// The level with the highest mean achieved throughput (lowest offered
@@ -203,55 +272,6 @@ pub fn optimal_operating_point(levels: &[Level]) -> Option<OperatingPoint<'_>> {
     })
 }
 
-/// Observations at one load level for the saturation check of 5.2.3.1.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct SaturationInput {
-    /// Request arrival (offered) rate, requests per second.
-    pub arrival_rate_per_s: f64,
-    /// Request completion rate over the same window, requests per second.
-    pub completion_rate_per_s: f64,
-    /// P99 latency at this level, milliseconds.
-    pub p99_latency_ms: f64,
-    /// P50 latency of the same metric at the lowest load of the sweep,
-    /// milliseconds — the draft's "P50 latency at lower load".
-    pub lowest_load_p50_ms: f64,
-    /// Whether the queue (in-flight count) grew over the window, e.g. from
-    /// `trend::growing`; None when it was not sampled.
-    pub queue_growing: Option<bool>,
-}
-
-/// Which of the draft's three saturation conditions (5.2.3.1) fired. The
-/// draft joins them with OR: any one means saturation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct SaturationSignals {
-    /// "Queue depth grows continuously during test duration."
-    pub queue_growth: bool,
-    /// "Request completion rate is less than 90% of arrival rate."
-    pub completion_shortfall: bool,
-    /// "P99 latency exceeds 10x the P50 latency at lower load."
-    pub latency_blowup: bool,
-}
-
-impl SaturationSignals {
-    /// True when at least one signal fired.
-    pub fn any(&self) -> bool {
-        self.queue_growth || self.completion_shortfall || self.latency_blowup
-    }
-}
-
-/// Evaluates the saturation conditions of draft 5.2.3.1 for one level.
-/// Comparisons are strict ("less than", "exceeds"), so a level sitting
-/// exactly on a threshold does not fire; a NaN input never fires its
-/// signal. An unsampled queue (`queue_growing: None`) does not fire.
-pub fn saturation_signals(input: &SaturationInput) -> SaturationSignals {
-    SaturationSignals {
-        queue_growth: input.queue_growing == Some(true),
-        completion_shortfall: input.completion_rate_per_s
-            < COMPLETION_FRACTION * input.arrival_rate_per_s,
-        latency_blowup: input.p99_latency_ms > LATENCY_BLOWUP_FACTOR * input.lowest_load_p50_ms,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -318,11 +338,20 @@ mod tests {
 
     #[test]
     fn table5_has_no_decrease_but_peaks_at_22() {
-        // Throughput rises at every step, so by the definition there is no
-        // saturation point; the caption's "throughput peaks" level is 22.
+        // Throughput rises at every step, so by the definition's words there
+        // is no saturation point; the caption's "throughput peaks" level is 22.
+        // Tokens per offered request, lower bounds: 132, 138.7, 140, 140.6,
+        // 139.7; at 22 req/s 2,712 + 20 = 2,732 < 0.9 × 140.6 × 22 = 2,783:
+        // short of the offer, the draft's 22.
         let t = table5();
         assert!(saturation(&t).is_none());
         assert_eq!(peak(&t).unwrap().offered_rate_per_s, 22.0);
+        assert_eq!(shortfall(&t).unwrap().offered_rate_per_s, 22.0);
+        let (l, rule) = saturation_point(&t).unwrap();
+        assert_eq!(
+            (l.offered_rate_per_s, rule),
+            (22.0, SaturationRule::Shortfall)
+        );
     }
 
     #[test]
@@ -478,33 +507,20 @@ mod tests {
         );
     }
 
+    /// Issue 31, item 12: the literal "P99 above 10 × the P50 at lower load" saturation
+    /// rule is not kept here beside the one the procedure uses (`procedure::saturation`
+    /// reads the 5.2.3.1 signals per output token), and docs/metrics.md says that under
+    /// option B mean ITL equals TPOT per request only, not over a run.
     #[test]
-    fn saturation_signal_thresholds() {
-        let base = SaturationInput {
-            arrival_rate_per_s: 20.0,
-            completion_rate_per_s: 18.0,
-            p99_latency_ms: 950.0,
-            lowest_load_p50_ms: 95.0,
-            queue_growing: None,
-        };
-        // 18 = 0.9·20 is not "less than"; 950 = 10·95 does not "exceed".
-        let s = saturation_signals(&base);
-        assert_eq!(s, SaturationSignals::default());
-        assert!(!s.any());
-        let s = saturation_signals(&SaturationInput {
-            completion_rate_per_s: 17.9,
-            ..base
-        });
-        assert!(s.completion_shortfall && !s.latency_blowup && !s.queue_growth && s.any());
-        let s = saturation_signals(&SaturationInput {
-            p99_latency_ms: 951.0,
-            ..base
-        });
-        assert!(s.latency_blowup && !s.completion_shortfall);
-        let s = saturation_signals(&SaturationInput {
-            queue_growing: Some(true),
-            ..base
-        });
-        assert!(s.queue_growth && s.any());
+    fn the_literal_blowup_rule_lives_in_procedure_saturation_only() {
+        let code = include_str!("curve.rs");
+        assert!(!code.contains(concat!("LATENCY_BLOWUP", "_FACTOR")));
+        assert!(!code.contains(concat!("fn saturation", "_signals(")));
+        let metrics = include_str!("../../docs/metrics.md");
+        assert!(!metrics.contains(concat!(
+            "Under B the mean ITL equals the TPOT",
+            " of the same requests."
+        )));
+        assert!(metrics.contains("per request"));
     }
 }

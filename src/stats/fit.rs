@@ -14,15 +14,18 @@
 //!   overhead reads as k ≈ 0.9.
 //!
 //! All three are least-squares fits in the original (ms) space and report R²
-//! there. The best model is the one with the lowest BIC (n·ln(RSS/n) +
-//! p·ln n), and among models within 2 of the lowest, the one with the
-//! fewest parameters: a third parameter must earn its place, so exactly
-//! linear data come out linear.
+//! there. Beside them, the draft's literal reading, y = b·x^k through the
+//! origin ([`fit_origin_power_law`]), is reported, not named. The model
+//! named is the simplest that fits within the noise ([`choice`]): the line
+//! unless a curve is significant and departs from it by more than twice a
+//! length's standard error, then BIC among the curves that did.
 //!
 //! Lengths span two or three orders of magnitude (1K to 128K), so x² spans
 //! five or six, and textbook normal equations lose most of their digits.
 //! The fits therefore centre and scale x to [−1, 1] first and solve the
 //! least-squares problem by Householder QR, then map the coefficients back.
+
+pub mod choice;
 
 use serde::{Deserialize, Serialize};
 
@@ -92,6 +95,9 @@ pub struct Fit {
     /// squares below 10⁻¹² of the total counts as that floor, so exact fits tie.
     #[serde(default)]
     pub bic: f64,
+    /// Residual sum of squares Σ(y − ŷ)², ms² (what the F-test between nested fits reads).
+    #[serde(default)]
+    pub rss: f64,
 }
 
 /// Solves min ‖A·β − y‖ by Householder QR. `columns` holds the columns of
@@ -149,9 +155,9 @@ fn standardise(xs: &[f64]) -> Option<(Vec<f64>, f64, f64)> {
 /// fits then tie on BIC instead of racing rounding residue to −∞.
 const RSS_FLOOR: f64 = 1e-12;
 
-/// R², adjusted R² and BIC of predictions against `ys`, or None when the ys
-/// have no variance (nothing to explain) or n ≤ p.
-fn goodness(ys: &[f64], predicted: &[f64], params: usize) -> Option<(f64, f64, f64)> {
+/// R², adjusted R², BIC and the residual sum of squares (ms²) of predictions against `ys`,
+/// or None when the ys have no variance (nothing to explain) or n ≤ p.
+fn goodness(ys: &[f64], predicted: &[f64], params: usize) -> Option<(f64, f64, f64, f64)> {
     let n = ys.len();
     if n <= params {
         return None;
@@ -171,7 +177,7 @@ fn goodness(ys: &[f64], predicted: &[f64], params: usize) -> Option<(f64, f64, f
     let nf = n as f64;
     let rss = ss_res.max(ss_tot * RSS_FLOOR);
     let bic = nf * (rss / nf).ln() + params as f64 * nf.ln();
-    Some((r2, adj, bic))
+    Some((r2, adj, bic, ss_res))
 }
 
 fn usable(xs: &[f64], ys: &[f64], min_points: usize) -> bool {
@@ -187,7 +193,7 @@ pub fn fit_linear(xs: &[f64], ys: &[f64]) -> Option<Fit> {
     let (u, m, s) = standardise(xs)?;
     let beta = least_squares(&[vec![1.0; u.len()], u.clone()], ys)?;
     let predicted: Vec<f64> = u.iter().map(|ui| beta[0] + beta[1] * ui).collect();
-    let (r_squared, adj_r_squared, bic) = goodness(ys, &predicted, 2)?;
+    let (r_squared, adj_r_squared, bic, rss) = goodness(ys, &predicted, 2)?;
     // y = α + β(x − m)/s.
     let b = beta[1] / s;
     Some(Fit {
@@ -198,6 +204,7 @@ pub fn fit_linear(xs: &[f64], ys: &[f64]) -> Option<Fit> {
         r_squared,
         adj_r_squared,
         bic,
+        rss,
     })
 }
 
@@ -213,7 +220,7 @@ pub fn fit_quadratic(xs: &[f64], ys: &[f64]) -> Option<Fit> {
         .iter()
         .map(|ui| beta[0] + beta[1] * ui + beta[2] * ui * ui)
         .collect();
-    let (r_squared, adj_r_squared, bic) = goodness(ys, &predicted, 3)?;
+    let (r_squared, adj_r_squared, bic, rss) = goodness(ys, &predicted, 3)?;
     // y = α + β(x − m)/s + γ(x − m)²/s², expanded in powers of x.
     let (alpha, b1, g) = (beta[0], beta[1] / s, beta[2] / (s * s));
     Some(Fit {
@@ -225,6 +232,7 @@ pub fn fit_quadratic(xs: &[f64], ys: &[f64]) -> Option<Fit> {
         r_squared,
         adj_r_squared,
         bic,
+        rss,
     })
 }
 
@@ -285,12 +293,39 @@ pub fn fit_power_law(xs: &[f64], ys: &[f64]) -> Option<Fit> {
     let k = best_exponent(xs, ys)?;
     let (a, b, _, _) = power_at(xs, ys, k)?;
     let predicted: Vec<f64> = xs.iter().map(|x| a + b * x.powf(k)).collect();
-    let (r_squared, adj_r_squared, bic) = goodness(ys, &predicted, 3)?;
+    let (r_squared, adj_r_squared, bic, rss) = goodness(ys, &predicted, 3)?;
     Some(Fit {
         model: Model::PowerLaw { a, b, k },
         r_squared,
         adj_r_squared,
         bic,
+        rss,
+    })
+}
+
+/// Fits y = b·x^k through the origin: the draft's literal "TTFT proportional to
+/// context_length^k" (5.9.4), a straight line of ln y on ln x by least squares. R² and BIC are
+/// taken in ms like the other fits, so the four can be read side by side. Needs 3 points or
+/// more and every x and y above 0. The model is a [`Model::PowerLaw`] with `a` = 0.
+pub fn fit_origin_power_law(xs: &[f64], ys: &[f64]) -> Option<Fit> {
+    if !usable(xs, ys, 3) || xs.iter().chain(ys).any(|&v| v <= 0.0) {
+        return None;
+    }
+    let ln_x: Vec<f64> = xs.iter().map(|x| x.ln()).collect();
+    let ln_y: Vec<f64> = ys.iter().map(|y| y.ln()).collect();
+    let (u, m, s) = standardise(&ln_x)?;
+    let beta = least_squares(&[vec![1.0; u.len()], u.clone()], &ln_y)?;
+    // ln y = α + β(ln x − m)/s: k = β/s, ln b = α − k·m.
+    let k = beta[1] / s;
+    let b = (beta[0] - k * m).exp();
+    let predicted: Vec<f64> = xs.iter().map(|x| b * x.powf(k)).collect();
+    let (r_squared, adj_r_squared, bic, rss) = goodness(ys, &predicted, 2)?;
+    Some(Fit {
+        model: Model::PowerLaw { a: 0.0, b, k },
+        r_squared,
+        adj_r_squared,
+        bic,
+        rss,
     })
 }
 
@@ -315,14 +350,20 @@ pub struct Scaling {
     pub quadratic: Option<Fit>,
     /// Power-law fit (with its intercept), when it could be made (4+ points, positive x).
     pub power_law: Option<Fit>,
-    /// The model BIC prefers, the simpler on a near tie (see [`best_fit`]).
+    /// The draft's literal reading, y = b·x^k through the origin ([`fit_origin_power_law`]).
+    pub origin_power_law: Option<Fit>,
+    /// The simplest model that fits within the noise ([`choice::within_noise`]).
     pub best: Option<ModelKind>,
     /// Scaling exponent k of y = a + b·x^k from the power-law fit (the draft's
     /// 5.9.4 "Scaling exponent" of the length-dependent part), whichever model
     /// fits best.
     pub exponent: Option<f64>,
+    /// k of y = b·x^k through the origin (the draft's literal reading).
+    pub origin_exponent: Option<f64>,
     /// Marginal cost: slope of the linear fit × 1000, ms per 1K tokens.
     pub ms_per_1k_tokens: Option<f64>,
+    /// What the quadratic term is worth against the noise (None without both fits).
+    pub curvature: Option<choice::Curvature>,
     /// Average cost at each length: y/x × 1000, in input order.
     pub per_length: Vec<LengthRatio>,
 }
@@ -331,11 +372,11 @@ pub struct Scaling {
 /// difference under 2 is "not worth more than a bare mention", Kass and Raftery 1995).
 const BIC_TIE: f64 = 2.0;
 
-/// The model the data support: among fits whose BIC is within [`BIC_TIE`] of the lowest,
-/// the one with the fewest parameters, then the lowest BIC, then the one listed first
-/// (`scaling` lists linear, power law, quadratic). BIC charges each parameter ln n, so the
-/// quadratic and the power law, which both nest a straight line, must fit clearly better
-/// than it to be chosen; adjusted R² alone let noise hand a straight line to the quadratic.
+/// The model BIC prefers among `fits`: among fits whose BIC is within [`BIC_TIE`] of the
+/// lowest, the one with the fewest parameters, then the lowest BIC, then the one listed
+/// first. [`choice::within_noise`] uses it to rank the curved models that earned their place
+/// over the straight line; on its own it let a bow smaller than the TTFT noise make a
+/// straight line "quadratic".
 pub fn best_fit(fits: &[Option<Fit>]) -> Option<Fit> {
     let candidates: Vec<Fit> = fits.iter().flatten().copied().collect();
     let lowest = candidates
@@ -356,22 +397,47 @@ pub fn best_fit(fits: &[Option<Fit>]) -> Option<Fit> {
     supported.into_iter().next()
 }
 
-/// Fits all three models to latency `ys_ms` against input length
-/// `xs_tokens` (per-length means, or one point per request) and derives
-/// the draft's 5.9.4 measures. None when the slices differ in length or are
-/// empty; otherwise each part is present when it can be computed.
+/// [`scaling_within_noise`] without a measured noise: the curved models are judged against
+/// the scatter of the points around them alone.
 pub fn scaling(xs_tokens: &[f64], ys_ms: &[f64]) -> Option<Scaling> {
+    scaling_within_noise(xs_tokens, ys_ms, None)
+}
+
+/// Fits the models to latency `ys_ms` against input length `xs_tokens` (per-length means,
+/// or one point per request) and derives the draft's 5.9.4 measures. `se_ms`, when given,
+/// is each point's standard error in ms (a length's TTFT standard deviation over √requests):
+/// the noise the curved models must beat ([`choice::within_noise`]); a slice of another
+/// length is ignored. None when the slices differ in length or are empty; otherwise each
+/// part is present when it can be computed.
+pub fn scaling_within_noise(
+    xs_tokens: &[f64],
+    ys_ms: &[f64],
+    se_ms: Option<&[f64]>,
+) -> Option<Scaling> {
     if xs_tokens.len() != ys_ms.len() || xs_tokens.is_empty() {
         return None;
     }
+    let se_ms = se_ms.filter(|s| s.len() == xs_tokens.len());
     let linear = fit_linear(xs_tokens, ys_ms);
     let quadratic = fit_quadratic(xs_tokens, ys_ms);
     let power_law = fit_power_law(xs_tokens, ys_ms);
-    let best = best_fit(&[linear, power_law, quadratic]).map(|f| f.model.kind());
-    let exponent = power_law.and_then(|f| match f.model {
+    let origin_power_law = fit_origin_power_law(xs_tokens, ys_ms);
+    let points = choice::Points {
+        xs: xs_tokens,
+        ys: ys_ms,
+        se_ms,
+    };
+    // The quadratic first: on an exact tie (TTFT = a + c·L², which the power law with k = 2
+    // fits as exactly) it names the mechanism, attention's cost.
+    let best =
+        choice::within_noise(&points, linear, &[quadratic, power_law]).map(|f| f.model.kind());
+    let curvature = linear
+        .zip(quadratic)
+        .map(|(l, q)| choice::curvature(&points, &l, &q));
+    let exponent_of = |f: Option<Fit>| match f?.model {
         Model::PowerLaw { k, .. } => Some(k),
         _ => None,
-    });
+    };
     let ms_per_1k_tokens = linear.and_then(|f| match f.model {
         Model::Linear { b, .. } => Some(b * 1000.0),
         _ => None,
@@ -389,194 +455,15 @@ pub fn scaling(xs_tokens: &[f64], ys_ms: &[f64]) -> Option<Scaling> {
         linear,
         quadratic,
         power_law,
+        origin_power_law,
         best,
-        exponent,
+        exponent: exponent_of(power_law),
+        origin_exponent: exponent_of(origin_power_law),
         ms_per_1k_tokens,
+        curvature,
         per_length,
     })
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// 1K, 2K, ..., 128K tokens.
-    fn lengths() -> Vec<f64> {
-        (0..8).map(|i| 1024.0 * f64::from(1u32 << i)).collect()
-    }
-
-    fn rel(a: f64, b: f64) -> f64 {
-        (a - b).abs() / b.abs()
-    }
-
-    #[test]
-    fn linear_recovered_exactly() {
-        // y = 12 + 0.068·x: 68 ms per 1K tokens, the draft's example rate.
-        let xs = lengths();
-        let ys: Vec<f64> = xs.iter().map(|x| 12.0 + 0.068 * x).collect();
-        let f = fit_linear(&xs, &ys).unwrap();
-        let Model::Linear { a, b } = f.model else {
-            panic!()
-        };
-        assert!((a - 12.0).abs() < 1e-8, "{a}");
-        assert!(rel(b, 0.068) < 1e-12, "{b}");
-        assert!((f.r_squared - 1.0).abs() < 1e-12);
-        let s = scaling(&xs, &ys).unwrap();
-        assert_eq!(s.best, Some(ModelKind::Linear));
-        assert!((s.ms_per_1k_tokens.unwrap() - 68.0).abs() < 1e-9);
-        // Per-length ratio at 1024: (12 + 69.632)/1024·1000 = 79.71875.
-        let first = s.per_length[0];
-        assert!((first.ms_per_1k_tokens.unwrap() - 79.718_75).abs() < 1e-9);
-    }
-
-    #[test]
-    fn quadratic_recovered_exactly() {
-        // y = 5 + 0.02·x + 3e-7·x²: at 128K the x² term (5154 ms) dominates.
-        let xs = lengths();
-        let ys: Vec<f64> = xs.iter().map(|x| 5.0 + 0.02 * x + 3e-7 * x * x).collect();
-        let f = fit_quadratic(&xs, &ys).unwrap();
-        let Model::Quadratic { a, b, c } = f.model else {
-            panic!()
-        };
-        assert!((a - 5.0).abs() < 1e-6, "{a}");
-        assert!(rel(b, 0.02) < 1e-9, "{b}");
-        assert!(rel(c, 3e-7) < 1e-9, "{c}");
-        let s = scaling(&xs, &ys).unwrap();
-        assert_eq!(s.best, Some(ModelKind::Quadratic));
-        // The linear fit is worse but still high; the quadratic's is 1.
-        assert!(s.linear.unwrap().adj_r_squared < 1.0 - 1e-6);
-    }
-
-    #[test]
-    fn power_law_k2_recovered() {
-        // y = 3·x²: a = 0, b = 3, k = 2 exactly.
-        let xs = lengths();
-        let ys: Vec<f64> = xs.iter().map(|x| 3.0 * x * x).collect();
-        let f = fit_power_law(&xs, &ys).unwrap();
-        let Model::PowerLaw { a, b, k } = f.model else {
-            panic!()
-        };
-        assert!((k - 2.0).abs() < 1e-9, "{k}");
-        assert!(rel(b, 3.0) < 1e-9, "{b}");
-        assert!(a.abs() < 1e-3, "{a}");
-        assert!((f.r_squared - 1.0).abs() < 1e-12);
-        let s = scaling(&xs, &ys).unwrap();
-        assert!((s.exponent.unwrap() - 2.0).abs() < 1e-9);
-        // Pure x² is also an exact quadratic (a = b = 0): two exact three-parameter fits
-        // tie on BIC, and the tie goes to the one listed first, the power law.
-        assert_eq!(s.best, Some(ModelKind::PowerLaw));
-    }
-
-    #[test]
-    fn power_law_fractional_exponent_beats_linear() {
-        // y = 0.5·x^1.5: no straight line or parabola matches it exactly; the power law does.
-        let xs = lengths();
-        let ys: Vec<f64> = xs.iter().map(|x| 0.5 * x.powf(1.5)).collect();
-        let s = scaling(&xs, &ys).unwrap();
-        assert_eq!(s.best, Some(ModelKind::PowerLaw));
-        assert!((s.exponent.unwrap() - 1.5).abs() < 1e-9);
-    }
-
-    #[test]
-    fn an_overhead_does_not_bend_the_exponent() {
-        // TTFT = 30 ms + 0.068 ms per token at 256 … 4,096 tokens: exactly linear. The old
-        // power law without an intercept (OLS of ln y on ln x) read k = 0.679 here; with the
-        // intercept, k = 1, a = 30, b = 0.068, and the straight line is the best fit (three
-        // exact fits: BIC ties, and linear has the fewest parameters).
-        let xs = [256.0, 512.0, 1024.0, 2048.0, 4096.0];
-        let ys: Vec<f64> = xs.iter().map(|x| 30.0 + 0.068 * x).collect();
-        let f = fit_power_law(&xs, &ys).unwrap();
-        let Model::PowerLaw { a, b, k } = f.model else {
-            panic!()
-        };
-        assert!((k - 1.0).abs() < 1e-9, "{k}");
-        assert!((a - 30.0).abs() < 1e-6 && rel(b, 0.068) < 1e-9, "{a} {b}");
-        let s = scaling(&xs, &ys).unwrap();
-        assert_eq!(s.best, Some(ModelKind::Linear));
-        assert!((s.exponent.unwrap() - 1.0).abs() < 1e-9);
-    }
-
-    #[test]
-    fn noise_on_a_straight_line_does_not_make_it_quadratic() {
-        // TTFT = 30 + 0.068·x ms, off by −2, −1, 0, −1, +2, +2 ms at 1K … 32K tokens:
-        // y = 97.632, 168.264, 308.528, 586.056, 1146.112, 2260.224. The quadratic's
-        // adjusted R² (0.9999988) beats the line's (0.9999986), which made it the "best fit"
-        // beside k = 0.911 from the intercept-free power law. BIC = n·ln(RSS/n) + p·ln n
-        // (n = 6): linear 1.106, quadratic 0.027, power law 0.375. The line is within 2 of
-        // the lowest, and simpler: linear. The power law with its intercept gives k = 0.998.
-        let xs: Vec<f64> = (0..6).map(|i| 1024.0 * f64::from(1u32 << i)).collect();
-        let noise = [-2.0, -1.0, 0.0, -1.0, 2.0, 2.0];
-        let ys: Vec<f64> = xs
-            .iter()
-            .zip(noise)
-            .map(|(x, e)| 30.0 + 0.068 * x + e)
-            .collect();
-        let s = scaling(&xs, &ys).unwrap();
-        let (lin, quad, pow) = (
-            s.linear.unwrap(),
-            s.quadratic.unwrap(),
-            s.power_law.unwrap(),
-        );
-        assert!(quad.adj_r_squared > lin.adj_r_squared);
-        assert!((lin.bic - 1.1058).abs() < 1e-3, "{}", lin.bic);
-        assert!((quad.bic - 0.0268).abs() < 1e-3, "{}", quad.bic);
-        assert!((pow.bic - 0.3751).abs() < 1e-3, "{}", pow.bic);
-        assert_eq!(s.best, Some(ModelKind::Linear));
-        assert!(
-            (s.exponent.unwrap() - 0.998_17).abs() < 1e-4,
-            "{:?}",
-            s.exponent
-        );
-    }
-
-    #[test]
-    fn r_squared_by_hand_and_adjustment() {
-        // x = 1, 2, 3, 4; y = 1, 3, 2, 4. x̄ = 2.5, ȳ = 2.5, Sxx = 5,
-        // Sxy = (−1.5)(−1.5) + (−0.5)(0.5) + (0.5)(−0.5) + (1.5)(1.5) = 4,
-        // b = 0.8, a = 0.5. Fitted 1.3, 2.1, 2.9, 3.7; residuals −0.3, 0.9,
-        // −0.9, 0.3; SS_res = 1.8, SS_tot = 5, R² = 0.64.
-        // Adjusted: 1 − 0.36·3/2 = 0.46.
-        let f = fit_linear(&[1.0, 2.0, 3.0, 4.0], &[1.0, 3.0, 2.0, 4.0]).unwrap();
-        let Model::Linear { a, b } = f.model else {
-            panic!()
-        };
-        assert!((a - 0.5).abs() < 1e-12 && (b - 0.8).abs() < 1e-12);
-        assert!((f.r_squared - 0.64).abs() < 1e-12);
-        assert!((f.adj_r_squared - 0.46).abs() < 1e-12);
-    }
-
-    #[test]
-    fn power_law_with_an_intercept_by_hand() {
-        // x = 1, 2, 3, 4; y = 2 + x² = 3, 6, 11, 18: a power law with a = 2, b = 1, k = 2,
-        // exact in ms: R² = 1. ȳ = 9.5, SS_tot = 42.25 + 12.25 + 2.25 + 72.25 = 129; the
-        // residual counts as the floor 129 × 1e-12, so BIC = 4·ln(1.29e-10 / 4) + 3·ln 4
-        // = −92.4711.
-        let f = fit_power_law(&[1.0, 2.0, 3.0, 4.0], &[3.0, 6.0, 11.0, 18.0]).unwrap();
-        let Model::PowerLaw { a, b, k } = f.model else {
-            panic!()
-        };
-        assert!((k - 2.0).abs() < 1e-9, "{k}");
-        assert!((a - 2.0).abs() < 1e-8 && (b - 1.0).abs() < 1e-8, "{a} {b}");
-        assert!((f.r_squared - 1.0).abs() < 1e-12, "{}", f.r_squared);
-        assert!((f.bic + 92.4711).abs() < 1e-3, "{}", f.bic);
-        // Three points leave a three-parameter fit nothing to judge it by.
-        assert!(fit_power_law(&[1.0, 2.0, 3.0], &[3.0, 6.0, 11.0]).is_none());
-    }
-
-    #[test]
-    fn degenerate_inputs() {
-        assert!(fit_linear(&[1.0, 2.0], &[1.0, 2.0]).is_none());
-        assert!(fit_quadratic(&[1.0, 2.0, 3.0], &[1.0, 4.0, 9.0]).is_none());
-        // Three points at only two distinct lengths: no parabola.
-        assert!(fit_quadratic(&[1.0, 1.0, 2.0, 2.0], &[1.0, 1.1, 2.0, 2.1]).is_none());
-        assert!(fit_linear(&[5.0, 5.0, 5.0], &[1.0, 2.0, 3.0]).is_none());
-        assert!(fit_linear(&[1.0, 2.0, 3.0], &[4.0, 4.0, 4.0]).is_none());
-        assert!(fit_power_law(&[0.0, 1.0, 2.0], &[1.0, 2.0, 3.0]).is_none());
-        assert!(scaling(&[1.0], &[]).is_none());
-        // Too few points for any fit still yields the per-length ratios.
-        let s = scaling(&[2000.0, 0.0], &[100.0, 5.0]).unwrap();
-        assert_eq!(s.best, None);
-        assert_eq!(s.per_length[0].ms_per_1k_tokens, Some(50.0));
-        assert_eq!(s.per_length[1].ms_per_1k_tokens, None);
-    }
-}
+mod tests;

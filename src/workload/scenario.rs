@@ -182,11 +182,13 @@ impl Scenario {
     }
 
     /// Whether the workload reuses prompt prefixes on purpose, so that a server's prefix
-    /// cache is expected to serve part of its prompts: a system prompt, prefix groups,
+    /// cache is expected to serve part of its prompts: a system prompt (of synthetic prompts), prefix groups,
     /// multi-turn or agent sessions, a trace's shared blocks, or a cache test's warm level
     /// (new requests sharing the cold level's prefixes).
     pub fn expects_cached_prompts(&self) -> bool {
-        self.system_prompt.is_some()
+        // A dataset's prompts are the same in every run: its system prompt does not make a
+        // replay of them expected.
+        (self.system_prompt.is_some() && self.content != Content::Dataset)
             || self.prefix_groups.is_some()
             || self.sessions.is_some()
             || self.agent.is_some()

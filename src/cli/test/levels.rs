@@ -193,7 +193,9 @@ impl Bench for LevelRunner {
         let rel = format!("levels/{}", level_name(count, spec));
         config.out_dir = prepare_run_dir(Some(&dir.join(&rel)), false)
             .map_err(|e| Stop::Failed(anyhow::anyhow!(e)))?;
-        let flush = spec.flush_cache || self.reset_cache;
+        // A level sharing its test's prompts (the prefix-cache test's warm level) must find
+        // what the level before it cached: the reset is for levels of their own.
+        let flush = spec.flush_cache || (self.reset_cache && !spec.shared_prompts);
         let note = settle_server(&config, count, flush, &t.server)?;
         let started = Instant::now();
         let (report, records) = execute_level(config, t, spec, count)?;

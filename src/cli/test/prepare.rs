@@ -98,6 +98,9 @@ pub(super) fn setup(
     }))
 }
 
+/// The capacity search's first concurrency when `--start-concurrency` is not given.
+const DEFAULT_START_CONCURRENCY: u32 = 8;
+
 /// (label, value) pairs given on the command line.
 type Labelled = Vec<(String, String)>;
 
@@ -125,13 +128,12 @@ fn check_flags(args: &RunArgs, p: &ProcedureArgs) -> Result<(Labelled, Labelled)
     if p.budget.is_some_and(|b| b.is_zero()) {
         bail!("--budget must be longer than zero (no level could start), e.g. --budget 30m");
     }
-    if p.start_concurrency == 0 {
-        bail!("--start-concurrency must be at least 1");
+    if p.start_concurrency == Some(0) || p.concurrency_limit == 0 {
+        bail!("--start-concurrency and --concurrency-limit must be at least 1");
     }
-    if p.start_concurrency > p.concurrency_limit {
+    if let Some(start) = p.start_concurrency.filter(|&s| s > p.concurrency_limit) {
         bail!(
-            "--start-concurrency {} is above --concurrency-limit {}: the search would start past its own limit",
-            p.start_concurrency,
+            "--start-concurrency {start} is above --concurrency-limit {}: the search would start past its own limit",
             p.concurrency_limit
         );
     }
@@ -246,7 +248,11 @@ fn options(
         capacity_rate_per_s: p.capacity,
         capacity_concurrency: p.capacity_concurrency,
         estimate_concurrency: p.estimate_concurrency.max(1),
-        start_concurrency: p.start_concurrency.max(1),
+        // The default start, 8, within a lower limit (a server of 4 slots: --concurrency-limit 4).
+        start_concurrency: p
+            .start_concurrency
+            .unwrap_or(DEFAULT_START_CONCURRENCY.min(p.concurrency_limit))
+            .max(1),
         concurrency_limit: p.concurrency_limit.max(1),
         curve_levels: p.levels,
         load_shares: p.load_shares.clone(),

@@ -56,7 +56,10 @@ pub async fn execute(
             // A kept-alive connection the server had already closed: retry once on a fresh
             // connection (nothing of this request reached the server).
             Some(Err(e)) if acquired.from_idle && !retried && is_stale(&e) => {
-                if acquired.reused {
+                if acquired
+                    .idle
+                    .is_some_and(|i| i < crate::client::pool::CLOSED_AFTER_ANSWER)
+                {
                     pool.note_closed_by_server();
                 }
                 retried = true;
@@ -132,6 +135,7 @@ async fn acquire(
             conn,
             from_idle: false,
             reused: false,
+            idle: None,
         })
     } else {
         pool.acquire().await

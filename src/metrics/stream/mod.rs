@@ -19,6 +19,7 @@
 //! the same records within the stated error.
 
 pub mod reservoir;
+mod spans;
 mod verdicts;
 
 use super::experience::{Experience, RateComparison};
@@ -27,9 +28,9 @@ use super::modality::shape;
 use super::request::{itl_samples, measure, ItlOption, RequestMetrics};
 use super::slo::AttainmentTally;
 use super::summary::{
-    add_warnings, balance_from, choose_itl_from, delivered_answer_tokens, delivered_tokens,
-    has_server_times, input_tokens, summarize, ChunkShares, InputBucket, ItlChoice, RequestCounts,
-    RunSummary, SteadyBasis, SteadyState, SummaryParams, TokenSources, Window, INPUT_BUCKETS,
+    add_warnings, choose_itl_from, delivered_answer_tokens, delivered_tokens, has_server_times,
+    input_tokens, summarize, ChunkShares, InputBucket, ItlChoice, RequestCounts, RunSummary,
+    SummaryParams, TokenSources, Window, INPUT_BUCKETS,
 };
 use super::ux::{committed_at, judge, smooth_goodput_of, GoodputSums, UxWindow};
 use crate::clock::Nanos;
@@ -355,45 +356,6 @@ impl StreamSummary {
         }
     }
 
-    /// Steady rates over the arrival span after its first 10 % (docs/metrics.md, "Long
-    /// runs"), else over the window after its first 10 %.
-    fn steady_state(&self, w: Window) -> SteadyState {
-        let (first, last) = self.arrived;
-        let arrivals_cut = first + last.saturating_sub(first) / 10;
-        let (cut, end, basis) = if self.counts.total >= 20 && last > arrivals_cut {
-            (arrivals_cut, last, SteadyBasis::Arrivals)
-        } else {
-            let cut = w.start + w.end.saturating_sub(w.start) / 10;
-            (cut, w.end, SteadyBasis::Window)
-        };
-        let steady_s = end.saturating_sub(cut) as f64 / 1e9;
-        let per_s = |x: f64| if steady_s > 0.0 { x / steady_s } else { 0.0 };
-        SteadyState {
-            excluded_s: cut.saturating_sub(w.start) as f64 / 1e9,
-            span_s: steady_s,
-            basis,
-            output_tokens_per_s: per_s(self.steady_tokens.sum_between(cut, end + 1)),
-            requests_per_s: per_s(self.steady_done.sum_between(cut, end + 1)),
-            input_tokens_per_s: per_s(self.steady_input.sum_between(cut, end + 1)),
-        }
-    }
-
-    fn arrival_balance(&self, e2e: Option<Distribution>) -> Option<super::summary::ArrivalBalance> {
-        let p = self.plan;
-        if p.planned < 10 || p.planned != self.counts.total {
-            return None;
-        }
-        let cut = p.first + (p.last - p.first) / 10;
-        let span_s = (p.last - cut) as f64 / 1e9;
-        if span_s <= 0.0 {
-            return None;
-        }
-        // Every arrival is at or before the last planned one: only the cut end is prorated.
-        let arrivals = self.arrivals.sum_from(cut);
-        let completions = self.steady_done.sum_between(cut, p.last + 1);
-        Some(balance_from(arrivals, completions, span_s, e2e))
-    }
-
     fn ux_window(&self) -> Option<UxWindow> {
         let p = self.plan;
         if self.counts.total == 0 {
@@ -530,7 +492,7 @@ impl StreamSummary {
             } else {
                 counts.completed as f64 / counts.total as f64
             },
-            steady_state: self.steady_state(window),
+            steady_state: self.steady_state(window, sample),
             arrival_balance: self.arrival_balance(e2e_ms),
             itl_method,
             token_counting: self.sources.finish(),

@@ -259,3 +259,27 @@ fn other_phases_are_ignored_and_the_sample_is_capped() {
     assert_eq!(s.requests.total, 900);
     assert_eq!(s.streamed.unwrap().sample_requests, 300);
 }
+
+/// A burst (every request sent at once: a closed loop as wide as its request count) has no
+/// steady span: the streamed summary counts the window after its first 10 %, as the exact
+/// one does, rather than rates over the sliver between the first and last send.
+#[test]
+fn a_burst_streams_the_window_basis_as_the_exact_summary_does() {
+    let records: Vec<RequestRecord> = (0..400u64)
+        .map(|id| {
+            let sent = id * 10_000; // 10 µs apart: 4 ms in all
+            let tokens: Vec<u64> = (1..=20).map(|k| (sent + k * 50 * MS) / MS).collect();
+            RequestRecord::completed_for_tests(id, sent / MS, &tokens, 100)
+        })
+        .collect();
+    let exact = summarize(&records, &params());
+    let s = streamed(&records, 64);
+    assert_eq!(exact.steady_state.basis, crate::metrics::summary::SteadyBasis::Window);
+    assert_eq!(s.steady_state.basis, exact.steady_state.basis);
+    assert!(
+        close(s.steady_state.output_tokens_per_s, exact.steady_state.output_tokens_per_s, 0.02),
+        "{:?} {:?}",
+        s.steady_state,
+        exact.steady_state
+    );
+}

@@ -336,3 +336,40 @@ fn a_short_run_counts_the_window_after_its_cut() {
     assert_eq!(s.steady_state.basis, SteadyBasis::Window);
     assert!((s.steady_state.span_s - 0.81).abs() < 1e-9);
 }
+
+/// The replay warning reads replays, not chat templates: every request sharing its first 16
+/// tokens (a template's, cached by every engine) is 12.5 % of 128-token prompts but no
+/// replay; prompts cached whole are. A workload that shares prefixes on purpose never warns.
+#[test]
+fn a_replay_is_warned_about_a_template_prefix_is_not() {
+    let with_cached = |cached: u64| -> Vec<RequestRecord> {
+        (0..40u64)
+            .map(|i| {
+                let mut r = ok(i, i * 100, &[i * 100 + 20, i * 100 + 40]);
+                r.usage = Some(serde_json::json!({
+                    "prompt_tokens": 128,
+                    "completion_tokens": 2,
+                    "prompt_tokens_details": {"cached_tokens": cached}
+                }));
+                r
+            })
+            .collect()
+    };
+    let warned = |s: &RunSummary| s.warnings.iter().any(|w| w.kind() == "prompts_from_cache");
+    let template = summarize_plain(&with_cached(16));
+    let c = template.prompt_cache.as_ref().unwrap();
+    assert_eq!((c.requests_reporting, c.prompt_tokens, c.cached_tokens), (40, 5120, 640));
+    assert_eq!(c.mostly_cached_requests, 0);
+    assert!(!warned(&template));
+    let replay = summarize_plain(&with_cached(127));
+    assert_eq!(replay.prompt_cache.as_ref().unwrap().mostly_cached_requests, 40);
+    assert!(warned(&replay));
+    let by_design = summarize(
+        &with_cached(127),
+        &SummaryParams {
+            expects_cached_prompts: true,
+            ..SummaryParams::default()
+        },
+    );
+    assert!(!warned(&by_design));
+}

@@ -79,12 +79,25 @@ pub fn steady_span(measured: &[&RequestRecord]) -> Option<(Nanos, Nanos)> {
     }
     let first = measured.iter().map(|r| arrived_at(r)).min()?;
     let last = measured.iter().map(|r| arrived_at(r)).max()?;
-    // Durations of the requests that arrived first (the first fifth of the span): they met
-    // no queue yet, so they say how long the count takes to climb, where later requests of
-    // an overloaded run would say how long the queue has grown.
+    let skip = ramp_up_skip(measured.iter().copied(), first, last);
+    if skip > (last - first) / 2 || last <= first + skip {
+        return None;
+    }
+    Some((first + skip, last))
+}
+
+/// The ramp-up a steady span skips after the first arrival: the larger of 10 % of the
+/// arrival span `first..last` and the P90 duration of the completed `records` that arrived
+/// in its first fifth. They met no queue yet, so they say how long the in-flight count
+/// takes to climb, where later requests of an overloaded run would say how long the queue
+/// has grown. `records` may be a uniform sample of the run's (a streamed summary's).
+pub fn ramp_up_skip<'a>(
+    records: impl Iterator<Item = &'a RequestRecord>,
+    first: Nanos,
+    last: Nanos,
+) -> Nanos {
     let early = first + (last - first) / 5;
-    let mut durations: Vec<Nanos> = measured
-        .iter()
+    let mut durations: Vec<Nanos> = records
         .filter(|r| r.outcome.is_ok() && arrived_at(r) <= early)
         .map(|r| r.finished_at.saturating_sub(arrived_at(r)))
         .collect();
@@ -93,11 +106,7 @@ pub fn steady_span(measured: &[&RequestRecord]) -> Option<(Nanos, Nanos)> {
         .get((durations.len() * 9 / 10).min(durations.len().saturating_sub(1)))
         .copied()
         .unwrap_or(0);
-    let skip = ((last - first) / 10).max(p90);
-    if skip > (last - first) / 2 || last <= first + skip {
-        return None;
-    }
-    Some((first + skip, last))
+    ((last - first) / 10).max(p90)
 }
 
 /// Open loop: did the server keep up with the arrivals (draft 5.2.3.1)?

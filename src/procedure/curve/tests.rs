@@ -40,7 +40,10 @@ fn p(rate: f64, tok: f64, half: f64, p99: f64) -> CurvePoint {
 #[test]
 fn reads_knee_saturation_and_optimal() {
     // Minimum P99 100 ms; 250 > 200 at 3 req/s → knee. Throughput falls from 290±5 to
-    // 260±5 at 5 req/s (265 < 285) → saturation. No SLO: optimal = best below the knee.
+    // 260±5 at 5 req/s (265 < 285): the draft's words put saturation there. But 290 + 5 at
+    // 4 req/s is already short of the offer (0.9 × 97.5 tokens a request, the best lower
+    // bound below it, × 4 = 351): saturation at 4, where throughput peaks. No SLO: optimal =
+    // best below the knee.
     let mut r = CurveResult {
         points: vec![
             p(1.0, 100.0, 5.0, 100.0),
@@ -53,14 +56,29 @@ fn reads_knee_saturation_and_optimal() {
     };
     read_curve(&mut r);
     assert_eq!(r.knee_rate_per_s, Some(3.0));
-    assert_eq!(r.saturation_rate_per_s, Some(5.0));
+    assert_eq!(r.saturation_rate_per_s, Some(4.0));
+    assert_eq!(r.saturation_rule.as_deref(), Some("shortfall"));
+    assert_eq!(
+        curve::saturation(&stats_levels(&r.points)).map(|l| l.offered_rate_per_s),
+        Some(5.0),
+        "the draft's words"
+    );
     assert_eq!(r.optimal_rate_per_s, Some(2.0));
     assert_eq!(r.optimal_basis.as_deref(), Some("below_knee"));
     assert_eq!(r.peak_rate_per_s, Some(4.0));
-    // A dip inside the intervals is not a fall.
+    // A dip inside the intervals is not a fall by the draft's words; 4 req/s stays the
+    // saturation point, short of its offer.
     r.points[4] = p(5.0, 287.0, 5.0, 3000.0);
     read_curve(&mut r);
-    assert_eq!(r.saturation_rate_per_s, None);
+    assert!(curve::saturation(&stats_levels(&r.points)).is_none());
+    assert_eq!(r.saturation_rate_per_s, Some(4.0));
+    // Throughput that grows with the offer has no saturation point.
+    let mut r = CurveResult {
+        points: vec![p(1.0, 100.0, 5.0, 100.0), p(2.0, 200.0, 5.0, 150.0)],
+        ..Default::default()
+    };
+    read_curve(&mut r);
+    assert_eq!((r.saturation_rate_per_s, r.saturation_rule), (None, None));
 }
 
 /// An SLO check of one percentile term, `met` of `trials` within the bound against

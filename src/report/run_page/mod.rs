@@ -384,10 +384,14 @@ pub fn reproduction(r: &RunReport) -> Section {
             ("Seed", r.config.seed.to_string()),
             (
                 "Prompt salt",
-                format!(
-                    "{} (the words of this run's prompts: --prompt-salt {} sends them again)",
-                    r.config.prompt_salt, r.config.prompt_salt
-                ),
+                match r.config.prompt_salt {
+                    // Also what a run from before prompt salts reads as: its words came from
+                    // the seed's stream of that version, which this one no longer draws.
+                    0 => "0 (the seed's own prompts; a run recorded before prompt salts cannot be replayed word for word)".to_owned(),
+                    salt => format!(
+                        "{salt} (the words of this run's prompts: --prompt-salt {salt} sends them again)"
+                    ),
+                },
             ),
             (
                 "Workload hash",

@@ -112,7 +112,10 @@ pub(super) fn long_context(r: &TestReport, out: &mut Parts) {
             best.replace('_', " "),
             x.r2.unwrap_or(f64::NAN),
             x.scaling_exponent
-                .map(|k| format!("{k:.2}"))
+                .map(|k| format!(
+                    "{k:.2}{}",
+                    crate::procedure::long_context::exponent_note(best, k)
+                ))
                 .unwrap_or_else(|| "-".into()),
             x.us_per_input_token
                 .map(|u| crate::procedure::long_context::per_token_cost(&x, u)
@@ -120,6 +123,15 @@ pub(super) fn long_context(r: &TestReport, out: &mut Parts) {
                     .to_owned())
                 .unwrap_or_default()
         ));
+    }
+    if let Some(k0) = x.origin_exponent {
+        out.text(format!(
+            "The draft's literal reading, TTFT ∝ length^k through the origin: k = {k0:.2} (R² = {:.4}); a fixed overhead bends it below the k above",
+            x.origin_r2.unwrap_or(f64::NAN)
+        ));
+    }
+    if let Some(why) = crate::procedure::long_context::label_reason(&x) {
+        out.text(why);
     }
     out.text(format!("Longest length: {}", x.context_limit));
 }

@@ -103,9 +103,18 @@ fn curve_points(x: &CurveResult, slo: Option<&str>, out: &mut Parts) {
         at(x.knee_rate_per_s, "none")
     ));
     out.text(format!(
-        "Saturation point: {} (achieved throughput falls beyond its interval)",
-        at(x.saturation_rate_per_s, "none")
+        "Saturation point: {} ({})",
+        at(x.saturation_rate_per_s, "none"),
+        match x.saturation_rule.as_deref() {
+            Some("shortfall") => "achieved throughput under 90 % of what the offered load asks",
+            Some(_) => "achieved throughput falls from the previous level beyond its interval",
+            None => "throughput neither fell from a level to the next nor fell short of the offer",
+        }
     ));
+    if x.saturation_rule.as_deref() == Some("shortfall") {
+        // A departure from the draft's words: say so where the answer is read.
+        out.text("Why: by the draft's words (throughput \"first decreases from previous level\") no level up to this one saturated; servebench also reads the level where throughput falls short of the offer, the reading that gives the draft's own Table 5 its stated 22 req/s (docs/methodology.md)");
+    }
     out.text(format!(
         "Saturation onset: {} (the request rate the levels saturated for good completed, at least what a lower level sustained and at most the first saturated level's offer)",
         at(x.saturation_onset_rate_per_s, "none (no level saturated for good)")
@@ -206,6 +215,21 @@ mod tests {
             Some(
                 "Optimal operating point: 2 req/s (highest throughput meeting p99(ttft_ms)<=10000)"
             )
+        );
+        // A saturation point found by the shortfall says why, under the table.
+        let x = CurveResult {
+            saturation_rate_per_s: Some(2.0),
+            saturation_rule: Some("shortfall".into()),
+            ..x
+        };
+        let mut out = Parts::default();
+        curve_parts(&x, &mut out);
+        let said = texts(&out);
+        assert!(said.contains(&"Saturation point: 2 req/s (achieved throughput under 90 % of what the offered load asks)".to_string()), "{said:?}");
+        assert!(
+            said.iter()
+                .any(|t| t.starts_with("Why: by the draft's words")),
+            "{said:?}"
         );
         // Without an SLO: no column, and the knee's reading.
         let x = CurveResult {

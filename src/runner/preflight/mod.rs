@@ -149,6 +149,8 @@ pub async fn check(
 /// The test request once more alone, timed, then [`TOGETHER`] copies at once: the server's
 /// [`Speed`]; `None` when the request alone did not stream a token.
 async fn measure_speed(solo: &Solo<'_>, pool: &Arc<Pool>, req: &PreparedRequest) -> Option<Speed> {
+    // Only this request's connection counts, not one a proxy closed after an earlier try.
+    let closed_before = pool.closed_by_server();
     let start = Instant::now();
     let ex = solo.send(req, Phase::Probe).await;
     let alone = start.elapsed().as_secs_f64();
@@ -163,7 +165,7 @@ async fn measure_speed(solo: &Solo<'_>, pool: &Arc<Pool>, req: &PreparedRequest)
         sent_together: if served.is_some() { TOGETHER } else { 1 },
         // The second request alone went out on the first one's connection, if the server
         // kept it.
-        closes_connections: pool.closed_by_server() > 0,
+        closes_connections: pool.closed_by_server() > closed_before,
     })
 }
 

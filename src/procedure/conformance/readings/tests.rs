@@ -221,3 +221,28 @@ fn the_warm_level_hits_the_shared_prefix_and_a_replay_whole_prompts() {
         ttft(&off)
     );
 }
+
+/// Issue 31, item 3: the long-context engines are named by their prefill, and the label,
+/// the exponent and R² printed together agree: TTFT = 10 + 0.05·L ms is linear (k = 1),
+/// TTFT = 10 + 0.00015·L² ms quadratic (k = 2; the power law fits it as exactly, and the tie
+/// names the mechanism).
+#[test]
+fn the_long_context_engines_are_named_by_their_prefill() {
+    for (quadratic, label, k) in [(false, "linear", 1.0), (true, "quadratic", 2.0)] {
+        let c = exponent_case(quadratic);
+        let (finding, _) = crate::procedure::conformance::run_test(&c, TestName::LongContext, 1)
+            .expect("the test runs in virtual time");
+        let r = LongContextResult::of(&finding.result).expect("a long-context result");
+        assert_eq!(r.best_fit.as_deref(), Some(label), "{r:?}");
+        let exponent = r.scaling_exponent.unwrap();
+        assert!((exponent - k).abs() < 0.05, "{exponent}");
+        assert!(r.r2.unwrap() > 0.999, "{:?}", r.r2);
+        assert!(
+            finding
+                .answer
+                .starts_with(&format!("best fit {label} (R² = ")),
+            "{}",
+            finding.answer
+        );
+    }
+}
