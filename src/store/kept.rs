@@ -250,7 +250,7 @@ mod tests {
                 switched_at = Some(i + 1);
             }
         }
-        let n = switched_at.expect("the budget is reached") as u64;
+        let n = switched_at.expect("the budget is reached");
         assert_eq!(
             n,
             (1 << 20) / one + 1,

@@ -274,10 +274,17 @@ fn a_burst_streams_the_window_basis_as_the_exact_summary_does() {
         .collect();
     let exact = summarize(&records, &params());
     let s = streamed(&records, 64);
-    assert_eq!(exact.steady_state.basis, crate::metrics::summary::SteadyBasis::Window);
+    assert_eq!(
+        exact.steady_state.basis,
+        crate::metrics::summary::SteadyBasis::Window
+    );
     assert_eq!(s.steady_state.basis, exact.steady_state.basis);
     assert!(
-        close(s.steady_state.output_tokens_per_s, exact.steady_state.output_tokens_per_s, 0.02),
+        close(
+            s.steady_state.output_tokens_per_s,
+            exact.steady_state.output_tokens_per_s,
+            0.02
+        ),
         "{:?} {:?}",
         s.steady_state,
         exact.steady_state

@@ -358,11 +358,17 @@ fn a_replay_is_warned_about_a_template_prefix_is_not() {
     let warned = |s: &RunSummary| s.warnings.iter().any(|w| w.kind() == "prompts_from_cache");
     let template = summarize_plain(&with_cached(16));
     let c = template.prompt_cache.as_ref().unwrap();
-    assert_eq!((c.requests_reporting, c.prompt_tokens, c.cached_tokens), (40, 5120, 640));
+    assert_eq!(
+        (c.requests_reporting, c.prompt_tokens, c.cached_tokens),
+        (40, 5120, 640)
+    );
     assert_eq!(c.mostly_cached_requests, 0);
     assert!(!warned(&template));
     let replay = summarize_plain(&with_cached(127));
-    assert_eq!(replay.prompt_cache.as_ref().unwrap().mostly_cached_requests, 40);
+    assert_eq!(
+        replay.prompt_cache.as_ref().unwrap().mostly_cached_requests,
+        40
+    );
     assert!(warned(&replay));
     let by_design = summarize(
         &with_cached(127),
