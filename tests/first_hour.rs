@@ -933,7 +933,7 @@ fn inputs_that_cannot_measure_are_refused_at_once() {
         ),
         (
             &["test", "capacity", "--start-concurrency", "0"],
-            "--start-concurrency must be at least 1",
+            "--start-concurrency and --concurrency-limit must be at least 1",
         ),
         (
             &[

@@ -158,6 +158,7 @@ mod tests {
         // token at 300 ms: TTFT 120 ms from the last byte, 200 ms from the first.
         let mut r = RequestRecord::completed_for_tests(0, 100, &[300, 320], 10);
         r.body_sent_at = Some(180 * 1_000_000);
+        r.body_bytes = 1 << 20;
         r.media.images = 1;
         let m = MediaTally::of([&r]).finish().unwrap();
         let p50 = |d: Option<Distribution>| d.unwrap().p50;

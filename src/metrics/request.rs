@@ -295,6 +295,8 @@ mod tests {
         // 340 (2 tokens), 400 ms; planned at 90 ms.
         let mut r = rec(&[(300, 1), (320, 1), (340, 2), (400, 1)]);
         r.body_sent_at = Some(180 * MS);
+        // An image's worth of body: more than one write (`ONE_WRITE_BYTES`).
+        r.body_bytes = 1 << 20;
         r.first_byte_at = Some(250 * MS);
         r.scheduled_at = Some(90 * MS);
         assert_eq!(r.upload_ms(), Some(80.0));
@@ -308,6 +310,10 @@ mod tests {
         assert_eq!(m.ttft_from_schedule_ms, Some(210.0));
         assert_eq!(m.e2e_from_schedule_ms, Some(310.0));
         assert_eq!(latencies(&r), Some((120.0, 220.0, Some(25.0))));
+        // A body that fits one write left with its first byte: the stamp after the write
+        // returned is the client's own delay, not the request's.
+        r.body_bytes = 2_000;
+        assert_eq!(r.submitted_at(), Some(100 * MS));
     }
 
     #[test]

@@ -236,19 +236,7 @@ impl fmt::Display for Warning {
                 "start-up transient: the requests sent in the first {early_s:.1} s had a TTFT P99 of {early_p99_ms:.0} ms, {:.0}× the {rest_p99_ms:.0} ms of the rest, and the run's P99 TTFT ({p99_ms:.0} ms) includes them: many streams started at once on an idle server. Read the figures after the start (the report's time series), or run longer; after a warm-up a closed loop spreads its first requests (docs/run.md#start-up)",
                 early_p99_ms / rest_p99_ms.max(1e-9)
             ),
-            Self::PromptsFromCache {
-                cached_share,
-                cached_tokens,
-                prompt_tokens,
-            } => write!(
-                f,
-                "{:.1} % of the measured prompt tokens ({cached_tokens} of {prompt_tokens}) were served from the server's prefix cache, as its responses report, though this workload reuses no prefix on purpose: TTFT measured a cache, not prefill. An earlier run or level sent these prompts (a --prompt-salt given again, or a dataset's prompts replayed); give no --prompt-salt for fresh prompts, or empty the server's cache first (--reset-cache-between-levels in tests)",
-                cached_share * 100.0
-            ),
-            Self::SummaryStreamed { why } => write!(
-                f,
-                "the run kept no records for its summary past {why}: it was summarised as they streamed past (counts and rates exact, percentiles within 0.4 %, whole-request figures from a seeded sample of 2,000; docs/metrics.md, \"Long runs\"); every record is in requests.jsonl"
-            ),
+            Self::PromptsFromCache { .. } | Self::SummaryStreamed { .. } => self.fmt_kept(f),
             Self::Recorded { message, .. } => f.write_str(message),
         }
     }
@@ -293,5 +281,28 @@ impl Serialize for Warning {
         m.serialize_entry("kind", self.kind_name())?;
         m.serialize_entry("message", &self.to_string())?;
         m.end()
+    }
+}
+
+impl Warning {
+    /// The messages of the warnings about what a run kept: its prompts in the server's
+    /// cache, its records in memory (apart, so `fmt` stays a readable length).
+    fn fmt_kept(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::PromptsFromCache {
+                cached_share,
+                cached_tokens,
+                prompt_tokens,
+            } => write!(
+                f,
+                "{:.1} % of the measured prompt tokens ({cached_tokens} of {prompt_tokens}) were served from the server's prefix cache, as its responses report, though this workload reuses no prefix on purpose: TTFT measured a cache, not prefill. An earlier run or level sent these prompts (a --prompt-salt given again, or a dataset's prompts replayed); give no --prompt-salt for fresh prompts, or empty the server's cache first (--reset-cache-between-levels in tests)",
+                cached_share * 100.0
+            ),
+            Self::SummaryStreamed { why } => write!(
+                f,
+                "the run kept no records for its summary past {why}: it was summarised as they streamed past (counts and rates exact, percentiles within 0.4 %, whole-request figures from a seeded sample of 2,000; docs/metrics.md, \"Long runs\"); every record is in requests.jsonl"
+            ),
+            other => fmt::Display::fmt(other, f),
+        }
     }
 }

@@ -9,9 +9,10 @@ use serde_json::Value as Json;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Keys of a run's configuration view that are bookkeeping, not configuration: where it
-/// wrote, how it was typed, how it printed, the seed (checked on its own), and the trace
-/// id prefix (fresh every run).
-const IGNORED: [&str; 7] = [
+/// wrote, how it was typed, how it printed, the seed (checked on its own), the trace id
+/// prefix and the prompt salt (fresh every run: the words of the prompts, not the workload,
+/// whose lengths and order the seed fixes).
+const IGNORED: [&str; 8] = [
     "/config/out_dir",
     "/config/command_line",
     "/config/quiet",
@@ -19,6 +20,7 @@ const IGNORED: [&str; 7] = [
     "/config/seed",
     "/config/target/api_key",
     "/config/target/trace_id_prefix",
+    "/config/prompt_salt",
 ];
 
 /// Settings whose value differs between systems, each with its per-system value.

@@ -58,19 +58,21 @@ fn failed(id: u64, sent: u64, end: u64) -> RequestRecord {
     }
 }
 
+/// Flags every test report has: a fixed prompt salt among them, since a fresh one per run
+/// would change every pinned run.json.
+const FIXED_FLAGS: [&str; 6] = [
+    "--quiet",
+    "--no-fluidity",
+    "--model",
+    "m1",
+    "--prompt-salt",
+    "1",
+];
+
 /// A run report as `assemble` would make it, from `records` and `servebench run` flags.
 pub(crate) fn report_of(flags: &[&str], records: &[RequestRecord]) -> RunReport {
-    let mut argv = vec![
-        "servebench",
-        "run",
-        "--quiet",
-        "--no-fluidity",
-        "--model",
-        "m1",
-        // A fixed salt: a fresh one per run would change every pinned run.json.
-        "--prompt-salt",
-        "1",
-    ];
+    let mut argv = vec!["servebench", "run"];
+    argv.extend(FIXED_FLAGS);
     argv.extend(flags);
     let Command::Run(args) = Cli::try_parse_from(&argv).unwrap().command else {
         unreachable!()
