@@ -38,15 +38,21 @@ impl Generator {
         if images.is_none() && audio.is_none() {
             return;
         }
-        let mut rng =
-            ChaCha8Rng::seed_from_u64(self.seed ^ MEDIA_SALT ^ self.scenario.request_salt);
+        let key = self.seed ^ MEDIA_SALT ^ self.scenario.request_salt;
+        let mut rng = ChaCha8Rng::seed_from_u64(key);
         rng.set_stream(first.index);
+        // The pixels and samples follow the prompt salt, as the words do: a server's
+        // multimodal cache (vLLM keys it on the image's hash) must not answer a new run
+        // from an earlier one's images. Counts and sizes stay the seed's.
+        let mut content = ChaCha8Rng::seed_from_u64(super::splitmix64(key ^ self.prompt_salt));
+        content.set_stream(first.index);
+        let rngs = (&mut rng, &mut content);
         let mut parts = Vec::new();
         if let Some(spec) = &images {
-            parts.extend(self.images_of(spec, &mut rng));
+            parts.extend(self.images_of(spec, rngs.0, rngs.1));
         }
         if let Some(spec) = &audio {
-            parts.extend(self.audio_of(spec, &mut rng));
+            parts.extend(self.audio_of(spec, rngs.0, rngs.1));
         }
         let sessions = session.len() > 1 || first.session.is_some();
         for spec in session.iter_mut() {
@@ -63,10 +69,15 @@ impl Generator {
     }
 
     /// One request's images: their count, then each one, synthetic or the folder's next.
-    fn images_of(&mut self, spec: &ImageSpec, rng: &mut ChaCha8Rng) -> Vec<MediaPart> {
+    fn images_of(
+        &mut self,
+        spec: &ImageSpec,
+        rng: &mut ChaCha8Rng,
+        content: &mut ChaCha8Rng,
+    ) -> Vec<MediaPart> {
         let n = count(&spec.count, rng);
         if spec.files.is_empty() {
-            return (0..n).map(|_| encode::image(spec, rng)).collect();
+            return (0..n).map(|_| encode::image(spec, rng, content)).collect();
         }
         if self.folders.images.is_empty() {
             self.folders.images = seeded_order(self.stream(IMAGE_ORDER_STREAM), spec.files.len());
@@ -82,10 +93,15 @@ impl Generator {
     }
 
     /// One request's audio clips, as [`Generator::images_of`].
-    fn audio_of(&mut self, spec: &AudioSpec, rng: &mut ChaCha8Rng) -> Vec<MediaPart> {
+    fn audio_of(
+        &mut self,
+        spec: &AudioSpec,
+        rng: &mut ChaCha8Rng,
+        content: &mut ChaCha8Rng,
+    ) -> Vec<MediaPart> {
         let n = count(&spec.count, rng);
         if spec.files.is_empty() {
-            return (0..n).map(|_| encode::audio(spec, rng)).collect();
+            return (0..n).map(|_| encode::audio(spec, rng, content)).collect();
         }
         if self.folders.audio.is_empty() {
             self.folders.audio = seeded_order(self.stream(AUDIO_ORDER_STREAM), spec.files.len());

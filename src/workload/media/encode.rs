@@ -11,21 +11,23 @@ use super::{AudioSpec, ImageSpec, MediaFormat, MediaKind, MediaPart};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
-/// One synthetic image of `spec`: its width and height drawn, then its pixels, from `rng`.
-pub fn image(spec: &ImageSpec, rng: &mut ChaCha8Rng) -> MediaPart {
+/// One synthetic image of `spec`: its width and height drawn from `rng` (the workload's
+/// structure), then its pixels from `content` (a run's own, as its prompts' words are).
+pub fn image(spec: &ImageSpec, rng: &mut ChaCha8Rng, content: &mut ChaCha8Rng) -> MediaPart {
     let width = spec.width.sample(rng).max(1);
     let height = spec.height.sample(rng).max(1);
     let bytes = match spec.format {
-        MediaFormat::Jpeg => jpeg(rng, width, height, spec.jpeg_quality),
-        _ => png(rng, width, height),
+        MediaFormat::Jpeg => jpeg(content, width, height, spec.jpeg_quality),
+        _ => png(content, width, height),
     };
     MediaPart::from_bytes(MediaKind::Image, spec.format, bytes, "synthetic")
 }
 
-/// One synthetic clip of `spec`: its length drawn, then its samples, from `rng`.
-pub fn audio(spec: &AudioSpec, rng: &mut ChaCha8Rng) -> MediaPart {
+/// One synthetic clip of `spec`: its length drawn from `rng`, then its samples from
+/// `content`, as [`image`].
+pub fn audio(spec: &AudioSpec, rng: &mut ChaCha8Rng, content: &mut ChaCha8Rng) -> MediaPart {
     let duration_ms = spec.duration_ms.sample(rng).max(1);
-    let bytes = wav(rng, duration_ms, spec.sample_rate);
+    let bytes = wav(content, duration_ms, spec.sample_rate);
     MediaPart::from_bytes(MediaKind::Audio, MediaFormat::Wav, bytes, "synthetic")
 }
 

@@ -74,9 +74,10 @@ fn same_seed_same_image_bytes_and_the_text_stays_as_it_was() {
 
 /// The sizes and fingerprints of the first two images of `same_seed_...` at seed 42.
 fn pinned_first_parts() -> Vec<(u32, u32, u64, String)> {
+    // The pixels moved to a stream of the prompt salt's (salt 0 here); the sizes did not.
     vec![
-        (63, 70, 13_368, "75d9779b0a16be4e".into()),
-        (37, 40, 4_548, "bf8823370beab65b".into()),
+        (63, 70, 13_368, "86dc65b2f8ac6af0".into()),
+        (37, 40, 4_548, "62ded5773384fa2d".into()),
     ]
 }
 
@@ -190,4 +191,40 @@ fn dataset_paths_resolve_against_the_dataset_and_urls_pass() {
     let url = MediaPart::named(MediaKind::Image, "https://example.invalid/b.jpg");
     assert!(matches!(url.data, MediaData::Url(_)));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A run's images are its own, as its words are: another prompt salt keeps every request's
+/// image count and sizes (the seed's) and draws other pixels, so a server's multimodal
+/// cache cannot answer a new run from an earlier one's images.
+#[test]
+fn a_prompt_salt_draws_other_pixels_of_the_same_sizes() {
+    let s = with_images(ImageSpec {
+        count: LengthDist::Uniform { min: 0, max: 3 },
+        width: LengthDist::Uniform { min: 16, max: 96 },
+        height: LengthDist::Uniform { min: 16, max: 96 },
+        ..ImageSpec::default()
+    });
+    let tok = TiktokenTokenizer::cl100k();
+    let salted = |salt: u64| -> Vec<RequestSpec> {
+        let mut g = Generator::new(&s, 42, &tok, None)
+            .unwrap()
+            .with_prompt_salt(salt);
+        (0..12).map(|_| g.next_request(&tok).unwrap()).collect()
+    };
+    let (a, b) = (salted(1), salted(2));
+    let sizes = |r: &[RequestSpec]| -> Vec<usize> {
+        r.iter()
+            .flat_map(|q| q.media.iter().map(|m| bytes_of(m).len()))
+            .collect()
+    };
+    assert_eq!(sizes(&a), sizes(&b), "the same counts and sizes");
+    assert!(!sizes(&a).is_empty());
+    let pixels = |r: &[RequestSpec]| -> Vec<String> {
+        r.iter()
+            .flat_map(|q| q.media.iter().map(|m| m.fingerprint.clone()))
+            .collect()
+    };
+    let (pa, pb) = (pixels(&a), pixels(&b));
+    assert!(pa.iter().all(|f| !pb.contains(f)), "other pixels");
+    assert_eq!(pa, pixels(&salted(1)), "the same salt, the same images");
 }
