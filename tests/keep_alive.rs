@@ -76,6 +76,24 @@ fn serve(close: bool) -> String {
     url
 }
 
+/// What the pre-flight check says of the target of `cfg`: whether it closed the connection
+/// after the test request's answer.
+fn preflight_says_it_closes(cfg: &servebench::config::RunConfig) -> bool {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let route = Route::of(&cfg.target, "OPENAI_API_KEY", None);
+    let limits = &cfg.exchange_limits;
+    rt.block_on(check(
+        &cfg.target,
+        &cfg.request,
+        limits,
+        cfg.request_timeout,
+        &route,
+    ))
+    .expect("the stream is usable")
+    .expect("its speed is measured")
+    .closes_connections
+}
+
 fn args() -> Vec<&'static str> {
     vec![
         "--concurrency",
@@ -96,19 +114,7 @@ fn args() -> Vec<&'static str> {
 fn a_server_that_closes_each_connection_is_named_not_the_client() {
     let closing = serve(true);
     let cfg = config(&closing, &args(), &temp_dir("keep-alive-closing"));
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let route = Route::of(&cfg.target, "OPENAI_API_KEY", None);
-    let speed = rt
-        .block_on(check(
-            &cfg.target,
-            &cfg.request,
-            &cfg.exchange_limits,
-            cfg.request_timeout,
-            &route,
-        ))
-        .expect("the stream is usable")
-        .expect("its speed is measured");
-    assert!(speed.closes_connections);
+    assert!(preflight_says_it_closes(&cfg));
     let (out, summary) = run(&cfg);
     assert_eq!(summary.requests.completed, 12);
     let g = generator(&out);
@@ -119,18 +125,7 @@ fn a_server_that_closes_each_connection_is_named_not_the_client() {
 
     let keeping = serve(false);
     let cfg = config(&keeping, &args(), &temp_dir("keep-alive-kept"));
-    let route = Route::of(&cfg.target, "OPENAI_API_KEY", None);
-    let speed = rt
-        .block_on(check(
-            &cfg.target,
-            &cfg.request,
-            &cfg.exchange_limits,
-            cfg.request_timeout,
-            &route,
-        ))
-        .unwrap()
-        .unwrap();
-    assert!(!speed.closes_connections);
+    assert!(!preflight_says_it_closes(&cfg));
     let (out, _) = run(&cfg);
     let g = generator(&out);
     assert!(g.connections.reused_requests >= 8, "{:?}", g.connections);
