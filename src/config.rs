@@ -95,6 +95,29 @@ impl Default for ProfilePlan {
     }
 }
 
+/// Who chose the warm-up's length and cap, so its line says whose choice a short warm-up
+/// was: "--warmup 3 is short of it" was printed for a count no flag gave.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum WarmupSizing {
+    /// `--warmup` and `--warmup-max` (or their defaults).
+    #[default]
+    Flags,
+    /// `--warmup-max` not given: capped at half the run's planned measured phase.
+    RunLength,
+    /// A `--quick` test's level: about ten seconds of its load.
+    QuickTest,
+}
+
+impl WarmupSizing {
+    /// The default: nothing to record.
+    pub fn is_flags(&self) -> bool {
+        *self == WarmupSizing::Flags
+    }
+}
+
 /// Everything a run needs.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct RunConfig {
@@ -112,6 +135,10 @@ pub struct RunConfig {
     #[serde(serialize_with = "secs", deserialize_with = "from_secs")]
     #[schemars(with = "f64")]
     pub warmup_max: Duration,
+    /// Who sized the warm-up: the flags, or servebench for this run (a short run's cap, a
+    /// `--quick` test's level).
+    #[serde(default, skip_serializing_if = "WarmupSizing::is_flags")]
+    pub warmup_sizing: WarmupSizing,
     pub seed: u64,
     /// The words of this run's prompts (`--prompt-salt`; fresh for every run unless given):
     /// the seed fixes lengths, classes, sessions and arrivals, the salt the text, so a

@@ -90,6 +90,7 @@ pub fn ready(args: &RunArgs) -> Result<std::result::Result<Ready, u8>> {
         }
     }
     drop(rt);
+    size_to_the_server(args, &mut resolved.config, &server);
     let tokenizer = crate::client::server_tokenizer::load_for(
         &resolved.tokenizer_name,
         &resolved.config.target,
@@ -101,6 +102,28 @@ pub fn ready(args: &RunArgs) -> Result<std::result::Result<Ready, u8>> {
         tokenizer,
         warnings,
     }))
+}
+
+/// The default load and warm-up cap sized to the server once it has said what it is and
+/// answered its test request ([`size_to_server`], [`proportionate_warmup_max`]), each
+/// change said on stderr.
+fn size_to_the_server(args: &RunArgs, config: &mut crate::config::RunConfig, server: &ServerInfo) {
+    let given = args.load.concurrency.is_some() || args.target.url.is_none();
+    let line = crate::pipeline::resolve::size_to_server(
+        &mut config.load,
+        given,
+        server.slots,
+        config.preflight.as_ref(),
+    );
+    if args.limits.warmup_max.is_none() {
+        if let Some(cap) = crate::runner::plan::proportionate_warmup_max(config) {
+            config.warmup_max = cap;
+            config.warmup_sizing = crate::config::WarmupSizing::RunLength;
+        }
+    }
+    if let (Some(line), false) = (line, args.output.quiet) {
+        eprintln!("{line}");
+    }
 }
 
 /// The built-in simulator when no `--url` was given, started, with the configuration

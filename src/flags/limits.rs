@@ -22,9 +22,10 @@ pub struct LimitArgs {
     pub warmup: String,
     /// The longest the warm-up may run; a warm-up stopped here short of its targets is
     /// reported as such and the run marked non-compliant (said before it starts when the
-    /// server's speed shows it will be).
-    #[arg(long, default_value = "120s", value_parser = parse_duration)]
-    pub warmup_max: Duration,
+    /// server's speed shows it will be). Default: 120s, or half the measured phase's planned
+    /// length when that is shorter (at least 10s), so a short run is not mostly warm-up.
+    #[arg(long, value_parser = parse_duration)]
+    pub warmup_max: Option<Duration>,
     /// Per-request time limit.
     #[arg(long, default_value = "600s", value_parser = parse_duration)]
     pub timeout: Duration,

@@ -88,6 +88,10 @@ pub struct ArrivalOutcomes {
     /// growth the completion ratio is judged with.
     #[serde(default)]
     pub delay_growth_low: Option<f64>,
+    /// The planned sends the wait growth was fitted over: from the first completed steady
+    /// arrival's to the last's, s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_span_s: Option<f64>,
     /// The rate the steady span's arrivals were planned at: arrivals − 1 over the time from
     /// the first to the last, requests per second; `None` with fewer than two.
     #[serde(default)]
@@ -124,6 +128,12 @@ impl ArrivalOutcomes {
         let growth = self.delay_growth.unwrap_or(0.0).max(0.0);
         let kept = (self.share()? / (1.0 + growth)).min(1.0);
         self.arrival_rate_per_s.map(|r| r * kept)
+    }
+
+    /// How much the waits grew over the span they were fitted on at least (the lower bound
+    /// of the growth times the span), s; `None` without a fit.
+    pub fn wait_rise_low_s(&self) -> Option<f64> {
+        Some(self.delay_growth_low? * self.delay_span_s?)
     }
 }
 
@@ -253,6 +263,10 @@ pub fn judge(
         if let Some(f) = ols_slope(&xs, &ys) {
             out.delay_growth = Some(f.slope);
             out.delay_growth_low = Some(lower_bound(f.slope, f.std_error, f.n));
+            let (lo, hi) = xs
+                .iter()
+                .fold((f64::MAX, f64::MIN), |(lo, hi), x| (lo.min(*x), hi.max(*x)));
+            out.delay_span_s = Some(hi - lo);
         }
     }
     Some(out)

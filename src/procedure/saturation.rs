@@ -30,6 +30,19 @@
 //!   those cancelled before they had waited as long as their answer takes alone). A slow
 //!   server far past capacity completes what it can in the level and its grace, a fraction
 //!   of what came, while too few of its requests complete for the other signals to fire.
+//! - **Waits that never settle** (open loop; the draft's steady state, 5.2.3.2): the
+//!   steady span's completed arrivals waited for their first token ever longer, with
+//!   confidence and materially: the one-sided 95 % lower bound of their waits' growth
+//!   ([`super::arrivals`]) times the span it was fitted over exceeds the level's P50
+//!   end-to-end latency. A server that keeps up has waits without a trend; one whose queue
+//!   piles up more than a whole request's time of waiting within the span never reached a
+//!   steady state, even when it completed nearly all of them (a slow server of few slots
+//!   passed a level whose P99 TTFT had grown to 23.5 s, 80 times the level below, because
+//!   every arrival completed in the drain: the completion check reads b against 10 %, a
+//!   growth of 0.1 s per s, and the queue count of four slots is too small to trend). The
+//!   bound is on the lower bound, so a queue's random walk near capacity (waits are
+//!   correlated from one request to the next, which narrows the slope's error) must still
+//!   rise by a request's time at the least.
 //! - **Latency blow-up**: the level's P99 end-to-end latency *per output token* above 10×
 //!   the P99 of the same figure at the lowest load (the procedure's concurrency-1 reference
 //!   level). Per output token, because a whole request's latency grows with its answer:
@@ -82,6 +95,10 @@ pub struct Signals {
     pub completion_shortfall: bool,
     /// P99 latency per output token above 10× the reference's P99.
     pub latency_blowup: bool,
+    /// The steady arrivals' waits for a first token grew, with confidence, by more than the
+    /// level's P50 end-to-end latency: the queue never settled (open loop).
+    #[serde(default)]
+    pub waits_growth: bool,
     /// The level completed less than 75 % of the arrivals it offered that were due.
     #[serde(default)]
     pub offered_shortfall: bool,
@@ -132,7 +149,7 @@ impl Signals {
 
     /// "stable" or "growing", the draft's queue growth indicator (5.3.4).
     pub fn queue_indicator(&self) -> &'static str {
-        if self.queue_growth || self.server_queue_growth {
+        if self.queue_growth || self.server_queue_growth || self.waits_growth {
             "growing"
         } else {
             "stable"
@@ -225,6 +242,7 @@ pub fn evaluate(
                 a.delay_growth_low.or(a.delay_growth).unwrap_or(0.0).max(0.0)
             ));
         }
+        waits_growth(s, &mut out);
         if let (true, Some(b)) = (out.offered_shortfall, out.offered) {
             out.fired.push(format!(
                 "the level completed {} of the {} requests it offered that were due ({:.0} % < {:.0} %)",
@@ -235,6 +253,29 @@ pub fn evaluate(
             ));
         }
     }
+    blowup(&mut out, reference_ms_per_token_p99);
+    out
+}
+
+/// The waits-that-never-settle signal (see the module documentation), from the judged
+/// arrivals and the level's P50 end-to-end latency.
+fn waits_growth(s: &RunSummary, out: &mut Signals) {
+    let Some(a) = out.arrivals else { return };
+    let (Some(rise_s), Some(e2e)) = (a.wait_rise_low_s(), s.e2e_ms) else {
+        return;
+    };
+    let p50_s = e2e.p50 / 1e3;
+    out.waits_growth = p50_s > 0.0 && rise_s > p50_s;
+    if out.waits_growth {
+        out.fired.push(format!(
+            "waits never settled: the arrivals' waits for a first token rose at least {rise_s:.1} s over {:.0} s, more than the level's P50 end-to-end latency ({p50_s:.1} s)",
+            a.delay_span_s.unwrap_or(0.0)
+        ));
+    }
+}
+
+/// The latency blow-up signal (see the module documentation).
+fn blowup(out: &mut Signals, reference_ms_per_token_p99: Option<f64>) {
     if let (Some(p99), Some(reference)) = (out.ms_per_token_p99, reference_ms_per_token_p99) {
         out.latency_blowup = p99 > BLOWUP_FACTOR * reference;
         if out.latency_blowup {
@@ -243,5 +284,4 @@ pub fn evaluate(
             ));
         }
     }
-    out
 }

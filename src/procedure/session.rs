@@ -347,10 +347,12 @@ impl<'a> Session<'a> {
         // A level the generator fell behind on may have failed for the client, not the
         // server (a debug build building long prompts, a busy machine): say so beside it.
         if verdict == LevelVerdict::Fail && !run.report.generator.kept_up {
-            reasons.push(
-                "the generator did not keep up at this level (run.json's generator notes): the failure may be the client's, and the server's capacity higher (a release build, --client-threads, or a plan over several generators)"
-                    .into(),
-            );
+            reasons.push(format!(
+                "the generator did not keep up at this level (run.json's generator notes): the failure may be the client's, and the server's capacity higher ({}--client-threads, or a plan over several generators)",
+                // Advice that is already followed is noise: only a debug build is told to
+                // build for release.
+                if cfg!(debug_assertions) { "a release build, " } else { "" }
+            ));
         }
         Judged {
             verdict,

@@ -161,4 +161,8 @@ pub struct ServerInfo {
     pub context_tokens: Option<u32>,
     /// The `Server` header of the models response.
     pub server_header: Option<String>,
+    /// Requests the server serves at once, as it says (llama.cpp `/props` `total_slots`,
+    /// SGLang `/get_server_info` `max_running_requests`); `None` where it does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slots: Option<u32>,
 }

@@ -9,7 +9,7 @@
 //! replaces it with what it sees as each phase goes on.
 
 use super::warmup::{REQUIRED_OUTPUT_TOKENS, REQUIRED_REQUESTS};
-use crate::config::{PrefillSetup, RunConfig, Warmup};
+use crate::config::{PrefillSetup, RunConfig, Warmup, WarmupSizing};
 use crate::record::speed::Speed;
 use crate::schedule::LoadPattern;
 
@@ -35,6 +35,8 @@ pub struct WarmupPlan {
     pub capped: bool,
     /// `--warmup-max`, s.
     pub cap_s: f64,
+    /// Who chose the count and the cap.
+    pub sizing: WarmupSizing,
 }
 
 /// The measured phase a run is about to do.
@@ -101,6 +103,7 @@ pub fn warmup_plan(config: &RunConfig) -> Option<WarmupPlan> {
         needed_s: needed_s.filter(|_| config.warmup == Warmup::Auto),
         capped,
         cap_s,
+        sizing: config.warmup_sizing,
     })
 }
 
@@ -175,6 +178,19 @@ pub fn human(s: f64) -> String {
     }
 }
 
+/// The warm-up cap of a run whose `--warmup-max` was not given: half its measured phase's
+/// planned length (at least [`QUICK_WARMUP_S`]) when that is below the default cap, so a
+/// "10 s" run against a slow server does not warm up for two minutes. `None`: keep the cap
+/// (given, or the measured phase's length is unknown or long).
+pub fn proportionate_warmup_max(config: &RunConfig) -> Option<std::time::Duration> {
+    if config.warmup != Warmup::Auto || config.warmup_sizing != WarmupSizing::Flags {
+        return None;
+    }
+    let measured_s = measure_plan(config, None).seconds?;
+    let cap_s = (measured_s / 2.0).max(QUICK_WARMUP_S);
+    (cap_s < config.warmup_max.as_secs_f64()).then(|| std::time::Duration::from_secs_f64(cap_s))
+}
+
 /// The line printed before a warm-up starts: what it will cost, against the draft's minimum.
 pub fn describe_warmup(p: &WarmupPlan, warmup: Warmup) -> String {
     let cost = match p.seconds {
@@ -186,9 +202,18 @@ pub fn describe_warmup(p: &WarmupPlan, warmup: Warmup) -> String {
         thousands(REQUIRED_OUTPUT_TOKENS)
     );
     let why = match (warmup, p.needed_s) {
+        (Warmup::Requests(_), _) if p.sizing == WarmupSizing::QuickTest => {
+            format!("{draft}; a --quick test warms each level with ~{} of its load instead", human(QUICK_WARMUP_S))
+        }
         (Warmup::Requests(n), _) if n < REQUIRED_REQUESTS => {
             format!("{draft}; --warmup {n} is short of it: not compliant")
         }
+        (_, Some(needed)) if p.capped && p.sizing == WarmupSizing::RunLength => format!(
+            "{draft} would take ~{} here; this run allows its warm-up half its measured phase, {}: it stops there, NOT compliant; --warmup-max {} would meet it",
+            human(needed),
+            human(p.cap_s),
+            human((needed * 1.2 / 10.0).ceil() * 10.0)
+        ),
         (Warmup::Requests(_), _) => format!("{draft}; --warmup-max {} caps it", human(p.cap_s)),
         (_, Some(needed)) if p.capped => format!(
             "{draft} would take ~{} here, more than --warmup-max {}: it stops there, NOT compliant; --warmup-max {} would meet it",
@@ -339,6 +364,53 @@ mod tests {
         c.warmup = warmup;
         c.preflight = speed;
         c
+    }
+
+    /// Issue 36, items 4 and 5: a "10 s" run against a slow server warmed up for two
+    /// minutes; now its cap is half its measured phase (at least 10 s) unless given, and the
+    /// warm-up line says whose choice the cap or the count was.
+    #[test]
+    fn a_short_runs_warm_up_is_in_proportion_and_says_whose_choice_it_is() {
+        let slow = Speed {
+            served_together: 1.0,
+            ..four_slots()
+        };
+        let mut c = config(
+            LoadPattern::Closed { concurrency: 4 },
+            Warmup::Auto,
+            Some(slow),
+        );
+        c.limits.requests = None;
+        c.limits.duration = Some(std::time::Duration::from_secs(10));
+        assert_eq!(
+            proportionate_warmup_max(&c),
+            Some(std::time::Duration::from_secs(10))
+        );
+        c.limits.duration = Some(std::time::Duration::from_secs(120));
+        assert_eq!(
+            proportionate_warmup_max(&c),
+            Some(std::time::Duration::from_secs(60))
+        );
+        c.warmup_max = std::time::Duration::from_secs(60);
+        c.warmup_sizing = WarmupSizing::RunLength;
+        let p = warmup_plan(&c).unwrap();
+        let line = describe_warmup(&p, Warmup::Auto);
+        assert!(
+            line.contains("this run allows its warm-up half its measured phase, 1m00s"),
+            "{line}"
+        );
+        assert!(line.contains("--warmup-max 4m20s would meet it"), "{line}");
+        // A long run keeps the default cap; a given one is never touched.
+        c.warmup_sizing = WarmupSizing::Flags;
+        c.warmup_max = std::time::Duration::from_secs(120);
+        c.limits.duration = Some(std::time::Duration::from_secs(600));
+        assert_eq!(proportionate_warmup_max(&c), None);
+        // A --quick test's count is the test's, not a --warmup the user gave.
+        c.warmup = Warmup::Requests(3);
+        c.warmup_sizing = WarmupSizing::QuickTest;
+        let line = describe_warmup(&warmup_plan(&c).unwrap(), c.warmup);
+        assert!(!line.contains("--warmup 3"), "{line}");
+        assert!(line.contains("a --quick test warms each level"), "{line}");
     }
 
     #[test]

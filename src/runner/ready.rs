@@ -199,6 +199,7 @@ async fn discover(target: &Target, models: SimpleResponse) -> ServerInfo {
                 if let Some(n) = n_ctx {
                     info.context_tokens = Some(n as u32);
                 }
+                info.slots = slots_of(&p, "total_slots");
             }
         }
     }
@@ -213,6 +214,7 @@ async fn discover(target: &Target, models: SimpleResponse) -> ServerInfo {
                     .and_then(Value::as_u64)
                     .map(|n| n as u32)
                     .or(info.context_tokens);
+                info.slots = slots_of(&v, "max_running_requests");
             }
         }
     }
@@ -246,6 +248,14 @@ async fn discover(target: &Target, models: SimpleResponse) -> ServerInfo {
         }
     }
     info
+}
+
+/// A positive request count at `field` of an engine's self-description.
+fn slots_of(v: &Value, field: &str) -> Option<u32> {
+    v.get(field)
+        .and_then(Value::as_u64)
+        .filter(|n| *n > 0)
+        .and_then(|n| u32::try_from(n).ok())
 }
 
 /// What the OpenAI model list (`/v1/models`) says: the models, a context length, and the

@@ -290,6 +290,7 @@ fn level_config(t: &TargetSetup, spec: &LevelSpec, quick: bool, quiet: bool) -> 
         let out = config.workload.output.mean();
         let n = quick_warmup_requests(config.load, out, config.preflight.as_ref());
         config.warmup = Warmup::Requests(n);
+        config.warmup_sizing = crate::config::WarmupSizing::QuickTest;
     }
     if let Some(cap) = spec.warmup_max {
         config.warmup_max = config.warmup_max.min(cap);

@@ -13,6 +13,7 @@ mod target;
 mod ux;
 mod workload;
 
+pub use load::size_to_server;
 pub(crate) use media::media;
 pub use output::{redact_args, redacted_command_line};
 pub use ux::read_prefill_curve;
@@ -24,6 +25,9 @@ use crate::config::RunConfig;
 use crate::flags::RunArgs;
 use crate::store::prepare_run_dir;
 use anyhow::Result;
+
+/// `--warmup-max` when not given and the run is long enough to allow it.
+pub const DEFAULT_WARMUP_MAX: std::time::Duration = std::time::Duration::from_secs(120);
 use std::collections::BTreeMap;
 
 /// The configuration, plus what only the CLI needs.
@@ -114,7 +118,8 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
         load,
         limits,
         warmup,
-        warmup_max: lim.warmup_max,
+        warmup_max: lim.warmup_max.unwrap_or(DEFAULT_WARMUP_MAX),
+        warmup_sizing: crate::config::WarmupSizing::Flags,
         seed: args.workload.seed,
         prompt_salt: args
             .workload

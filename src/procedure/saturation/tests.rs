@@ -243,3 +243,47 @@ fn too_few_requests_give_no_trend() {
     let recs: Vec<RequestRecord> = (0..10).map(|i| req(i, i as f64, 1.0)).collect();
     assert!(in_flight_growth(&recs).is_none());
 }
+
+/// The level of issue 36, item 1, in miniature: 50 arrivals 4 s apart on a server of few
+/// slots, every one completed (in the drain), but each waits 0.09 s longer for its first
+/// token per second of the level (wait 0.3 s + 0.09 × its send, 17.9 s at the end): the
+/// queue never settled. Completions are not short (1 ÷ 1.09 = 92 % ≥ 90 %), and the P99
+/// per output token, (17.9 + 2.04) s ÷ 200 = 100 ms, is within 10 × 12 ms: no old signal
+/// fires. Its answers take 2.04 s more, so the level's P50 end to end is about 11 s, and
+/// the waits' rise over the fitted span (0.09 × 176 s = 15.8 s, past the 10 % cut) exceeds
+/// it. The same level with waits that scatter (0.3–1.1 s) and do not trend does not fire.
+#[test]
+fn waits_that_never_settle_are_not_a_steady_state() {
+    let level = |wait_ms: &dyn Fn(u64) -> u64| -> Vec<RequestRecord> {
+        (0..50u64)
+            .map(|i| {
+                let at = i * 4_000;
+                let mut r = answer(i, at, wait_ms(at), 200);
+                r.scheduled_at = Some(at * 1_000_000);
+                r
+            })
+            .collect()
+    };
+    let params = crate::metrics::SummaryParams::default();
+    let growing = level(&|at| 300 + at * 9 / 100);
+    let s = crate::metrics::summarize(&growing, &params);
+    let sig = evaluate(&s, &growing, Some(12.0), true);
+    let a = sig.arrivals.unwrap();
+    assert_eq!((a.completed, a.failed, a.late), (a.arrivals, 0, 0));
+    assert!(!sig.completion_shortfall, "{sig:?}");
+    assert!((a.delay_growth.unwrap() - 0.09).abs() < 1e-9, "{a:?}");
+    assert!(sig.waits_growth && !sig.latency_blowup, "{sig:?}");
+    assert_eq!(sig.fired.len(), 1, "{:?}", sig.fired);
+    assert_eq!(sig.queue_indicator(), "growing");
+    assert!(
+        sig.fired
+            .iter()
+            .any(|f| f.starts_with("waits never settled")),
+        "{:?}",
+        sig.fired
+    );
+    let scattered = level(&|at| 300 + (at / 4_000 * 7_919) % 800);
+    let s = crate::metrics::summarize(&scattered, &params);
+    let sig = evaluate(&s, &scattered, Some(12.0), true);
+    assert!(!sig.waits_growth && !sig.any(), "{sig:?}");
+}

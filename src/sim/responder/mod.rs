@@ -221,7 +221,7 @@ fn tokenize(r: &Responder, body: &[u8]) -> serde_json::Value {
 fn self_description(r: &Responder, path: &str) -> serde_json::Value {
     match path {
         "/props" => {
-            serde_json::json!({"model_path": r.config.model, "build_info": format!("servebench-sim {}", env!("CARGO_PKG_VERSION")), "default_generation_settings": {"n_ctx": r.config.kv_capacity_tokens}})
+            serde_json::json!({"model_path": r.config.model, "build_info": format!("servebench-sim {}", env!("CARGO_PKG_VERSION")), "default_generation_settings": {"n_ctx": r.config.kv_capacity_tokens}, "total_slots": r.config.max_num_seqs})
         }
         "/info" => {
             serde_json::json!({"model_id": r.config.model, "version": env!("CARGO_PKG_VERSION"), "max_input_tokens": r.config.kv_capacity_tokens, "router": "servebench-sim"})
