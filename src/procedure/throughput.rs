@@ -87,7 +87,7 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
     let duration = o.duration(60.0, 6.0);
     let (result, stop) = search(&mut s, o, duration);
     let answer = answer(&result, o);
-    let compliance = compliance(&s, o, duration, &result);
+    let compliance = compliance(&s, o, &result);
     Finding {
         answered: result.max_output_tokens_per_s.is_some(),
         levels: s.levels,
@@ -468,27 +468,15 @@ pub fn thousands(x: f64) -> String {
     }
 }
 
-fn compliance(
-    s: &Session,
-    o: &Options,
-    duration: std::time::Duration,
-    r: &ThroughputResult,
-) -> super::compliance::Compliance {
+fn compliance(s: &Session, o: &Options, r: &ThroughputResult) -> super::compliance::Compliance {
     let mut c = Checklist::default();
     c.common(o.quick, s.warmup.as_ref(), o.seed);
     c.guardrails("4.8.1", o.disclosure.guardrails.as_deref(), &s.levels);
-    let d = duration.as_secs_f64();
-    c.must(
+    c.level_time(
         "5.2.2.1",
-        "test duration at least 60 s per load level",
-        d >= 60.0,
-        format!("{d:.0} s per level"),
-    );
-    c.should(
-        "5.2.2.1",
-        "test duration 300 s per load level (RECOMMENDED)",
-        d >= 300.0,
-        format!("{d:.0} s per level (--level-duration 300s to meet it)"),
+        &s.levels,
+        &[Role::Bracket, Role::Bisect, Role::Extend],
+        (60.0, Some(300.0)),
     );
     c.must(
         "5.2.2.2",
