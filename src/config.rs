@@ -139,6 +139,11 @@ pub struct RunConfig {
     /// `--quick` test's level).
     #[serde(default, skip_serializing_if = "WarmupSizing::is_flags")]
     pub warmup_sizing: WarmupSizing,
+    /// The load the warm-up runs at, when not the run's: a test's one-at-a-time reference
+    /// warms up at the server's parallelism, since the draft's 100 requests one at a time
+    /// outlast any sensible cap on a server that batches (4.5.1 fixes a count, not a load).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup_load: Option<LoadPattern>,
     pub seed: u64,
     /// The words of this run's prompts (`--prompt-salt`; fresh for every run unless given):
     /// the seed fixes lengths, classes, sessions and arrivals, the salt the text, so a

@@ -90,7 +90,6 @@ pub fn ready(args: &RunArgs) -> Result<std::result::Result<Ready, u8>> {
         }
     }
     drop(rt);
-    size_to_the_server(args, &mut resolved.config, &server);
     let tokenizer = crate::client::server_tokenizer::load_for(
         &resolved.tokenizer_name,
         &resolved.config.target,
@@ -277,7 +276,7 @@ pub fn run(args: RunArgs) -> Result<u8> {
     }
     let Ready {
         sim,
-        resolved,
+        mut resolved,
         server,
         tokenizer: tok,
         warnings,
@@ -285,6 +284,8 @@ pub fn run(args: RunArgs) -> Result<u8> {
         Ok(r) => r,
         Err(code) => return Ok(code),
     };
+    // A run's own defaults (a test sizes its levels itself).
+    size_to_the_server(&args, &mut resolved.config, &server);
     let (report, _records) = match execute(Execute {
         config: resolved.config,
         system: resolved.system,

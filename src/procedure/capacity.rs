@@ -43,6 +43,9 @@ pub struct CapacityRow {
     pub cancelled: u64,
     /// pass, fail or undecided.
     pub status: String,
+    /// Output tokens per second over the level's steady span.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens_per_s: Option<f64>,
 }
 
 /// `result` of a capacity test.
@@ -76,18 +79,20 @@ pub fn run(bench: &mut dyn Bench, o: &Options) -> Finding {
     let mut s = Session::new(bench, o.slo.clone());
     let (result, stop, min_s, per_slot) = find(&mut s, o);
     let answer = match (result.max_concurrency, result.achieved_output_tokens_per_s) {
-        (Some(c), Some(t)) => format!(
-            "max concurrency meeting the criteria: {c} ({}; {}){}",
-            match result.achieved_items_per_s {
-                Some(items) => format!("{} items/s", thousands(items)),
-                None => format!("{} tok/s", thousands(t)),
-            },
-            result.criteria,
-            result
-                .failing_concurrency
-                .map(|f| format!("; {f} failed"))
-                .unwrap_or_default()
-        ),
+        (Some(c), Some(t)) => {
+            format!(
+                "max concurrency meeting the criteria: {c} ({}; {}){}",
+                match result.achieved_items_per_s {
+                    Some(items) => format!("{} items/s", thousands(items)),
+                    None => format!("{} tok/s", thousands(t)),
+                },
+                result.criteria,
+                result
+                    .failing_concurrency
+                    .map(|f| format!("; {f} failed"))
+                    .unwrap_or_default()
+            ) + &plateau_note(&result.rows, c)
+        }
         _ => format!("no concurrency met the criteria ({})", result.search),
     };
     let compliance = compliance(&s, o, &result, per_slot);
@@ -156,10 +161,40 @@ pub fn find(s: &mut Session, o: &Options) -> (CapacityResult, Option<Stop>, f64,
             errors: l.outcomes.failed,
             cancelled: l.outcomes.cancelled,
             status: l.verdict.word().into(),
+            output_tokens_per_s: Some(sm.steady_state.output_tokens_per_s).filter(|t| *t > 0.0),
         });
     }
     read_maximum(s, &mut result);
     (result, stop, min_s, per_slot)
+}
+
+/// Output throughput within this share of the best below the answer has stopped rising.
+const PLATEAU_SHARE: f64 = 0.95;
+
+/// Where output throughput stopped rising below `answer`: the lowest concurrency whose
+/// steady tok/s is within 5 % of the best among the levels up to the answer, when that is
+/// below the answer (the levels above it queued what they added; a 4-slot server answered 8
+/// with no word that tok/s had stopped at 4). Empty otherwise.
+pub fn plateau_note(rows: &[CapacityRow], answer: u32) -> String {
+    let upto: Vec<(u32, f64)> = rows
+        .iter()
+        .filter(|r| r.concurrency <= answer)
+        .filter_map(|r| Some((r.concurrency, r.output_tokens_per_s?)))
+        .collect();
+    let best = upto.iter().map(|r| r.1).fold(0.0, f64::max);
+    let at_answer = upto.iter().rev().find(|r| r.0 == answer).map(|r| r.1);
+    let first = upto
+        .iter()
+        .filter(|r| r.1 >= PLATEAU_SHARE * best)
+        .min_by_key(|r| r.0);
+    match (first, at_answer) {
+        (Some(&(c, t)), Some(a)) if c < answer && best > 0.0 => format!(
+            "; output throughput stopped rising at concurrency {c} ({} tok/s; {} at {answer})",
+            thousands(t),
+            thousands(a)
+        ),
+        _ => String::new(),
+    }
 }
 
 /// A level of the search itself (not the request alone or the reference before it).
@@ -363,6 +398,39 @@ fn compliance(
         r.search.clone(),
     );
     c.finish()
+}
+
+#[cfg(test)]
+mod plateau_tests {
+    use super::*;
+
+    fn row(concurrency: u32, tok: f64) -> CapacityRow {
+        CapacityRow {
+            level: 0,
+            concurrency,
+            completion: 1.0,
+            ttft_p99_ms: None,
+            tpot_p99_ms: None,
+            errors: 0,
+            cancelled: 0,
+            status: "pass".into(),
+            output_tokens_per_s: Some(tok),
+        }
+    }
+
+    /// Issue 36, item 7: an answer of 8 on a server of 4 slots says where tok/s stopped.
+    #[test]
+    fn an_answer_above_the_plateau_says_where_throughput_stopped_rising() {
+        let rows = [row(2, 80.0), row(4, 150.0), row(8, 152.0), row(16, 151.0)];
+        assert_eq!(
+            plateau_note(&rows, 8),
+            "; output throughput stopped rising at concurrency 4 (150 tok/s; 152 at 8)"
+        );
+        assert_eq!(plateau_note(&rows, 4), "");
+        let rising = [row(2, 80.0), row(4, 150.0), row(8, 290.0)];
+        assert_eq!(plateau_note(&rising, 8), "");
+        assert_eq!(plateau_note(&[], 8), "");
+    }
 }
 
 #[cfg(test)]

@@ -89,6 +89,7 @@ fn table_7_capacity_64() {
         errors,
         cancelled: 0,
         status: String::new(),
+        output_tokens_per_s: None,
     };
     let rows = [
         row(8, 1.0, 142.0, 38.0, 0),

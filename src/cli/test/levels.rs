@@ -295,6 +295,7 @@ fn level_config(t: &TargetSetup, spec: &LevelSpec, quick: bool, quiet: bool) -> 
     if let Some(cap) = spec.warmup_max {
         config.warmup_max = config.warmup_max.min(cap);
     }
+    config.warmup_load = warmup_load(&config);
     if let Some(c) = &t.curve {
         config.prefill = PrefillSetup::Curve(c.clone());
     }
@@ -381,6 +382,26 @@ fn execute_level(
 
 /// A level's load as the run options' load pattern (open-loop levels keep the arrival
 /// process given, Poisson by default).
+/// The load a level's draft warm-up runs at: a closed loop below the server's parallelism
+/// (the one-at-a-time reference, above all) warms up at that parallelism, as many streams
+/// as the test request showed the server serves at once (up to 32), then drains and
+/// measures at its own. At one at a time the draft's 100 requests outlast the warm-up's
+/// cap on any server slower than 1.2 s a request, and a full test announced "NOT
+/// compliant" on the simulator. `None`: the level's own load (an open loop, a `--quick`
+/// warm-up of the level's own load, or no speed measured).
+fn warmup_load(config: &RunConfig) -> Option<LoadPattern> {
+    let LoadPattern::Closed { concurrency } = config.load else {
+        return None;
+    };
+    if config.warmup != Warmup::Auto {
+        return None;
+    }
+    let parallel = config.preflight.as_ref()?.parallel(32.0).round() as u32;
+    (parallel > concurrency).then_some(LoadPattern::Closed {
+        concurrency: parallel,
+    })
+}
+
 fn load_pattern(load: Load, configured: LoadPattern) -> LoadPattern {
     match load {
         Load::Rate { rate_per_s } => LoadPattern::Open {
@@ -418,7 +439,58 @@ fn planned_warmup_s(config: &RunConfig, quick: bool) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use super::level_prompt_salt;
+    use super::{level_prompt_salt, warmup_load};
+    use crate::config::Warmup;
+    use crate::record::speed::Speed;
+    use crate::schedule::LoadPattern;
+
+    /// Issue 36, item 5: the one-at-a-time reference of a full test warms up at the
+    /// server's parallelism (the draft's 100 requests one at a time outlast the cap), then
+    /// measures at its own; a level already at or above it, an open loop, a warm-up by
+    /// count and a server of unknown speed keep their own load.
+    #[test]
+    fn a_one_at_a_time_level_warms_up_at_the_servers_parallelism() {
+        let args = [
+            "servebench",
+            "run",
+            "--out",
+            "/nonexistent/servebench-levels-test",
+        ];
+        let cli = <crate::flags::Cli as clap::Parser>::try_parse_from(args).unwrap();
+        let crate::flags::Command::Run(a) = cli.command else {
+            unreachable!()
+        };
+        let resolved = crate::pipeline::resolve::resolve(&a.run, "http://127.0.0.1:1/v1", true);
+        let mut c = resolved.unwrap().config;
+        let _ = std::fs::remove_dir(&c.out_dir);
+        let speed = |served_together| Speed {
+            ttft_ms: 100.0,
+            ms_per_token: 20.0,
+            served_together,
+            sent_together: 8,
+            closes_connections: false,
+        };
+        c.load = LoadPattern::Closed { concurrency: 1 };
+        c.warmup = Warmup::Auto;
+        c.preflight = Some(speed(3.6));
+        assert_eq!(
+            warmup_load(&c),
+            Some(LoadPattern::Closed { concurrency: 4 })
+        );
+        c.preflight = Some(speed(8.0));
+        assert_eq!(
+            warmup_load(&c),
+            Some(LoadPattern::Closed { concurrency: 32 })
+        );
+        c.load = LoadPattern::Closed { concurrency: 64 };
+        assert_eq!(warmup_load(&c), None);
+        c.load = LoadPattern::Closed { concurrency: 1 };
+        c.warmup = Warmup::Requests(5);
+        assert_eq!(warmup_load(&c), None);
+        c.warmup = Warmup::Auto;
+        c.preflight = None;
+        assert_eq!(warmup_load(&c), None);
+    }
 
     /// Issue 31, item 1: every level of a suite draws its own prompts (a cache that holds
     /// the previous level's cannot answer the next), the levels of a test that share do,

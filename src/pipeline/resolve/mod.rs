@@ -120,6 +120,7 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
         warmup,
         warmup_max: lim.warmup_max.unwrap_or(DEFAULT_WARMUP_MAX),
         warmup_sizing: crate::config::WarmupSizing::Flags,
+        warmup_load: None,
         seed: args.workload.seed,
         prompt_salt: args
             .workload

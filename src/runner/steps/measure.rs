@@ -83,7 +83,10 @@ impl Bench<'_> {
         view.max_requests = config.limits.requests;
         view.max_duration = config.limits.duration;
         // At the rate the warm-up saw at this load (a shard's warm-up ran at its share).
-        let measured_rate = warmed.rate_per_s.filter(|_| self.shard.is_none());
+        // The warm-up's pace is this load's only when it ran at it.
+        let measured_rate = warmed
+            .rate_per_s
+            .filter(|_| self.shard.is_none() && self.config.warmup_load.is_none());
         let lead_s = lead_in
             .as_ref()
             .map_or(0.0, |l| l.cycle.min(phase::LEAD_IN_MAX).as_secs_f64());

@@ -22,12 +22,19 @@ impl Bench<'_> {
         // Scale-out: each shard warms up its own connections at its share of the load (its
         // streams; an N-th of the rate), from the warm-up stream, outside the plan's ordinals.
         let warm_config;
-        let warm_cfg = match shard {
-            Some(s) => {
+        let warm_cfg = match (shard, config.warmup_load) {
+            (Some(s), _) => {
                 warm_config = shard_warm_config(config, s);
                 &warm_config
             }
-            None => config,
+            (None, Some(load)) => {
+                warm_config = RunConfig {
+                    load,
+                    ..config.clone()
+                };
+                &warm_config
+            }
+            (None, None) => config,
         };
 
         // Warm-up (draft 4.5), from a stream of its own: the measured requests are then the
@@ -48,9 +55,12 @@ impl Bench<'_> {
         self.progress.phase(view);
         let (warmed, warm_feed) = self.warm_from_stream(warm_cfg).await?;
         // Closed loop, one machine: the measured phase carries the warm-up's load on (a
-        // lead-in) instead of starting every stream at once on an empty server.
+        // lead-in) instead of starting every stream at once on an empty server; not after
+        // a warm-up at another load, whose queue drains first.
         let lead_in = match (config.load, shard, warm_feed, warmed.cycle) {
-            (LoadPattern::Closed { .. }, None, Some(feed), Some(cycle)) => {
+            (LoadPattern::Closed { .. }, None, Some(feed), Some(cycle))
+                if config.warmup_load.is_none() =>
+            {
                 Some(LeadIn { feed, cycle })
             }
             _ => None,
