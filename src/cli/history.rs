@@ -6,8 +6,6 @@ use crate::flags::{HistoryArgs, LabelArgs, NoteArgs, ReindexArgs};
 use crate::pipeline::exit;
 use crate::store::history::{self, store_path, Filter, History, RunRef, RunRow};
 use anyhow::{Context, Result};
-use comfy_table::presets::NOTHING;
-use comfy_table::{Cell, CellAlignment, ColumnConstraint, ContentArrangement, Table};
 use std::path::Path;
 
 /// Indexes a finished run (or test) folder with its labels; prints a warning instead of
@@ -110,66 +108,137 @@ fn short_model(model: &str) -> String {
         .to_owned()
 }
 
-/// Columns of the listing that hold figures (id, start, load, tok/s, TTFT, TPOT, ok): each
-/// keeps its content's width, so a figure never wraps inside its cell; the text columns
-/// (run, model, workload, labels) share what is left and wrap instead.
-const FIGURE_COLUMNS: [usize; 7] = [0, 1, 5, 6, 7, 8, 9];
+/// The listing's columns: (header, width, right-aligned). 100 columns in all with one
+/// space between them; a text longer than its column is cut with `…` (never wrapped: 28
+/// runs once took 338 lines), and `--json` has every value whole.
+const COLUMNS: [(&str, usize, bool); 11] = [
+    ("id", 5, true),
+    ("", 1, false),
+    ("started", 11, false),
+    ("run", 16, false),
+    ("model", 12, false),
+    ("load", 11, false),
+    ("tok/s", 6, true),
+    ("TTFT", 11, true),
+    ("TPOT", 6, true),
+    ("ok", 4, true),
+    ("labels", 7, false),
+];
+/// A test's answer spans the figure columns (load to ok) and the spaces between them.
+const ANSWER_FROM: usize = 5;
+const ANSWER_TO: usize = 9;
 
-/// The listing: one line per run with its key figures.
-pub fn table(rows: &[RunRow]) -> String {
-    let mut t = Table::new();
-    // No borders: the most room for the text columns within 100 characters.
-    t.load_style(NOTHING);
-    t.set_content_arrangement(ContentArrangement::Dynamic);
-    t.set_width(crate::report::terminal::WIDTH as u16);
-    t.set_header(
-        [
-            "id", "started", "run", "model", "workload", "load", "tok/s", "TTFT", "TPOT", "ok",
-            "labels",
-        ]
-        .map(Cell::new),
-    );
-    for r in rows {
-        // 2026-11-22T21:16:39.462Z → 11-22 21:16
-        let started = r
-            .started_at
-            .as_deref()
-            .and_then(|s| Some(format!("{} {}", s.get(5..10)?, s.get(11..16)?)))
-            .unwrap_or_default();
-        let name = match (&r.test_name, r.kind) {
-            (Some(t), history::Kind::Test) => format!("{} (test {t})", r.name),
-            (Some(t), _) => format!("{} (in {t})", r.name),
-            _ => r.name.clone(),
-        };
-        t.add_row(vec![
-            format!("#{}", r.id),
-            started,
-            name,
-            r.model.as_deref().map(short_model).unwrap_or_default(),
-            r.workload.clone().unwrap_or_default(),
+/// `text` in `width` characters: cut with `…` when longer, padded when shorter.
+fn fit(text: &str, width: usize, right: bool) -> String {
+    let n = text.chars().count();
+    let cut: String = if n > width {
+        text.chars()
+            .take(width.saturating_sub(1))
+            .chain(['…'])
+            .collect()
+    } else {
+        text.to_owned()
+    };
+    if right {
+        format!("{cut:>width$}")
+    } else {
+        format!("{cut:<width$}")
+    }
+}
+
+/// A latency in ms: one decimal below 100 ms, whole milliseconds above.
+fn ms(v: Option<f64>) -> String {
+    match v {
+        Some(v) if v < 100.0 => format!("{v:.1}"),
+        Some(v) => format!("{v:.0}"),
+        None => "–".into(),
+    }
+}
+
+/// One listing line's cells, in [`COLUMNS`] order; a test's figure cells are empty and
+/// its answer is returned beside them.
+fn cells(r: &RunRow) -> (Vec<String>, Option<String>) {
+    // 2026-11-22T21:16:39.462Z → 11-22 21:16
+    let started = r
+        .started_at
+        .as_deref()
+        .and_then(|s| Some(format!("{} {}", s.get(5..10)?, s.get(11..16)?)))
+        .unwrap_or_default();
+    let name = match (&r.test_name, r.kind) {
+        (Some(t), history::Kind::Test) => format!("test {t}"),
+        (Some(t), _) => format!("{} ({t})", r.name),
+        _ => r.name.clone(),
+    };
+    let mark = match (r.interrupted, r.exit_status) {
+        (Some(true), _) => "!",
+        (_, Some(s)) if s != 0 => "x",
+        _ => "",
+    };
+    let mut row = vec![
+        format!("#{}", r.id),
+        mark.to_owned(),
+        started,
+        name,
+        r.model.as_deref().map(short_model).unwrap_or_default(),
+    ];
+    let answer = (r.kind == history::Kind::Test).then(|| {
+        r.answer
+            .clone()
+            .or(r.verdict.clone())
+            .unwrap_or_else(|| "–".into())
+    });
+    if answer.is_some() {
+        row.extend((ANSWER_FROM..=ANSWER_TO).map(|_| String::new()));
+    } else {
+        row.extend([
             short_load(r.load.as_deref()),
             f(r.output_tokens_per_s, 0),
-            format!("{}/{}", f(r.ttft_p50_ms, 1), f(r.ttft_p99_ms, 1)),
-            f(r.tpot_p50_ms, 2),
+            format!("{}/{}", ms(r.ttft_p50_ms), ms(r.ttft_p99_ms)),
+            f(r.tpot_p50_ms, 1),
             r.success_rate
                 .map(|s| format!("{:.0}%", s * 100.0))
                 .unwrap_or_else(|| "–".into()),
-            r.labels.join(" "),
         ]);
     }
-    for i in [6, 7, 8, 9] {
-        if let Some(c) = t.column_mut(i) {
-            c.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-    for i in FIGURE_COLUMNS {
-        if let Some(c) = t.column_mut(i) {
-            c.set_constraint(ColumnConstraint::ContentWidth);
-        }
+    row.push(r.labels.join(" "));
+    (row, answer)
+}
+
+/// The listing: one line per run or test, in 100 columns, and a legend.
+pub fn table(rows: &[RunRow]) -> String {
+    let header: Vec<String> = COLUMNS.iter().map(|c| c.0.to_owned()).collect();
+    let mut lines = vec![line(&header, None)];
+    for r in rows {
+        let (row, answer) = cells(r);
+        lines.push(line(&row, answer.as_deref()));
     }
     format!(
-        "{t}\nstarted: UTC; tok/s: output tokens per second; TTFT: P50/P99 ms; TPOT: P50 ms;\nok: requests that succeeded\n"
+        "{}\n!: interrupted; x: did not pass (exit status 1); started: UTC; tok/s: output tokens per\nsecond; TTFT: P50/P99 ms; TPOT: P50 ms; ok: requests that succeeded; a test shows its answer\n",
+        lines.join("\n")
     )
+}
+
+/// One line of [`COLUMNS`]' cells; `answer` fills the figure columns of a test's line.
+fn line(cells: &[String], answer: Option<&str>) -> String {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < COLUMNS.len() {
+        let (_, width, right) = COLUMNS[i];
+        match answer {
+            Some(a) if i == ANSWER_FROM => {
+                let span: usize = COLUMNS[ANSWER_FROM..=ANSWER_TO]
+                    .iter()
+                    .map(|c| c.1 + 1)
+                    .sum();
+                out.push(fit(a, span - 1, false));
+                i = ANSWER_TO + 1;
+                continue;
+            }
+            _ => out.push(fit(cells.get(i).map_or("", String::as_str), width, right)),
+        }
+        i += 1;
+    }
+    out.join(" ").trim_end().to_owned()
 }
 
 /// The run an argument names; a run folder not indexed yet is indexed first, so labelling
@@ -280,6 +349,7 @@ mod tests {
             goodput_requests_per_s: None,
             exit_status: Some(1),
             verdict: None,
+            answer: None,
             indexed_at: "2026-11-22T21:17:40.000Z".into(),
             labels: vec!["baseline".into(), "vllm-0.6.3".into()],
             notes: Vec::new(),
@@ -297,14 +367,7 @@ mod tests {
             .lines()
             .find(|l| l.contains("#12"))
             .unwrap_or_else(|| panic!("no row #12 in\n{text}"));
-        for figure in [
-            "11-22 21:16",
-            "c=64",
-            "1234",
-            "1234.5/56789.0",
-            "12.34",
-            "75%",
-        ] {
+        for figure in ["11-22 21:16", "c=64", "1234", "1234/56789", "12.3", "75%"] {
             assert!(first.contains(figure), "{figure:?} wrapped in\n{text}");
         }
         for line in text.lines() {
@@ -316,6 +379,37 @@ mod tests {
         );
         // JSON keeps the full value.
         assert_eq!(serde_json::to_value(&r).unwrap()["model"], model);
+    }
+
+    /// Issue 36, item 9: test rows showed `?` and `–`, interrupted runs were not marked,
+    /// and long names wrapped (28 runs took 338 lines). One line each, a test's answer in
+    /// place of the figures, `!` for an interrupted run.
+    #[test]
+    fn one_line_per_run_a_test_shows_its_answer_and_interruptions_are_marked() {
+        let mut test = row("gemma");
+        test.kind = history::Kind::Test;
+        test.name = "20261122-211639-throughput".into();
+        test.answer = Some(
+            "max sustainable: 0.228 req/s, 56 tok/s with no saturation signal (0.236 req/s failed)"
+                .into(),
+        );
+        let mut stopped = row("a-model-with-a-very-long-name-indeed");
+        stopped.interrupted = Some(true);
+        stopped.name = "a-run-folder-with-a-very-long-name-that-once-wrapped".into();
+        let text = table(&[test, stopped]);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 5, "{text}");
+        assert!(lines[1].contains("test throughput"), "{}", lines[1]);
+        assert!(
+            lines[1].contains("max sustainable: 0.228 req/s, 56 tok/s"),
+            "{}",
+            lines[1]
+        );
+        assert!(!lines[1].contains('?'), "{}", lines[1]);
+        assert!(lines[2].starts_with("  #12 ! "), "{}", lines[2]);
+        for l in &lines {
+            assert!(l.chars().count() <= 100, "{} chars: {l}", l.chars().count());
+        }
     }
 
     #[test]

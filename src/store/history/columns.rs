@@ -15,7 +15,7 @@ use crate::artifacts::fingerprint;
 /// The columns of `runs` filled from the files, in table order. Anything a
 /// folder does not provide is written as NULL, so a re-index never leaves a
 /// stale value behind.
-pub(super) const DATA_COLUMNS: [&str; 40] = [
+pub(super) const DATA_COLUMNS: [&str; 41] = [
     "test_name",
     "schema_version",
     "started_at",
@@ -55,6 +55,7 @@ pub(super) const DATA_COLUMNS: [&str; 40] = [
     "goodput_requests_per_s",
     "exit_status",
     "verdict",
+    "answer",
     "indexed_at",
 ];
 
@@ -196,6 +197,7 @@ pub(super) fn test_fields(test: &TestView) -> Fields {
             "verdict",
             test.compliance.view().and_then(|c| c.verdict.get()).into(),
         ),
+        ("answer", test.answer.get().into()),
     ]
 }
 

@@ -265,6 +265,7 @@ fn read_row(row: &Row<'_>) -> rusqlite::Result<RunRow> {
         goodput_requests_per_s: row.get("goodput_requests_per_s")?,
         exit_status: row.get("exit_status")?,
         verdict: row.get("verdict")?,
+        answer: row.get("answer")?,
         indexed_at: row.get("indexed_at")?,
         labels: Vec::new(),
         notes: Vec::new(),

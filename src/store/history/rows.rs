@@ -124,6 +124,9 @@ pub struct RunRow {
     pub exit_status: Option<i64>,
     /// For tests: `/compliance/verdict` of test.json.
     pub verdict: Option<String>,
+    /// For tests: `/answer` of test.json, the one-line answer.
+    #[serde(default)]
+    pub answer: Option<String>,
     /// When the row was last written (ISO 8601, UTC).
     pub indexed_at: String,
     /// Labels, sorted.

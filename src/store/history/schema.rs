@@ -8,11 +8,15 @@ use rusqlite::{Connection, TransactionBehavior};
 use super::HistoryError;
 
 /// The layout version this code reads and writes.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// Migration `i` brings a database from version `i` to `i + 1`; they run in
 /// order inside one transaction, so a crash leaves the old version intact.
-const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [SCHEMA_V1];
+const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [SCHEMA_V1, SCHEMA_V2];
+
+/// Version 2: a test's one-line answer (`test.json`'s `answer`), for the listing. Rows
+/// indexed before it read NULL until `servebench reindex` fills them.
+const SCHEMA_V2: &str = "ALTER TABLE runs ADD COLUMN answer TEXT;";
 
 const SCHEMA_V1: &str = "
 CREATE TABLE runs (

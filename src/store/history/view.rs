@@ -304,6 +304,8 @@ pub(super) struct TestView {
     pub interrupted: Lenient<bool>,
     pub command_line: Lenient<Vec<Json>>,
     pub exit_status: Lenient<Int>,
+    /// The one-line answer.
+    pub answer: Lenient<String>,
     pub compliance: Section<ComplianceView>,
     /// `None`: no list (the levels are then the subfolders holding a `run.json`).
     pub levels: Lenient<Vec<Section<LevelView>>>,
