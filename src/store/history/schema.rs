@@ -18,7 +18,7 @@ const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [SCHEMA_V1, SCHEMA_V2];
 /// indexed before it read NULL until `servebench reindex` fills them.
 const SCHEMA_V2: &str = "ALTER TABLE runs ADD COLUMN answer TEXT;";
 
-const SCHEMA_V1: &str = "
+pub(super) const SCHEMA_V1: &str = "
 CREATE TABLE runs (
     id INTEGER PRIMARY KEY,
     kind TEXT NOT NULL CHECK (kind IN ('run', 'test')),

@@ -18,13 +18,39 @@ fn open_creates_the_file_and_schema_and_reopens() {
     let version: i64 = conn
         .query_row("SELECT version FROM schema_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 1);
+    assert_eq!(version, 2);
     drop(conn);
     assert!(History::open(&path)
         .unwrap()
         .list(&Filter::default())
         .unwrap()
         .is_empty());
+}
+
+/// A database of version 1 (before tests kept their answer) is brought to version 2 when
+/// opened: its rows stay, and the new column reads NULL until a re-index fills it.
+#[test]
+fn a_version_1_database_gains_the_answer_column_and_keeps_its_rows() {
+    let tmp = Scratch::new();
+    let path = tmp.0.join("history.db");
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(super::super::schema::SCHEMA_V1).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE schema_version (version INTEGER NOT NULL);
+             INSERT INTO schema_version (version) VALUES (1);
+             INSERT INTO runs (kind, path, name, indexed_at)
+                 VALUES ('test', '/runs/t', 't', '2026-11-28T00:00:00.000Z');",
+        )
+        .unwrap();
+    }
+    let db = History::open(&path).unwrap();
+    let rows = db.list(&Filter::default()).unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(
+        (rows[0].name.as_str(), rows[0].answer.as_deref()),
+        ("t", None)
+    );
 }
 
 #[test]
@@ -42,7 +68,7 @@ fn open_refuses_a_newer_schema_and_a_non_database() {
             err,
             HistoryError::TooNew {
                 found: 7,
-                supported: 1,
+                supported: 2,
                 ..
             }
         ),

@@ -18,7 +18,7 @@ use super::Scratch;
 const FIXTURE: &str = include_str!("../../../../tests/fixtures/run-sim/run.json");
 
 /// Columns only a test (or a test's level, through its parent) fills.
-const TEST_ONLY: [&str; 2] = ["test_name", "verdict"];
+const TEST_ONLY: [&str; 3] = ["test_name", "verdict", "answer"];
 
 /// The fixture's report, with what it lacks for every column: a duration limit,
 /// hardware and GPUs.
