@@ -5,6 +5,7 @@ mod apis;
 mod architecture;
 mod browser;
 mod client_at_scale;
+mod closed_pipe;
 mod common;
 mod crash;
 mod e2e_sim;

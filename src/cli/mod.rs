@@ -25,8 +25,46 @@ use std::process::ExitCode;
 // Exit statuses (documented in the README): the pipeline decides them.
 use crate::pipeline::exit;
 
+/// Whether a panic's message is `print!`'s on a closed standard output.
+pub fn is_closed_pipe(message: &str) -> bool {
+    message.contains("failed printing to std") && message.contains("Broken pipe")
+}
+
+/// A reader that stops early (`servebench history | head -3`) closes the pipe; Rust
+/// ignores SIGPIPE, so the next `print!` panics with "failed printing to stdout: Broken
+/// pipe" (and a `write!` returns the error). That is the reader's choice, not an error:
+/// the process ends quietly with status 0, as `ls | head` does. Every other panic keeps the
+/// default report.
+fn quiet_on_closed_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if is_closed_pipe(message) {
+            std::process::exit(0);
+        }
+        default(info);
+    }));
+}
+
+/// Whether a command's error is a closed standard output (a `write!` to it failed).
+fn closed_pipe_error(e: &anyhow::Error) -> bool {
+    // Writers that wrap the I/O error (serde_json's) say which kind it was.
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .map(std::io::Error::kind)
+            .or_else(|| c.downcast_ref::<serde_json::Error>()?.io_error_kind())
+            == Some(std::io::ErrorKind::BrokenPipe)
+    })
+}
+
 /// Parses the command line and runs it.
 pub fn main() -> ExitCode {
+    quiet_on_closed_pipe();
     let cli = Cli::parse();
     crate::runner::host_net::raise_open_file_limit();
     let result = match cli.command {
@@ -52,6 +90,7 @@ pub fn main() -> ExitCode {
     };
     match result {
         Ok(code) => ExitCode::from(code),
+        Err(e) if closed_pipe_error(&e) => ExitCode::from(exit::OK),
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::from(exit::USAGE)
