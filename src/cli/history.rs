@@ -6,34 +6,6 @@ use crate::flags::{HistoryArgs, LabelArgs, NoteArgs, ReindexArgs};
 use crate::pipeline::exit;
 use crate::store::history::{self, store_path, Filter, History, RunRef, RunRow};
 use anyhow::{Context, Result};
-use std::path::Path;
-
-/// Indexes a finished run (or test) folder with its labels; prints a warning instead of
-/// failing, since the folder holds everything and `servebench reindex` can add it later.
-/// Returns the row id when indexed.
-pub fn record_run(store: Option<&Path>, dir: &Path, labels: &[String], quiet: bool) -> Option<i64> {
-    let path = store_path(store);
-    match history::record_folder(&path, dir, labels) {
-        Ok(indexed) => {
-            if !quiet {
-                eprintln!(
-                    "History: #{} in {} (`servebench history` lists runs)",
-                    indexed.id,
-                    path.display()
-                );
-            }
-            Some(indexed.id)
-        }
-        Err(e) => {
-            eprintln!(
-                "WARNING: the run was not indexed in the history ({e}). Its folder {} is complete; `servebench reindex {}` adds it later.",
-                dir.display(),
-                dir.parent().unwrap_or(dir).display()
-            );
-            None
-        }
-    }
-}
 
 /// `--since`: a date or time as given, or a span back from now (`7d`) as an ISO time.
 fn since(value: &str) -> String {

@@ -5,10 +5,10 @@
 //! first-token rule), at the lengths given, saved with where it was profiled for
 //! `run --prefill-curve`.
 
-use super::run::{ready, Ready};
 use crate::config::{Limits, PrefillSetup, ProfilePlan, Warmup};
 use crate::flags::ProfilePrefillArgs;
 use crate::pipeline::exit;
+use crate::pipeline::target::{ready, Ready};
 use crate::runner::{self, RunError};
 use crate::schedule::LoadPattern;
 use anyhow::{Context, Result};

@@ -1,10 +1,9 @@
 //! `servebench plan`, `run --plan --shard`, `merge` and `k8s`: one load over many
 //! generators (docs/scale-out.md). The work is in `crate::scaleout`; this file turns flags
-//! into it and reuses the run pipeline (`run::ready`, `pipeline::execute`,
+//! into it and reuses the run pipeline (`pipeline::target::ready`, `pipeline::execute`,
 //! `pipeline::assemble`) so a shard is an ordinary run and a merged folder an ordinary run
 //! folder.
 
-use super::run::{self, Ready};
 use crate::artifacts::RunReport;
 use crate::clock::iso8601_ms;
 use crate::config::RunConfig;
@@ -14,6 +13,7 @@ use crate::pipeline::execute::{execute, Execute};
 use crate::pipeline::exit;
 use crate::pipeline::host::host_info;
 use crate::pipeline::resolve::resolve;
+use crate::pipeline::target::{self, Ready};
 use crate::report::output::Render;
 use crate::report::views::RunView;
 use crate::scaleout::clock::{probe_date, ClockOffset};
@@ -178,7 +178,7 @@ pub fn run_planned(cmd: RunCommand) -> Result<u8> {
         server,
         tokenizer,
         mut warnings,
-    } = match run::ready(&args)? {
+    } = match target::ready(&args)? {
         Ok(r) => r,
         Err(code) => return Ok(code),
     };
@@ -407,7 +407,7 @@ pub fn merge(args: MergeArgs) -> Result<u8> {
         merged.shards
     );
     if !args.no_store {
-        super::history::record_run(args.store.as_deref(), &merged.out, &args.labels, false);
+        crate::pipeline::index::record_run(args.store.as_deref(), &merged.out, &args.labels, false);
     }
     Ok(merged.report.verdict.exit_status)
 }

@@ -170,7 +170,7 @@ pub fn test(args: TestArgs) -> Result<u8> {
 /// `--no-store`; a failure warns and keeps the folder.
 fn index_test(run: &RunArgs, dir: &Path) {
     if !run.output.no_store {
-        super::history::record_run(
+        crate::pipeline::index::record_run(
             run.output.store.as_deref(),
             dir,
             &run.output.labels,

@@ -3,8 +3,8 @@
 
 use super::levels::{LevelRunner, TargetSetup};
 use crate::artifacts::SystemInfo;
-use crate::cli::run::{ready, Ready};
 use crate::flags::{ProcedureArgs, RunArgs};
+use crate::pipeline::target::{ready, Ready};
 use crate::procedure::budget::Budget;
 use crate::procedure::level::Load;
 use crate::procedure::{self, Options, TestName};
