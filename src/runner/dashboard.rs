@@ -34,7 +34,8 @@ pub struct Snapshot {
     pub in_flight: u64,
     pub done: u64,
     pub failed: u64,
-    /// Requests sent and completed per second, over the last second or so.
+    /// Requests sent and completed per second, and output tokens per second, over the last
+    /// [`crate::metrics::live::RATE_WINDOW_S`] seconds.
     pub sent_per_s: f64,
     pub done_per_s: f64,
     pub tokens_per_s: f64,
@@ -85,7 +86,11 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot) {
             "requests  sent {} ({:.1}/s) · in flight {} · done {} ({:.1}/s) · failed {}",
             s.sent, s.sent_per_s, s.in_flight, s.done, s.done_per_s, s.failed
         ),
-        format!("tokens    {:.0} tok/s output", s.tokens_per_s),
+        format!(
+            "tokens    {:.0} tok/s output   (last {:.0} s)",
+            s.tokens_per_s,
+            crate::metrics::live::RATE_WINDOW_S
+        ),
         format!("TTFT      {}   (last 10 s)", pair(s.ttft_ms)),
         format!("ITL       {}   (last 10 s)", pair(s.itl_ms)),
         format!(

@@ -50,6 +50,7 @@ impl<'a> Bench<'a> {
                 counters: counters.clone(),
                 sent: shared.sent.clone(),
                 in_flight: shared.in_flight.clone(),
+                chunks_received: shared.chunks_received.clone(),
                 queue_waiting: Some(collector.waiting()),
                 clock,
             },
@@ -190,6 +191,7 @@ fn shared_for(
         sink: writer.sender(),
         sent: Arc::new(AtomicU64::new(0)),
         in_flight: Arc::new(AtomicU64::new(0)),
+        chunks_received: Arc::new(AtomicU64::new(0)),
         open_sessions: Arc::new(AtomicU64::new(0)),
     }
 }
