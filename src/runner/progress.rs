@@ -58,6 +58,7 @@ pub struct Progress {
     bar: Option<ProgressBar>,
     /// The live view, in a terminal unless `--no-live-view` (it replaces the bar).
     dashboard: Option<Arc<Mutex<Dashboard>>>,
+    printer: Printer,
     stop: Arc<AtomicBool>,
     view: Arc<Mutex<PhaseView>>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -86,6 +87,7 @@ impl Progress {
             return Self {
                 bar: None,
                 dashboard: None,
+                printer: Printer::default(),
                 stop,
                 view,
                 thread: None,
@@ -108,6 +110,10 @@ impl Progress {
             .spawn(move || Drawer::new(src, b, dash).run(&s, &v))
             .ok();
         Self {
+            printer: Printer {
+                bar: bar.clone(),
+                dashboard: dashboard.clone(),
+            },
             bar,
             dashboard,
             stop,
@@ -124,6 +130,38 @@ impl Progress {
     }
 
     /// Prints a line above the bar (or plainly).
+    pub fn println(&self, line: &str) {
+        self.printer.println(line);
+    }
+
+    /// A handle that prints lines above the display, for tasks that outlive a borrow of it.
+    pub fn printer(&self) -> Printer {
+        self.printer.clone()
+    }
+}
+
+/// What starts a line that stays on stderr, printed between runs (a test's level lines):
+/// in a terminal, back to the first column and the line erased, so the line never starts
+/// where something left the cursor nor mixes with what it left there; elsewhere nothing.
+pub fn fresh_line(terminal: bool) -> &'static str {
+    if terminal {
+        "\r\x1b[2K"
+    } else {
+        ""
+    }
+}
+
+/// Prints lines that stay (notes, warnings) while a run's progress is drawn: above the live
+/// view or the bar, which are redrawn below them, else plainly. A line printed straight to
+/// stderr instead would start wherever the bar left the cursor and be overdrawn by it.
+#[derive(Clone, Default)]
+pub struct Printer {
+    bar: Option<ProgressBar>,
+    dashboard: Option<Arc<Mutex<Dashboard>>>,
+}
+
+impl Printer {
+    /// Prints `line` (to stderr).
     pub fn println(&self, line: &str) {
         if let Some(d) = &self.dashboard {
             if let Ok(mut d) = d.lock() {
@@ -400,6 +438,12 @@ mod tests {
         // Nothing known yet.
         assert_eq!(eta_s(5.0, Some(0.0), None), None);
         assert_eq!(eta_s(5.0, None, None), None);
+    }
+
+    #[test]
+    fn a_line_that_stays_starts_at_the_first_column_of_a_clear_line() {
+        assert_eq!(fresh_line(true), "\r\x1b[2K");
+        assert_eq!(fresh_line(false), "");
     }
 
     #[test]
