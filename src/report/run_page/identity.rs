@@ -264,19 +264,22 @@ pub fn system(r: &RunReport) -> Section {
             }
         ),
     ));
-    let t = &r.tokenizer;
-    facts.push((
-        "Tokenizer (draft 4.4)",
-        format!(
-            "{} from {}, {} tokens in its vocabulary, counting option {}",
-            t.name,
-            t.source,
-            group_thousands(t.vocab_size as f64),
-            t.counting_option
-        ),
-    ));
-    facts.push(("Special tokens", t.special_tokens.clone()));
+    facts.push(("Tokenizer (draft 4.4)", tokenizer_line(&r.tokenizer)));
+    facts.push(("Special tokens", r.tokenizer.special_tokens.clone()));
     Section::new("system", "1. System identification").facts(facts)
+}
+
+/// The tokenizer, where it came from, its vocabulary's size when known (0: not known, as
+/// for a server's tokenizer that does not say) and the counting option.
+pub(super) fn tokenizer_line(t: &crate::artifacts::TokenizerInfo) -> String {
+    let vocab = match t.vocab_size {
+        0 => String::new(),
+        n => format!(", {} tokens in its vocabulary", group_thousands(n as f64)),
+    };
+    format!(
+        "{} from {}{vocab}, counting option {}",
+        t.name, t.source, t.counting_option
+    )
 }
 
 /// C.2 item 2: the workload, the load and every execution parameter.

@@ -424,3 +424,19 @@ fn a_run_that_mostly_never_finished_fails_with_one_verdict_everywhere() {
         Some(r.verdict.reasons[0].as_str())
     );
 }
+
+/// Issue 36, item 8: a tokenizer whose vocabulary size is not known (0) is not said to
+/// have "0 tokens in its vocabulary".
+#[test]
+fn an_unknown_vocabulary_size_is_not_printed() {
+    let mut t = report_of(&[], &records()).tokenizer;
+    assert_eq!(
+        identity::tokenizer_line(&t),
+        "cl100k_base from tiktoken, 100,277 tokens in its vocabulary, counting option B"
+    );
+    t.vocab_size = 0;
+    assert_eq!(
+        identity::tokenizer_line(&t),
+        "cl100k_base from tiktoken, counting option B"
+    );
+}
