@@ -440,3 +440,24 @@ fn an_unknown_vocabulary_size_is_not_printed() {
         "cl100k_base from tiktoken, counting option B"
     );
 }
+
+/// Issue 36, item 8: llama.cpp's counters move in bursts, so its per-scrape token rate
+/// spiked to 500-1,800 tok/s while ~40 tok/s came out, and flattened the client's line.
+/// Averaged over the last seconds at each scrape, it reads the rate it averages.
+#[test]
+fn the_server_token_rate_is_averaged_over_the_last_seconds() {
+    // A scrape a second for 60 s; the counter moves by 400 tokens every 10th second
+    // (40 tok/s on average): per scrape, 400 then nine zeros.
+    let raw: Vec<(f64, f64)> = (0..60)
+        .map(|t| (f64::from(t), if t % 10 == 9 { 400.0 } else { 0.0 }))
+        .collect();
+    let smooth = figures::trailing_rate(&raw);
+    assert_eq!(smooth.len(), raw.len());
+    for (t, v) in smooth.iter().skip(10) {
+        assert!((v - 40.0).abs() < 1e-9, "at {t} s: {v} tok/s");
+    }
+    // Scrapes 2 s apart: each rate covers 2 s.
+    let sparse = [(0.0, 10.0), (2.0, 30.0), (4.0, 30.0)];
+    let s = figures::trailing_rate(&sparse);
+    assert!((s[2].1 - (10.0 + 60.0 + 60.0) / 5.0).abs() < 1e-9, "{s:?}");
+}
