@@ -15,7 +15,7 @@ mod settings;
 use super::SystemInput;
 use crate::artifacts::fingerprint::{canonical, workload_hash};
 use crate::artifacts::RunReport;
-use items::{enough_runs, hardware, repeats, same_time, seeds};
+use items::{enough_runs, hardware, repeats, same_duration, same_time, seeds};
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 use settings::differences;
@@ -120,15 +120,7 @@ fn same_procedure(systems: &[SystemInput]) -> Vec<Check> {
                 format!("{}{cap}", canonical(&to_json(&r.config.load)))
             },
         ),
-        same_across(systems, "duration", "6.4", "Same test duration", |r| {
-            let l = &r.config.limits;
-            match (l.requests, l.duration) {
-                (Some(n), Some(d)) => format!("{n} requests or {} s", d.as_secs_f64()),
-                (Some(n), None) => format!("{n} requests"),
-                (None, Some(d)) => format!("{} s", d.as_secs_f64()),
-                (None, None) => "until stopped".into(),
-            }
-        }),
+        same_duration(systems),
         same_across(systems, "warmup", "6.4", "Same warm-up procedure", |r| {
             format!(
                 "{} (at most {} s)",
@@ -189,7 +181,7 @@ fn to_json<T: Serialize>(v: &T) -> Json {
 }
 
 /// An item that passes when `describe` gives the same text for every run of every system.
-fn same_across(
+pub(super) fn same_across(
     systems: &[SystemInput],
     id: &str,
     section: &str,

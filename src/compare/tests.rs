@@ -235,6 +235,55 @@ fn the_checklist_finds_what_makes_a_comparison_unfair() {
     assert_eq!(verdict(&r, Metric::OutputTokensPerGpuS), Verdict::Worse);
 }
 
+/// Issue 36: `compare` called a 60-s interrupted run "same test duration (120 s)" beside
+/// 120-s runs. The check reads what each run measured and says which was interrupted.
+#[test]
+fn an_interrupted_run_is_not_the_same_test_duration() {
+    let two_minutes = |s: &mut SystemInput| {
+        for r in &mut s.runs {
+            r.report.config.limits.requests = None;
+            r.report.config.limits.duration = Some(std::time::Duration::from_secs(120));
+            r.report.summary.window.duration_s = 121.0;
+        }
+    };
+    let mut a = system("a", 1.0, &SEEDS, 0);
+    let mut b = system("b", 1.0, &SEEDS, 5);
+    two_minutes(&mut a);
+    two_minutes(&mut b);
+    let r = compare(&[a.clone(), b.clone()], &Options::default());
+    let duration = |r: &ComparisonReport| {
+        r.checklist
+            .iter()
+            .find(|c| c.id == "duration")
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(duration(&r).status, CheckStatus::Pass);
+    assert_eq!(duration(&r).detail, "every run: 120 s; measured 121 s");
+    b.runs[2].report.interrupted = true;
+    b.runs[2].report.summary.window.duration_s = 60.0;
+    let r = compare(&[a.clone(), b], &Options::default());
+    let d = duration(&r);
+    assert_eq!(d.status, CheckStatus::Fail, "{}", d.detail);
+    assert!(
+        d.detail
+            .contains("b (runs/1-3) was interrupted after 60 s of its 120 s"),
+        "{}",
+        d.detail
+    );
+    // Stopped early without an interruption (sending gave up): short all the same.
+    let mut c = system("c", 1.0, &SEEDS, 5);
+    two_minutes(&mut c);
+    c.runs[0].report.summary.window.duration_s = 30.0;
+    let d = duration(&compare(&[a, c], &Options::default()));
+    assert_eq!(d.status, CheckStatus::Fail, "{}", d.detail);
+    assert!(
+        d.detail.contains("measured 30 s of its 120 s"),
+        "{}",
+        d.detail
+    );
+}
+
 #[test]
 fn runs_within_a_system_must_repeat_one_configuration() {
     let mut a = system("a", 1.0, &SEEDS, 0);

@@ -1,9 +1,17 @@
 //! The live view's figures: TTFT and ITL percentiles over the last seconds, and failures by
-//! kind, fed by the record writer as requests finish.
+//! kind, fed by the record writer as requests finish; and rates (tokens, requests) over a
+//! trailing window, read from counts that grow as things happen.
 //!
 //! A window of recent values, pruned by age and bounded in size, so the live view costs a
 //! fixed amount of memory however long the run. Percentiles here are for watching a run;
 //! the report's figures come from the records.
+//!
+//! The token rate counts output chunks as they arrive, not tokens as requests finish: a
+//! slow server's requests finish in bursts (four slots ending together every 18 s), so a
+//! count at completion reads 0 tok/s for seconds and then a spike, while `timeseries.csv`
+//! counts each token in the second it arrived. Chunks are counted live and turned into
+//! tokens with the tokens per chunk of the requests settled so far, so the live figure is
+//! the timeseries' rate over the last [`RATE_WINDOW_S`] seconds.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -84,6 +92,49 @@ impl LiveWindow {
     }
 }
 
+/// How far back the live rates look, s.
+pub const RATE_WINDOW_S: f64 = 5.0;
+
+/// A rate over the last [`RATE_WINDOW_S`] seconds from a cumulative count sampled now and
+/// then (the live view samples four times a second).
+#[derive(Debug, Default, Clone)]
+pub struct TrailingRate {
+    /// (when, s; the count then), oldest first: the samples in the window and the last one
+    /// before it, which is where the window's count starts.
+    samples: VecDeque<(f64, u64)>,
+}
+
+impl TrailingRate {
+    /// Takes in the count `total` at `at_s` (seconds on any monotonic clock).
+    pub fn update(&mut self, at_s: f64, total: u64) {
+        self.samples.push_back((at_s, total));
+        while self.samples.len() > 2 && self.samples[1].0 <= at_s - RATE_WINDOW_S {
+            self.samples.pop_front();
+        }
+    }
+
+    /// Per second over the window: the count's growth from the sample that starts the
+    /// window to the latest, over the time between them; 0 before a second has passed.
+    pub fn per_s(&self) -> f64 {
+        match (self.samples.front(), self.samples.back()) {
+            (Some(&(t0, n0)), Some(&(t1, n1))) if t1 - t0 >= 1.0 => {
+                n1.saturating_sub(n0) as f64 / (t1 - t0)
+            }
+            _ => 0.0,
+        }
+    }
+}
+
+/// Output tokens per second from the rate chunks arrive at: each chunk counts the tokens
+/// per chunk of the requests settled so far (`settled_tokens` over `settled_chunks`), one
+/// before any has settled.
+pub fn tokens_per_s(chunks_per_s: f64, settled_tokens: u64, settled_chunks: u64) -> f64 {
+    if settled_chunks == 0 {
+        return chunks_per_s;
+    }
+    chunks_per_s * settled_tokens as f64 / settled_chunks as f64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,5 +158,32 @@ mod tests {
         w.new_phase();
         assert!(w.failures.is_empty());
         assert_eq!(Series::default().p50_p99(0.0), None);
+    }
+
+    #[test]
+    fn a_trailing_rate_reads_the_last_seconds() {
+        let mut r = TrailingRate::default();
+        r.update(0.0, 0);
+        r.update(0.5, 10);
+        assert_eq!(r.per_s(), 0.0, "less than a second: no rate yet");
+        let mut r = TrailingRate::default();
+        r.update(0.0, 0);
+        // 20 a second for 10 s, sampled four times a second, then nothing for 2.5 s: the
+        // window is the last 5 s, 2.5 s of them at 20/s.
+        for i in 1..=40 {
+            r.update(f64::from(i) * 0.25, 5 * u64::from(i as u32));
+        }
+        assert!((r.per_s() - 20.0).abs() < 1e-9, "{}", r.per_s());
+        for i in 41..=50 {
+            r.update(f64::from(i) * 0.25, 200);
+        }
+        assert!((r.per_s() - 10.0).abs() < 1e-9, "{}", r.per_s());
+        assert!(r.samples.len() <= 22, "{} samples kept", r.samples.len());
+    }
+
+    #[test]
+    fn chunks_become_tokens_at_the_settled_ratio() {
+        assert_eq!(tokens_per_s(50.0, 0, 0), 50.0);
+        assert_eq!(tokens_per_s(50.0, 600, 200), 150.0);
     }
 }

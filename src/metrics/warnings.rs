@@ -17,7 +17,8 @@ pub enum Warning {
     },
     /// Nothing completed: every latency figure is missing.
     NoRequestCompleted { total: u64 },
-    /// Some requests failed; latency figures cover completed requests only.
+    /// Some requests did not complete (failed, or cancelled at the run's end: `by_kind`
+    /// says which); latency figures cover completed requests only.
     Failures {
         failed: u64,
         total: u64,
@@ -115,8 +116,12 @@ impl Warning {
                 samples,
                 needed,
             } => format!("{metric} {percentile}: {samples} samples (< {needed}), indicative"),
-            Self::Failures { failed, total, .. } => {
-                format!("{failed} of {total} requests failed (see Failures)")
+            Self::Failures {
+                failed,
+                total,
+                by_kind,
+            } => {
+                format!("{failed} of {total} requests did not complete ({by_kind})")
             }
             Self::EndedEarly { requests } => {
                 format!("{requests} requests ended before max_tokens")
@@ -184,7 +189,7 @@ impl fmt::Display for Warning {
                 by_kind,
             } => write!(
                 f,
-                "{failed} of {total} requests failed ({by_kind}); latency figures cover completed requests only"
+                "{failed} of {total} requests did not complete ({by_kind}); latency figures cover completed requests only"
             ),
             Self::EndedEarly { requests } => write!(
                 f,

@@ -19,7 +19,9 @@ use super::terminal::WIDTH;
 use crate::artifacts::RunReport;
 use crate::client::Endpoint;
 use crate::config::RunConfig;
+use crate::metrics::RunSummary;
 use crate::record::run::WarmupReport;
+use crate::record::FailureKind;
 use crate::schedule::{Arrival, LoadPattern};
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{Cell, CellAlignment, ContentArrangement};
@@ -33,6 +35,49 @@ pub use users::{experience, fairness};
 
 fn table(header: &[&str]) -> Table {
     Table::new(header)
+}
+
+/// Requests the benchmark itself cancelled at the run's end (still unanswered when it
+/// stopped): not the server's failures, and counted apart from them.
+pub fn cancelled(s: &RunSummary) -> u64 {
+    s.failures
+        .by_kind
+        .get(&FailureKind::Cancelled)
+        .copied()
+        .unwrap_or(0)
+}
+
+/// What became of the measured requests, by kind: "9 completed, 140 cancelled at the end",
+/// "995 completed, 5 failed". The requests cancelled at the end are never called failed
+/// (the verdict calls them unanswered, the run overloaded).
+pub fn outcome_counts(s: &RunSummary) -> String {
+    let cancelled = cancelled(s);
+    let failed = s.requests.failed.saturating_sub(cancelled);
+    let mut out = format!("{} completed", s.requests.completed);
+    if failed > 0 || cancelled == 0 {
+        let _ = write!(out, ", {failed} failed");
+    }
+    if cancelled > 0 {
+        let _ = write!(out, ", {cancelled} cancelled at the end");
+    }
+    out
+}
+
+/// Beside a TTFT figure: how many requests it covers when some measured requests have
+/// none (they failed, or were still waiting when the run ended): " (over the 9 of 149
+/// measured requests that completed)"; empty when it covers them all.
+pub fn ttft_coverage(s: &RunSummary) -> String {
+    let Some(d) = s.ttft_ms else {
+        return String::new();
+    };
+    let covered = d.n as u64;
+    if covered >= s.requests.total {
+        return String::new();
+    }
+    format!(
+        " (over the {covered} of {} measured requests that completed)",
+        s.requests.total
+    )
 }
 
 /// A table drawn for the terminal: title, box-drawn table within [`WIDTH`] columns, notes.

@@ -232,8 +232,10 @@ fn test_section(out: &mut String, r: &RunReport) {
         out,
         "Requests",
         &format!(
-            "{} measured: {} completed, {} failed, over {:.1} s",
-            s.requests.total, s.requests.completed, s.requests.failed, s.window.duration_s
+            "{} measured: {}, over {:.1} s",
+            s.requests.total,
+            tables::outcome_counts(s),
+            s.window.duration_s
         ),
     );
 }

@@ -11,7 +11,7 @@
 //! (`runner/progress.rs`). Rendering is a pure function of a [`Snapshot`], tested on
 //! ratatui's test backend.
 
-use ratatui::backend::CrosstermBackend;
+use ratatui::backend::{Backend, CrosstermBackend};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -34,7 +34,8 @@ pub struct Snapshot {
     pub in_flight: u64,
     pub done: u64,
     pub failed: u64,
-    /// Requests sent and completed per second, over the last second or so.
+    /// Requests sent and completed per second, and output tokens per second, over the last
+    /// [`crate::metrics::live::RATE_WINDOW_S`] seconds.
     pub sent_per_s: f64,
     pub done_per_s: f64,
     pub tokens_per_s: f64,
@@ -85,7 +86,11 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot) {
             "requests  sent {} ({:.1}/s) · in flight {} · done {} ({:.1}/s) · failed {}",
             s.sent, s.sent_per_s, s.in_flight, s.done, s.done_per_s, s.failed
         ),
-        format!("tokens    {:.0} tok/s output", s.tokens_per_s),
+        format!(
+            "tokens    {:.0} tok/s output   (last {:.0} s)",
+            s.tokens_per_s,
+            crate::metrics::live::RATE_WINDOW_S
+        ),
         format!("TTFT      {}   (last 10 s)", pair(s.ttft_ms)),
         format!("ITL       {}   (last 10 s)", pair(s.itl_ms)),
         format!(
@@ -108,21 +113,30 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot) {
     }
 }
 
-/// The view on the terminal.
-pub struct Dashboard {
-    terminal: Terminal<CrosstermBackend<std::io::Stderr>>,
+/// The view on the terminal (stderr; a test's backend in tests).
+pub struct Dashboard<B: Backend = CrosstermBackend<std::io::Stderr>> {
+    terminal: Terminal<B>,
 }
 
 impl Dashboard {
     /// Opens the view below the cursor; `None` when the terminal cannot host it.
     pub fn open() -> Option<Self> {
-        let terminal = Terminal::with_options(
-            CrosstermBackend::new(std::io::stderr()),
+        Self::on(CrosstermBackend::new(std::io::stderr()))
+    }
+}
+
+impl<B: Backend> Dashboard<B> {
+    /// Opens the view below `backend`'s cursor, on lines cleared first: a redraw writes
+    /// only the cells that changed, so text already there would show through its blanks.
+    pub fn on(backend: B) -> Option<Self> {
+        let mut terminal = Terminal::with_options(
+            backend,
             TerminalOptions {
                 viewport: Viewport::Inline(HEIGHT),
             },
         )
         .ok()?;
+        terminal.clear().ok()?;
         Some(Self { terminal })
     }
 
@@ -144,9 +158,14 @@ impl Dashboard {
         });
     }
 
-    /// Clears the view (the final report follows in its place).
+    /// Clears the view and leaves the cursor at its first column, top line: what is
+    /// printed next (the final report, a test's level line) starts there, in the cleared
+    /// space. (Clearing alone puts the cursor back where the last redraw left it, in the
+    /// middle of a line: the next line began at that column.)
     pub fn close(&mut self) {
+        let origin = self.terminal.get_frame().area().as_position();
         let _ = self.terminal.clear();
+        let _ = self.terminal.set_cursor_position(origin);
         let _ = self.terminal.show_cursor();
     }
 }
@@ -203,5 +222,46 @@ mod tests {
                 "missing `{expected}` in\n{screen}"
             );
         }
+    }
+
+    /// Issue 36: after a level's view closed, the test's level line began at whatever
+    /// column the last redraw left the cursor in. Closing leaves it at the first column of
+    /// the view's top line, below what was printed before the view.
+    #[test]
+    fn closing_leaves_the_cursor_at_the_start_of_a_line() {
+        let mut backend = TestBackend::new(100, 20);
+        backend.set_cursor_position((0, 5)).unwrap();
+        let mut d = Dashboard::on(backend).expect("a view");
+        d.draw(&Snapshot::default());
+        // Where a real terminal's cursor is after a redraw: past the last cell written.
+        d.terminal.set_cursor_position((37, 11)).unwrap();
+        d.close();
+        let at = d.terminal.backend_mut().get_cursor_position().unwrap();
+        assert_eq!((at.x, at.y), (0, 5));
+    }
+
+    /// Text left on the lines the view opens on (a line that began mid-screen) does not
+    /// show through the view's blank cells.
+    #[test]
+    fn the_view_opens_on_cleared_lines() {
+        let mut backend = TestBackend::new(100, 20);
+        let x = ratatui::buffer::Cell::new("X");
+        let cells: Vec<(u16, u16, &ratatui::buffer::Cell)> = (0..100)
+            .flat_map(|c| (5..13).map(move |r| (c, r)))
+            .map(|(c, r)| (c, r, &x))
+            .collect();
+        backend.draw(cells.into_iter()).unwrap();
+        backend.set_cursor_position((0, 5)).unwrap();
+        let mut d = Dashboard::on(backend).expect("a view");
+        d.draw(&Snapshot::default());
+        let left = d
+            .terminal
+            .backend()
+            .buffer()
+            .content()
+            .iter()
+            .filter(|c| c.symbol() == "X")
+            .count();
+        assert_eq!(left, 0, "cells of the earlier text still show");
     }
 }

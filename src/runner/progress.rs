@@ -3,15 +3,17 @@
 //! In a terminal: a bar with an ETA when the phase has a known limit (requests or duration),
 //! else a spinner, redrawn four times a second. Anywhere else (CI logs, `nohup`, pipes): a
 //! plain status line every few seconds, so a long run is never silent. Counters belong to
-//! the current phase: `sent`, `done` and `failed` restart at each phase, and the token rate
-//! is smoothed over the last few seconds.
+//! the current phase: `sent`, `done` and `failed` restart at each phase, and the rates are
+//! over the last [`crate::metrics::live::RATE_WINDOW_S`] seconds. The token rate is the one
+//! `timeseries.csv` records (tokens counted when they arrive, not when their request ends:
+//! [`crate::metrics::live`]).
 //!
 //! The ETA is right from the first second: it starts from the phase's planned length
 //! (`plan`, from the server's measured speed) and moves to what the progress so far
 //! says as the phase advances ([`eta_s`]).
 
 use super::dashboard::{Dashboard, Snapshot};
-use crate::metrics::live::WINDOW_S;
+use crate::metrics::live::{tokens_per_s, TrailingRate, WINDOW_S};
 use crate::record::Phase;
 use crate::store::writer::Counters;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -22,8 +24,6 @@ use std::time::{Duration, Instant};
 
 /// How often the plain (non-terminal) status line is printed.
 const PLAIN_EVERY: Duration = Duration::from_secs(5);
-/// Weight of the newest one-second sample in the smoothed token rate.
-const SMOOTHING: f64 = 0.3;
 
 /// The phase being shown and its limits.
 #[derive(Debug, Clone)]
@@ -58,6 +58,7 @@ pub struct Progress {
     bar: Option<ProgressBar>,
     /// The live view, in a terminal unless `--no-live-view` (it replaces the bar).
     dashboard: Option<Arc<Mutex<Dashboard>>>,
+    printer: Printer,
     stop: Arc<AtomicBool>,
     view: Arc<Mutex<PhaseView>>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -68,6 +69,8 @@ pub struct Sources {
     pub counters: Arc<Counters>,
     pub sent: Arc<AtomicU64>,
     pub in_flight: Arc<AtomicU64>,
+    /// Output chunks received so far, all phases, counted as they arrive.
+    pub chunks_received: Arc<AtomicU64>,
     /// The server's waiting queue at the latest scrape (f64 bits, NaN when unknown).
     pub queue_waiting: Option<Arc<AtomicU64>>,
     /// The run's clock (the live window's values are stamped on it).
@@ -84,6 +87,7 @@ impl Progress {
             return Self {
                 bar: None,
                 dashboard: None,
+                printer: Printer::default(),
                 stop,
                 view,
                 thread: None,
@@ -106,6 +110,10 @@ impl Progress {
             .spawn(move || Drawer::new(src, b, dash).run(&s, &v))
             .ok();
         Self {
+            printer: Printer {
+                bar: bar.clone(),
+                dashboard: dashboard.clone(),
+            },
             bar,
             dashboard,
             stop,
@@ -123,6 +131,38 @@ impl Progress {
 
     /// Prints a line above the bar (or plainly).
     pub fn println(&self, line: &str) {
+        self.printer.println(line);
+    }
+
+    /// A handle that prints lines above the display, for tasks that outlive a borrow of it.
+    pub fn printer(&self) -> Printer {
+        self.printer.clone()
+    }
+}
+
+/// What starts a line that stays on stderr, printed between runs (a test's level lines):
+/// in a terminal, back to the first column and the line erased, so the line never starts
+/// where something left the cursor nor mixes with what it left there; elsewhere nothing.
+pub fn fresh_line(terminal: bool) -> &'static str {
+    if terminal {
+        "\r\x1b[2K"
+    } else {
+        ""
+    }
+}
+
+/// Prints lines that stay (notes, warnings) while a run's progress is drawn: above the live
+/// view or the bar, which are redrawn below them, else plainly. A line printed straight to
+/// stderr instead would start wherever the bar left the cursor and be overdrawn by it.
+#[derive(Clone, Default)]
+pub struct Printer {
+    bar: Option<ProgressBar>,
+    dashboard: Option<Arc<Mutex<Dashboard>>>,
+}
+
+impl Printer {
+    /// Prints `line` (to stderr).
+    pub fn println(&self, line: &str) {
         if let Some(d) = &self.dashboard {
             if let Ok(mut d) = d.lock() {
                 d.println(line);
@@ -137,16 +177,16 @@ impl Progress {
 }
 
 /// The progress thread: where its figures come from, where they are drawn, and the current
-/// phase's smoothed rates.
+/// phase's rates over the last seconds.
 struct Drawer {
     src: Sources,
     bar: Option<ProgressBar>,
     dash: Option<Arc<Mutex<Dashboard>>>,
-    /// Output tokens per second.
-    rate: Rate,
+    /// Output chunks per second (made tokens per second by [`tokens_per_s`]).
+    chunk_rate: TrailingRate,
     /// Requests sent and completed per second.
-    sent_rate: Rate,
-    done_rate: Rate,
+    sent_rate: TrailingRate,
+    done_rate: TrailingRate,
     last_plain: Instant,
     last_phase_label: String,
 }
@@ -157,9 +197,9 @@ impl Drawer {
             src,
             bar,
             dash,
-            rate: Rate::default(),
-            sent_rate: Rate::default(),
-            done_rate: Rate::default(),
+            chunk_rate: TrailingRate::default(),
+            sent_rate: TrailingRate::default(),
+            done_rate: TrailingRate::default(),
             last_plain: Instant::now(),
             last_phase_label: String::new(),
         }
@@ -181,31 +221,34 @@ impl Drawer {
     /// the live view, the bar or a plain line.
     fn draw(&mut self, view: &PhaseView) {
         let c = self.src.counters.of(view.phase);
-        let tokens = c.output_tokens.load(Ordering::Relaxed);
         let new_phase = view.label != self.last_phase_label;
         if new_phase {
-            self.rate = Rate::default();
-            (self.sent_rate, self.done_rate) = (Rate::default(), Rate::default());
+            self.chunk_rate = TrailingRate::default();
+            (self.sent_rate, self.done_rate) = (TrailingRate::default(), TrailingRate::default());
             self.last_phase_label = view.label.clone();
             if let Ok(mut w) = self.src.counters.live.lock() {
                 w.new_phase();
             }
         }
-        self.rate.update(tokens);
+        let now_s = self.src.clock.now() as f64 / 1e9;
+        let chunks = self.src.chunks_received.load(Ordering::Relaxed);
+        self.chunk_rate.update(now_s, chunks);
+        let (settled_tokens, settled_chunks) = self.src.counters.settled_tokens_and_chunks();
+        let tok_per_s = tokens_per_s(self.chunk_rate.per_s(), settled_tokens, settled_chunks);
         let sent_now = self
             .src
             .sent
             .load(Ordering::Relaxed)
             .saturating_sub(view.sent_base);
-        self.sent_rate.update(sent_now);
-        self.done_rate.update(c.completed.load(Ordering::Relaxed));
+        self.sent_rate.update(now_s, sent_now);
+        self.done_rate
+            .update(now_s, c.completed.load(Ordering::Relaxed));
         let line = format!(
-            "{}: sent {sent_now} · in flight {} · done {} · failed {} · {:.0} tok/s",
+            "{}: sent {sent_now} · in flight {} · done {} · failed {} · {tok_per_s:.0} tok/s",
             view.label,
             self.src.in_flight.load(Ordering::Relaxed),
             c.completed.load(Ordering::Relaxed),
             c.failed.load(Ordering::Relaxed),
-            self.rate.smoothed
         );
         let elapsed = view.started.elapsed();
         let fraction = fraction_done(view, sent_now, elapsed);
@@ -226,14 +269,10 @@ impl Drawer {
                 view,
                 &self.src.counters,
                 [sent_now, self.src.in_flight.load(Ordering::Relaxed)],
-                [
-                    self.sent_rate.smoothed,
-                    self.done_rate.smoothed,
-                    self.rate.smoothed,
-                ],
+                [self.sent_rate.per_s(), self.done_rate.per_s(), tok_per_s],
                 (fraction, left),
                 self.src.queue_waiting.as_deref(),
-                self.src.clock.now() as f64 / 1e9,
+                now_s,
             );
             if let Ok(mut d) = d.lock() {
                 d.draw(&snapshot);
@@ -379,34 +418,6 @@ impl Drop for Progress {
     }
 }
 
-/// An exponentially smoothed token rate from cumulative counts sampled every second.
-#[derive(Debug, Default)]
-struct Rate {
-    last: Option<(Instant, u64)>,
-    smoothed: f64,
-}
-
-impl Rate {
-    fn update(&mut self, total: u64) {
-        let now = Instant::now();
-        match self.last {
-            None => self.last = Some((now, total)),
-            Some((t, n)) => {
-                let dt = now.duration_since(t).as_secs_f64();
-                if dt >= 1.0 {
-                    let sample = total.saturating_sub(n) as f64 / dt;
-                    self.smoothed = if self.smoothed == 0.0 {
-                        sample
-                    } else {
-                        SMOOTHING * sample + (1.0 - SMOOTHING) * self.smoothed
-                    };
-                    self.last = Some((now, total));
-                }
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -430,6 +441,12 @@ mod tests {
     }
 
     #[test]
+    fn a_line_that_stays_starts_at_the_first_column_of_a_clear_line() {
+        assert_eq!(fresh_line(true), "\r\x1b[2K");
+        assert_eq!(fresh_line(false), "");
+    }
+
+    #[test]
     fn the_share_done_is_the_further_of_count_and_time() {
         let mut v = PhaseView::new("measuring", Phase::Measure, 0);
         assert_eq!(fraction_done(&v, 10, Duration::from_secs(1)), None);
@@ -438,5 +455,68 @@ mod tests {
         v.max_duration = Some(Duration::from_secs(4));
         assert_eq!(fraction_done(&v, 10, Duration::from_secs(1)), Some(0.25));
         assert_eq!(fraction_done(&v, 500, Duration::from_secs(1)), Some(1.0));
+    }
+
+    /// Issue 36: a llama.cpp server on CPU (4 slots, ~50 tok/s) whose four requests run
+    /// together and end together every 16 s. Counted at completion, the live view read
+    /// 1-4 tok/s between the bursts (and up to 157 after one) while `timeseries.csv` said
+    /// 50. Counted as chunks arrive, the live rate is the timeseries' own, every second.
+    #[test]
+    fn the_live_token_rate_is_the_timeseries_rate() {
+        use crate::metrics::live::RATE_WINDOW_S;
+        use crate::record::{Chunk, RequestRecord};
+        use crate::telemetry::client_seconds::ClientSeconds;
+        const MS: u64 = 1_000_000;
+        // Each slot streams 200 chunks of 2 tokens, one every 80 ms (25 tok/s a slot;
+        // 100 tok/s in all); requests back to back. No chunk lands on a whole second.
+        let mut records = Vec::new();
+        for slot in 0..4u64 {
+            for k in 0..4u64 {
+                let start = k * 16_000 * MS + slot * 20 * MS;
+                let chunks: Vec<Chunk> = (0..200)
+                    .map(|j| Chunk {
+                        at: start + 13 * MS + j * 80 * MS,
+                        tokens: 2,
+                        bytes: 8,
+                    })
+                    .collect();
+                records.push(RequestRecord {
+                    id: slot * 10 + k,
+                    sent_at: Some(start),
+                    queued_at: start,
+                    finished_at: chunks.last().map_or(start, |c| c.at) + MS,
+                    output_tokens: 400,
+                    chunks,
+                    ..Default::default()
+                });
+            }
+        }
+        let seconds = ClientSeconds::of(&records).seconds(64);
+        let mut rate = TrailingRate::default();
+        for tick in 0..=60 * 4u64 {
+            let now = tick * 250 * MS;
+            let arrived = records
+                .iter()
+                .flat_map(|r| &r.chunks)
+                .filter(|c| c.at <= now)
+                .count() as u64;
+            let settled = records.iter().filter(|r| r.finished_at <= now);
+            let (tokens, chunks) = settled.fold((0, 0), |(t, c), r| {
+                (t + u64::from(r.output_tokens), c + r.chunks.len() as u64)
+            });
+            rate.update(now as f64 / 1e9, arrived);
+            let live = tokens_per_s(rate.per_s(), tokens, chunks);
+            let s = (now / (1000 * MS)) as usize;
+            if now.is_multiple_of(1000 * MS) && s >= RATE_WINDOW_S as usize && chunks > 0 {
+                let window = &seconds[s - RATE_WINDOW_S as usize..s];
+                let recorded =
+                    window.iter().map(|x| x.output_tokens).sum::<u64>() as f64 / RATE_WINDOW_S;
+                assert!(
+                    (live - recorded).abs() < 1e-9,
+                    "at {s} s: live {live} tok/s, timeseries {recorded} tok/s"
+                );
+                assert!((live - 100.0).abs() <= 2.0, "at {s} s: {live} tok/s");
+            }
+        }
     }
 }

@@ -40,6 +40,8 @@ pub struct Warmed {
     /// Closed loop: how long one request took under the warm-up's load, by Little's law
     /// (requests in flight ÷ requests completed per second).
     pub cycle: Option<std::time::Duration>,
+    /// The warm-up stopped sending after this many failures in a row ([`gave_up_warning`]).
+    pub gave_up_after: Option<u64>,
 }
 
 impl Warmed {
@@ -101,11 +103,6 @@ pub async fn warm_up(
     report.requests = w.completed.load(Ordering::Relaxed) + w.failed.load(Ordering::Relaxed);
     report.output_tokens = w.output_tokens.load(Ordering::Relaxed);
     report.capped = end.timed_stop && !controls.interrupted.load(Ordering::Acquire);
-    if let Some(n) = end.gave_up_after {
-        eprintln!(
-            "WARNING: warm-up stopped: {n} requests in a row failed and none succeeded, so the server is not answering this API as configured; the measured phase stops the same way, and the report lists the failures with their usual causes"
-        );
-    }
     let targets_met = match config.warmup {
         Warmup::Auto => {
             report.requests >= REQUIRED_REQUESTS && report.output_tokens >= tokens_needed
@@ -129,7 +126,15 @@ pub async fn warm_up(
         report,
         rate_per_s,
         cycle: cycle.map(std::time::Duration::from_secs_f64),
+        gave_up_after: end.gave_up_after,
     }
+}
+
+/// The warning a warm-up that stopped after `n` failures in a row gives.
+pub fn gave_up_warning(n: u64) -> String {
+    format!(
+        "WARNING: warm-up stopped: {n} requests in a row failed and none succeeded, so the server is not answering this API as configured; the measured phase stops the same way, and the report lists the failures with their usual causes"
+    )
 }
 
 /// How the warm-up is run, in words.

@@ -31,6 +31,9 @@ pub struct LiveCounts {
     pub completed: AtomicU64,
     pub failed: AtomicU64,
     pub output_tokens: AtomicU64,
+    /// Output chunks (answer and reasoning) of the settled requests: with `output_tokens`,
+    /// the tokens per chunk the live token rate counts each arriving chunk as.
+    pub output_chunks: AtomicU64,
 }
 
 /// Counters for each phase.
@@ -44,6 +47,18 @@ pub struct Counters {
 }
 
 impl Counters {
+    /// Output tokens and chunks of every settled request, all phases together.
+    pub fn settled_tokens_and_chunks(&self) -> (u64, u64) {
+        [&self.warmup, &self.profile, &self.measure]
+            .iter()
+            .fold((0, 0), |(t, c), p| {
+                (
+                    t + p.output_tokens.load(Ordering::Relaxed),
+                    c + p.output_chunks.load(Ordering::Relaxed),
+                )
+            })
+    }
+
     pub fn of(&self, phase: Phase) -> &LiveCounts {
         match phase {
             Phase::Measure => &self.measure,
@@ -141,6 +156,10 @@ fn write_loop(
                 }
                 c.output_tokens
                     .fetch_add(rec.output_tokens as u64, Ordering::Relaxed);
+                c.output_chunks.fetch_add(
+                    (rec.chunks.len() + rec.reasoning_chunks.len()) as u64,
+                    Ordering::Relaxed,
+                );
                 feed_live(live, &rec, &clock);
                 serde_json::to_writer(&mut pending, &WireRecord::from_record(&rec, &clock))?;
                 pending.push(b'\n');

@@ -22,6 +22,7 @@ use crate::store::{prepare_run_dir, RunFolder};
 use crate::tokenizer::SharedTokenizer;
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -95,7 +96,8 @@ impl LevelRunner {
         let line = plan.describe(DEFAULT_OVERHEAD_S, warm_s);
         let total = plan.seconds(DEFAULT_OVERHEAD_S, warm_s).1;
         if !self.quiet {
-            eprintln!("Planned: {line} (estimated from the test request's speed)");
+            let start = crate::runner::progress::fresh_line(std::io::stderr().is_terminal());
+            eprintln!("{start}Planned: {line} (estimated from the test request's speed)");
         }
         self.planned = Some((self.budget.spent_s(), total));
     }
@@ -238,7 +240,8 @@ impl Bench for LevelRunner {
                 format!(" | ~{} left of the plan", human(left))
             })
             .unwrap_or_default();
-        eprintln!("[test] {line}{budget}{planned}");
+        let start = crate::runner::progress::fresh_line(std::io::stderr().is_terminal());
+        eprintln!("{start}[test] {line}{budget}{planned}");
     }
 
     fn load_run(&mut self, dir: &Path) -> Result<LevelRun, Stop> {

@@ -20,6 +20,8 @@ use crate::client::{Endpoint, Target};
 use crate::clock::Nanos;
 use crate::record::{Chunk, Draft, FailureKind, Outcome, Phase, RequestRecord};
 pub use send::{connect_advice, execute};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// A request ready to send: its bytes were built off the hot path.
 #[derive(Debug, Clone)]
@@ -133,6 +135,8 @@ pub struct Exchange {
     /// arguments came (so a `.done` event's whole arguments are not counted twice). Empty,
     /// and never allocated, for text answers.
     tool_calls: Vec<(u32, bool)>,
+    /// Counts every output chunk as it arrives, for the live view's token rate.
+    chunks_received: Option<Arc<AtomicU64>>,
 }
 
 impl Exchange {
@@ -160,6 +164,18 @@ impl Exchange {
             },
             parser: req.parser.clone(),
             ..Default::default()
+        }
+    }
+
+    /// Counts each output chunk (answer or reasoning) in `counter` as it arrives.
+    pub fn count_chunks_in(&mut self, counter: Arc<AtomicU64>) {
+        self.chunks_received = Some(counter);
+    }
+
+    /// One more output chunk arrived.
+    fn count_chunk(&self) {
+        if let Some(c) = &self.chunks_received {
+            c.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -250,6 +266,7 @@ impl Exchange {
                 tokens: 0,
                 bytes: text.len() as u32,
             });
+            self.count_chunk();
         }
         self.on_output(&ev, at, cumulative);
         if ev.done {
@@ -294,6 +311,7 @@ impl Exchange {
             bytes: bytes as u32,
         });
         self.draft.cumulative_usage.push(cumulative);
+        self.count_chunk();
     }
 
     /// A tool call's part: a call not seen before is counted, and the arguments fragment it

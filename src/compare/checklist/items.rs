@@ -49,6 +49,95 @@ pub(super) fn seeds(systems: &[SystemInput]) -> Check {
     }
 }
 
+/// A duration-limited run whose measured window is shorter than this share of its limit
+/// did not run its test's length (it was interrupted, or stopped sending early).
+const MIN_MEASURED_SHARE: f64 = 0.9;
+
+/// The same test duration: the limits every run was given, and what each measured. A run
+/// interrupted (Ctrl-C) or cut short covers less than its limit says, so the limits alone
+/// passing is not the same duration (a 60-s interrupted run beside 120-s runs).
+pub(super) fn same_duration(systems: &[SystemInput]) -> Check {
+    let mut check = super::same_across(systems, "duration", "6.4", "Same test duration", limit);
+    let measured: Vec<f64> = systems
+        .iter()
+        .flat_map(|s| &s.runs)
+        .map(|r| r.report.summary.window.duration_s)
+        .collect();
+    let (lo, hi) = measured
+        .iter()
+        .fold((f64::INFINITY, 0.0_f64), |(lo, hi), d| {
+            (lo.min(*d), hi.max(*d))
+        });
+    if lo.is_finite() {
+        check.detail.push_str(&if secs(lo) == secs(hi) {
+            format!("; measured {}", secs(lo))
+        } else {
+            format!(
+                "; measured {}-{}",
+                secs(lo),
+                secs(hi).trim_end_matches(" s")
+            )
+        });
+    }
+    let short: Vec<String> = systems
+        .iter()
+        .flat_map(|s| s.runs.iter().map(move |r| (s, r)))
+        .filter_map(|(s, r)| {
+            cut_short(&r.report).map(|why| format!("{} ({}) {why}", s.name, r.path))
+        })
+        .collect();
+    if !short.is_empty() {
+        check.status = CheckStatus::Fail;
+        check.detail = format!(
+            "{}; but {}: its figures cover a shorter test",
+            check.detail,
+            short.join("; ")
+        );
+    }
+    check
+}
+
+/// A measured length: tenths below 10 s, whole seconds above.
+fn secs(s: f64) -> String {
+    if s < 10.0 {
+        format!("{s:.1} s")
+    } else {
+        format!("{s:.0} s")
+    }
+}
+
+/// The limits a run was given, in words.
+fn limit(r: &RunReport) -> String {
+    let l = &r.config.limits;
+    match (l.requests, l.duration) {
+        (Some(n), Some(d)) => format!("{n} requests or {} s", d.as_secs_f64()),
+        (Some(n), None) => format!("{n} requests"),
+        (None, Some(d)) => format!("{} s", d.as_secs_f64()),
+        (None, None) => "until stopped".into(),
+    }
+}
+
+/// Why a run measured less than its limits say: interrupted, or (limited by duration
+/// alone) a measured window under [`MIN_MEASURED_SHARE`] of it; `None` when it ran its
+/// length.
+fn cut_short(r: &RunReport) -> Option<String> {
+    let measured = r.summary.window.duration_s;
+    let limit_s = r.config.limits.duration.map(|d| d.as_secs_f64());
+    let of_limit = limit_s.map_or(String::new(), |d| format!(" of its {}", secs(d)));
+    if r.interrupted {
+        return Some(format!(
+            "was interrupted after {}{of_limit}",
+            secs(measured)
+        ));
+    }
+    match (r.config.limits.requests, limit_s) {
+        (None, Some(d)) if measured < MIN_MEASURED_SHARE * d => {
+            Some(format!("measured {}{of_limit}", secs(measured)))
+        }
+        _ => None,
+    }
+}
+
 /// Comparable hardware, or figures normalised per GPU (draft 6.1, 6.2).
 pub(super) fn hardware(systems: &[SystemInput]) -> Check {
     let describe = |r: &RunReport, s: &SystemInput| {

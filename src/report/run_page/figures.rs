@@ -191,6 +191,37 @@ fn series(rows: &[TimelineRow], f: impl Fn(&TimelineRow) -> Option<f64>) -> Vec<
         .collect()
 }
 
+/// How far back the server's token rate is averaged in the throughput chart, s.
+pub const SERVER_RATE_WINDOW_S: f64 = 10.0;
+
+/// A rate per scrape (`(t_s, per_s)`, each over the time since the scrape before) as the
+/// rate over the last [`SERVER_RATE_WINDOW_S`] seconds at each scrape: each rate weighted
+/// by the time it covers, so the value is the window's count over its length. Some servers
+/// move their counters in bursts (llama.cpp: 500-1,800 tok/s for a second, then nothing,
+/// while ~50 tok/s came out): per scrape, their line spikes and flattens the client's.
+pub fn trailing_rate(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    // The first scrape's rate covers one scrape interval (1 s), as far as the rows say.
+    let spans: Vec<f64> = points
+        .iter()
+        .enumerate()
+        .map(|(i, p)| i.checked_sub(1).map_or(1.0, |j| p.0 - points[j].0))
+        .collect();
+    let mut from = 0;
+    points
+        .iter()
+        .enumerate()
+        .map(|(i, &(t, _))| {
+            while points[from].0 <= t - SERVER_RATE_WINDOW_S {
+                from += 1;
+            }
+            let (count, time) = (from..=i).fold((0.0, 0.0), |(c, s), j| {
+                (c + points[j].1 * spans[j], s + spans[j])
+            });
+            (t, if time > 0.0 { count / time } else { 0.0 })
+        })
+        .collect()
+}
+
 /// Output tokens per second over the run, the client's count beside the server's.
 pub fn throughput_over_time(r: &RunReport) -> Option<Fig> {
     let rows = &r.timeseries;
@@ -203,7 +234,10 @@ pub fn throughput_over_time(r: &RunReport) -> Option<Fig> {
     )];
     let server = series(rows, |r| r.server_generation_tokens_per_s);
     if !server.is_empty() {
-        lines.push(("generated (server metrics)".to_string(), server));
+        lines.push((
+            format!("generated (server metrics, last {SERVER_RATE_WINDOW_S:.0} s)"),
+            trailing_rate(&server),
+        ));
     }
     let c = Chart::time_series(&lines)
         .id("throughput-over-time")
@@ -212,10 +246,13 @@ pub fn throughput_over_time(r: &RunReport) -> Option<Fig> {
         .y_axis("output tokens per second", Unit::TokPerS);
     Some((
         with_phase_markers(c, rows),
-        "Tokens per second, second by second, over the whole run (warm-up included; the \
-         measured phase between the markers). A flat line is steady state; a ramp at the start \
-         is warm-up or batch fill; a sag later is the server falling behind."
-            .into(),
+        format!(
+            "Tokens per second, second by second, over the whole run (warm-up included; the \
+             measured phase between the markers). The server's own count, where it has metrics, \
+             is averaged over the last {SERVER_RATE_WINDOW_S:.0} s at each scrape (some servers \
+             move their counters in bursts). A flat line is steady state; a ramp at the start \
+             is warm-up or batch fill; a sag later is the server falling behind."
+        ),
     ))
 }
 

@@ -5,7 +5,9 @@
 use crate::artifacts::RunReport;
 use crate::report::chart::axis::group_thousands;
 use crate::report::page::{Section, Table};
-use crate::report::tables::{describe_load, endpoint_name, warmup_line};
+use crate::report::tables::{
+    cancelled, describe_load, endpoint_name, outcome_counts, ttft_coverage, warmup_line,
+};
 use crate::report::terminal::fmt_rate;
 use std::fmt::Write;
 
@@ -102,7 +104,12 @@ fn ms(d: Option<crate::stats::Distribution>, f: fn(&crate::stats::Distribution) 
 
 /// C.1's key results of a generative endpoint: TTFT, TPOT and output throughput.
 fn token_results(out: &mut String, s: &crate::metrics::RunSummary) {
-    let _ = writeln!(out, "- TTFT P50: {} ms", ms(s.ttft_ms, |d| d.p50));
+    let _ = writeln!(
+        out,
+        "- TTFT P50: {} ms{}",
+        ms(s.ttft_ms, |d| d.p50),
+        ttft_coverage(s)
+    );
     let _ = writeln!(out, "- TTFT P99: {} ms", ms(s.ttft_ms, |d| d.p99));
     let _ = writeln!(out, "- TPOT P50: {} ms", ms(s.tpot_ms, |d| d.p50));
     let _ = writeln!(out, "- TPOT P99: {} ms", ms(s.tpot_ms, |d| d.p99));
@@ -165,8 +172,9 @@ pub fn minimum_report(r: &RunReport, deviations: &[String]) -> String {
     let _ = writeln!(out, "- Load Model: {}", load_model(c));
     let _ = writeln!(
         out,
-        "- Request Count: {} ({} completed, {} failed)",
-        s.requests.total, s.requests.completed, s.requests.failed
+        "- Request Count: {} ({})",
+        s.requests.total,
+        outcome_counts(s)
     );
     let _ = writeln!(out, "- Test Duration: {:.1} seconds", s.window.duration_s);
     out.push_str("\nKey Results:\n");
@@ -264,19 +272,22 @@ pub fn system(r: &RunReport) -> Section {
             }
         ),
     ));
-    let t = &r.tokenizer;
-    facts.push((
-        "Tokenizer (draft 4.4)",
-        format!(
-            "{} from {}, {} tokens in its vocabulary, counting option {}",
-            t.name,
-            t.source,
-            group_thousands(t.vocab_size as f64),
-            t.counting_option
-        ),
-    ));
-    facts.push(("Special tokens", t.special_tokens.clone()));
+    facts.push(("Tokenizer (draft 4.4)", tokenizer_line(&r.tokenizer)));
+    facts.push(("Special tokens", r.tokenizer.special_tokens.clone()));
     Section::new("system", "1. System identification").facts(facts)
+}
+
+/// The tokenizer, where it came from, its vocabulary's size when known (0: not known, as
+/// for a server's tokenizer that does not say) and the counting option.
+pub(super) fn tokenizer_line(t: &crate::artifacts::TokenizerInfo) -> String {
+    let vocab = match t.vocab_size {
+        0 => String::new(),
+        n => format!(", {} tokens in its vocabulary", group_thousands(n as f64)),
+    };
+    format!(
+        "{} from {}{vocab}, counting option {}",
+        t.name, t.source, t.counting_option
+    )
 }
 
 /// C.2 item 2: the workload, the load and every execution parameter.
@@ -443,9 +454,21 @@ pub fn outcomes(r: &RunReport) -> Table {
     let mut t = Table::new(&["Requests", "Count"]).titled("Requests of the measured phase");
     t.push(["Measured".to_string(), s.requests.total.to_string()]);
     t.push(["Completed".to_string(), s.requests.completed.to_string()]);
-    t.push(["Failed".to_string(), s.requests.failed.to_string()]);
+    let cancelled = cancelled(s);
+    t.push([
+        "Failed".to_string(),
+        s.requests.failed.saturating_sub(cancelled).to_string(),
+    ]);
     for (kind, n) in &s.failures.by_kind {
-        t.push([format!("  {kind}"), n.to_string()]);
+        if *kind != crate::record::FailureKind::Cancelled {
+            t.push([format!("  {kind}"), n.to_string()]);
+        }
+    }
+    if cancelled > 0 {
+        t.push([
+            "Cancelled at the end (unanswered when the run ended)".to_string(),
+            cancelled.to_string(),
+        ]);
     }
     if s.requests.never_sent > 0 {
         t.push([

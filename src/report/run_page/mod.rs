@@ -115,9 +115,10 @@ pub fn key_numbers(r: &RunReport) -> Vec<(&'static str, String)> {
         (
             "TTFT",
             format!(
-                "P50 {} · P99 {}",
+                "P50 {} · P99 {}{}",
                 opt_ms(s.ttft_ms, |d| d.p50),
-                opt_ms(s.ttft_ms, |d| d.p99)
+                opt_ms(s.ttft_ms, |d| d.p99),
+                tables::ttft_coverage(s)
             ),
         ),
         (
@@ -148,8 +149,10 @@ fn load_and_requests(r: &RunReport) -> Vec<(&'static str, String)> {
         (
             "Requests",
             format!(
-                "{} measured, {} completed, {} failed, over {:.1} s",
-                s.requests.total, s.requests.completed, s.requests.failed, s.window.duration_s
+                "{} measured, {}, over {:.1} s",
+                s.requests.total,
+                tables::outcome_counts(s),
+                s.window.duration_s
             ),
         ),
     ]

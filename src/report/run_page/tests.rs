@@ -171,7 +171,7 @@ fn the_minimum_report_follows_appendix_c1() {
         "- SUT Boundary: Model Engine",
         "- Request Count: 4 (3 completed, 1 failed)",
         // Linear interpolation: P99 of 100, 200, 300 is 200 + 0.98 × 100.
-        "- TTFT P50: 200.0 ms",
+        "- TTFT P50: 200.0 ms (over the 3 of 4 measured requests that completed)",
         "- TTFT P99: 298.0 ms",
         "- TPOT P50: 20.0 ms",
         "- TPOT P99: 29.8 ms",
@@ -375,10 +375,9 @@ fn the_workload_hash_changes_with_what_is_sent_only() {
     assert_ne!(h, reproduce::workload_hash(&c));
 }
 
-/// Issue 23: 4 of 30 requests completed, 26 cancelled at the end. The verdict is one, and
-/// every place that shows it says it: the terminal, the report page, run.json.
-#[test]
-fn a_run_that_mostly_never_finished_fails_with_one_verdict_everywhere() {
+/// Issue 23's run: 4 of 30 requests completed, 26 still in flight when the run ended and
+/// cancelled.
+fn overloaded() -> Vec<RequestRecord> {
     let mut recs: Vec<RequestRecord> = (0..4)
         .map(|i| ok(i, i * 2000, &[i * 2000 + 900, i * 2000 + 950], None))
         .collect();
@@ -396,7 +395,14 @@ fn a_run_that_mostly_never_finished_fails_with_one_verdict_everywhere() {
         input_tokens: 100,
         ..Default::default()
     }));
-    let r = report_of(&["--rate", "0.5", "--duration", "60s"], &recs);
+    recs
+}
+
+/// Issue 23: 4 of 30 requests completed, 26 cancelled at the end. The verdict is one, and
+/// every place that shows it says it: the terminal, the report page, run.json.
+#[test]
+fn a_run_that_mostly_never_finished_fails_with_one_verdict_everywhere() {
+    let r = report_of(&["--rate", "0.5", "--duration", "60s"], &overloaded());
     assert_eq!(r.verdict.exit_status, 1, "{:?}", r.verdict);
     let reason = r.verdict.reasons.join("; ");
     assert!(
@@ -423,4 +429,97 @@ fn a_run_that_mostly_never_finished_fails_with_one_verdict_everywhere() {
         json["verdict"]["reasons"][0].as_str(),
         Some(r.verdict.reasons[0].as_str())
     );
+}
+
+/// Issue 36, item 8: an overloaded run's TTFT covered 9 of 149 requests without saying
+/// so, and its summary called the requests cancelled at the end "failed" while the
+/// verdict said they were cancelled. Every summary says how many requests the TTFT covers
+/// and counts the cancelled apart, in the verdict's words.
+#[test]
+fn an_overloaded_run_says_what_its_figures_cover_and_calls_cancelled_cancelled() {
+    let r = report_of(&["--rate", "0.5", "--duration", "60s"], &overloaded());
+    let flat = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+    let terminal = flat(&crate::report::terminal::render(&r));
+    for expected in [
+        "30 measured: 4 completed, 26 cancelled at the end, over",
+        "(over the 4 of 30 measured requests that completed)",
+        "Cancelled 26 still unanswered when the run ended, cancelled by servebench",
+    ] {
+        assert!(terminal.contains(expected), "`{expected}` in {terminal}");
+    }
+    assert!(!terminal.contains("failed"), "{terminal}");
+    assert!(!terminal.contains("Failures"), "{terminal}");
+    let numbers = key_numbers(&r);
+    let fact = |k: &str| numbers.iter().find(|(l, _)| *l == k).unwrap().1.clone();
+    assert!(
+        fact("Requests").starts_with("30 measured, 4 completed, 26 cancelled at the end, over"),
+        "{}",
+        fact("Requests")
+    );
+    assert!(
+        fact("TTFT").ends_with("(over the 4 of 30 measured requests that completed)"),
+        "{}",
+        fact("TTFT")
+    );
+    let c1 = identity::minimum_report(&r, &[]);
+    assert!(
+        c1.contains("- Request Count: 30 (4 completed, 26 cancelled at the end)"),
+        "{c1}"
+    );
+    let rows = identity::outcomes(&r).rows;
+    assert!(
+        rows.contains(&vec!["Failed".to_string(), "0".to_string()]),
+        "{rows:?}"
+    );
+    assert!(
+        rows.contains(&vec![
+            "Cancelled at the end (unanswered when the run ended)".to_string(),
+            "26".to_string()
+        ]),
+        "{rows:?}"
+    );
+    // A run whose every request completed says nothing of coverage.
+    let all = report_of(&[], &records()[..3]);
+    assert_eq!(crate::report::tables::ttft_coverage(&all.summary), "");
+    assert_eq!(
+        crate::report::tables::outcome_counts(&all.summary),
+        "3 completed, 0 failed"
+    );
+}
+
+/// Issue 36, item 8: a tokenizer whose vocabulary size is not known (0) is not said to
+/// have "0 tokens in its vocabulary".
+#[test]
+fn an_unknown_vocabulary_size_is_not_printed() {
+    let mut t = report_of(&[], &records()).tokenizer;
+    assert_eq!(
+        identity::tokenizer_line(&t),
+        "cl100k_base from tiktoken, 100,277 tokens in its vocabulary, counting option B"
+    );
+    t.vocab_size = 0;
+    assert_eq!(
+        identity::tokenizer_line(&t),
+        "cl100k_base from tiktoken, counting option B"
+    );
+}
+
+/// Issue 36, item 8: llama.cpp's counters move in bursts, so its per-scrape token rate
+/// spiked to 500-1,800 tok/s while ~40 tok/s came out, and flattened the client's line.
+/// Averaged over the last seconds at each scrape, it reads the rate it averages.
+#[test]
+fn the_server_token_rate_is_averaged_over_the_last_seconds() {
+    // A scrape a second for 60 s; the counter moves by 400 tokens every 10th second
+    // (40 tok/s on average): per scrape, 400 then nine zeros.
+    let raw: Vec<(f64, f64)> = (0..60)
+        .map(|t| (f64::from(t), if t % 10 == 9 { 400.0 } else { 0.0 }))
+        .collect();
+    let smooth = figures::trailing_rate(&raw);
+    assert_eq!(smooth.len(), raw.len());
+    for (t, v) in smooth.iter().skip(10) {
+        assert!((v - 40.0).abs() < 1e-9, "at {t} s: {v} tok/s");
+    }
+    // Scrapes 2 s apart: each rate covers 2 s.
+    let sparse = [(0.0, 10.0), (2.0, 30.0), (4.0, 30.0)];
+    let s = figures::trailing_rate(&sparse);
+    assert!((s[2].1 - (10.0 + 60.0 + 60.0) / 5.0).abs() < 1e-9, "{s:?}");
 }

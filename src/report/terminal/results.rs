@@ -42,9 +42,10 @@ fn latency(out: &mut String, r: &RunReport) {
         out,
         "TTFT",
         &format!(
-            "P50 {} · P99 {}{}",
+            "P50 {} · P99 {}{}{}",
             opt_ms(s.ttft_ms, |d| d.p50),
             opt_ms(s.ttft_ms, |d| d.p99),
+            crate::report::tables::ttft_coverage(s),
             timestamp_bound(&r.generator.timestamps)
         ),
     );
@@ -259,17 +260,32 @@ fn slo(out: &mut String, r: &RunReport) {
     }
 }
 
-/// Failures by kind, then the three commonest messages with their hints.
+/// Failures by kind, then the three commonest messages with their hints. Requests the
+/// run cancelled at its end have a line of their own: they are not the server's failures.
 fn failures(out: &mut String, r: &RunReport) {
+    use crate::record::FailureKind;
     let s = &r.summary;
     if !s.failures.by_kind.is_empty() {
         let kinds: Vec<String> = s
             .failures
             .by_kind
             .iter()
+            .filter(|(k, _)| **k != FailureKind::Cancelled)
             .map(|(k, n)| format!("{k} {n}"))
             .collect();
-        row(out, "Failures", &kinds.join(", "));
+        if !kinds.is_empty() {
+            row(out, "Failures", &kinds.join(", "));
+        }
+        let cancelled = crate::report::tables::cancelled(s);
+        if cancelled > 0 {
+            row(
+                out,
+                "Cancelled",
+                &format!(
+                    "{cancelled} still unanswered when the run ended, cancelled by servebench"
+                ),
+            );
+        }
         for m in s.failures.top.iter().take(3) {
             let msg: String = m.message.chars().take(160).collect();
             row(out, "", &format!("{}× {msg}", m.count));

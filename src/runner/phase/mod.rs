@@ -132,6 +132,9 @@ pub struct Shared {
     pub sink: Sender<Draft>,
     pub sent: Arc<AtomicU64>,
     pub in_flight: Arc<AtomicU64>,
+    /// Output chunks received so far, all phases, counted as they arrive (the live token
+    /// rate).
+    pub chunks_received: Arc<AtomicU64>,
     /// Open loop: sessions whose later turns are still to come (waiting on think time).
     pub open_sessions: Arc<AtomicU64>,
 }

@@ -24,6 +24,7 @@ async fn run_one(
     mut cancels: (watch::Receiver<bool>, watch::Receiver<bool>),
 ) -> Option<FailureKind> {
     let mut ex = Exchange::new(&req, phase, scheduled_at);
+    ex.count_chunks_in(shared.chunks_received.clone());
     // The attempt is stamped before racing against cancellation, so even a request
     // cancelled before its first poll has a real attempt time. A caller that made the
     // request wait first (for a --max-concurrency slot) passes when it started waiting.
@@ -64,6 +65,7 @@ async fn run_one(
         }
         retries += 1;
         ex = Exchange::new(&req, phase, scheduled_at);
+        ex.count_chunks_in(shared.chunks_received.clone());
         ex.draft.record.queued_at = shared.clock.now();
     };
     ex.draft.record.retries = retries;

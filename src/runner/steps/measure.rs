@@ -109,21 +109,21 @@ impl Bench<'_> {
             let late = clock.now().saturating_sub(at) / 1000;
             s.late_us.store(late, Ordering::Release);
             if late > 0 {
-                eprintln!(
+                self.progress.println(&format!(
                     "WARNING: shard {} reached the plan's start {:.1} s late (warm-up, scheduling or a clock offset); its first requests go out late and the lag is recorded",
                     s.shard,
                     late as f64 / 1e6
-                );
+                ));
             }
             at
         });
         if let (Some(at), false) = (start_at, config.quiet) {
             let wait = at.saturating_sub(clock.now());
             if wait > 0 {
-                eprintln!(
+                self.progress.println(&format!(
                     "Waiting {:.1} s for the plan's common start",
                     wait as f64 / 1e9
-                );
+                ));
             }
         }
         if let Some(at) = start_at {

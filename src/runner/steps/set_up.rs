@@ -50,6 +50,7 @@ impl<'a> Bench<'a> {
                 counters: counters.clone(),
                 sent: shared.sent.clone(),
                 in_flight: shared.in_flight.clone(),
+                chunks_received: shared.chunks_received.clone(),
                 queue_waiting: Some(collector.waiting()),
                 clock,
             },
@@ -58,6 +59,7 @@ impl<'a> Bench<'a> {
             controls.clone(),
             config.grace,
             shared.in_flight.clone(),
+            progress.printer(),
         ));
         let shard = config.shard.as_ref().map(|s| s.shard);
         let feed = feeder::start(
@@ -190,23 +192,29 @@ fn shared_for(
         sink: writer.sender(),
         sent: Arc::new(AtomicU64::new(0)),
         in_flight: Arc::new(AtomicU64::new(0)),
+        chunks_received: Arc::new(AtomicU64::new(0)),
         open_sessions: Arc::new(AtomicU64::new(0)),
     }
 }
 
 /// First Ctrl-C: stop sending and let in-flight requests finish for `grace`; after that, or
 /// on a second Ctrl-C, cancel them. What was measured is kept either way.
-async fn watch_ctrl_c(controls: Controls, grace: Duration, in_flight: Arc<AtomicU64>) {
+async fn watch_ctrl_c(
+    controls: Controls,
+    grace: Duration,
+    in_flight: Arc<AtomicU64>,
+    printer: progress::Printer,
+) {
     if tokio::signal::ctrl_c().await.is_err() {
         return;
     }
     controls.interrupted.store(true, Ordering::Release);
     controls.stop_sending.store(true, Ordering::Release);
-    eprintln!(
-        "\ninterrupted: no new requests; waiting up to {:.0} s for {} in flight (Ctrl-C again to stop now)",
+    printer.println(&format!(
+        "interrupted: no new requests; waiting up to {:.0} s for {} in flight (Ctrl-C again to stop now)",
         grace.as_secs_f64(),
         in_flight.load(Ordering::Relaxed)
-    );
+    ));
     tokio::select! {
         _ = tokio::time::sleep(grace) => {}
         _ = tokio::signal::ctrl_c() => {}

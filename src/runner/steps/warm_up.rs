@@ -54,6 +54,9 @@ impl Bench<'_> {
         }
         self.progress.phase(view);
         let (warmed, warm_feed) = self.warm_from_stream(warm_cfg).await?;
+        if let Some(n) = warmed.gave_up_after {
+            self.progress.println(&warmup::gave_up_warning(n));
+        }
         // Closed loop, one machine: the measured phase carries the warm-up's load on (a
         // lead-in) instead of starting every stream at once on an empty server; not after
         // a warm-up at another load, whose queue drains first.
