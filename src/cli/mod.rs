@@ -15,7 +15,6 @@ pub mod runs;
 pub mod scaleout;
 pub mod selfbench;
 pub mod sim;
-pub mod test;
 pub mod workload;
 
 use crate::flags::{Cli, Command};
@@ -75,8 +74,8 @@ pub fn main() -> ExitCode {
         Command::ProfilePrefill(args) => profile::profile(*args),
         Command::Workload(cmd) => workload::workload(cmd),
         Command::Report(args) => report::report(args),
-        Command::Test(args) => test::test(*args),
-        Command::Suite(args) => test::suite(*args),
+        Command::Test(args) => crate::pipeline::test::test(*args),
+        Command::Suite(args) => crate::pipeline::test::suite(*args),
         Command::History(args) => history::history(args),
         Command::Label(args) => history::label(args),
         Command::Note(args) => history::note(args),

@@ -14,6 +14,8 @@ pub mod merge;
 pub mod otlp;
 pub mod pages;
 pub mod parquet;
+pub mod recover;
 pub mod resolve;
 pub mod target;
+pub mod test;
 pub mod verdict;

@@ -1,5 +1,6 @@
-//! `servebench test NAME` and `servebench suite`: the draft's section 5 tests against real
-//! servers (or the simulator).
+//! The driver of `servebench test NAME` and `servebench suite`: the draft's section 5
+//! tests against real servers (or the simulator), in the pipeline beside the run's stages it
+//! calls for every level (`target`, `execute`, `recover`, `index`).
 //!
 //! The procedures (`crate::procedure`) decide which levels to run and what they mean; this
 //! file runs them: [`LevelRunner`] turns a level spec into a full run folder under
@@ -136,7 +137,7 @@ fn one_test(
     write_all(&view, &[Output::Json], &view.files(&runner.dir))?;
     // The pages are a view of test.json and the level folders: failing to write them
     // never loses the test (`servebench report DIR --format all` writes them again).
-    if let Err(err) = super::report::write_test_files(&runner.dir, &report) {
+    if let Err(err) = crate::pipeline::recover::write_test_files(&runner.dir, &report) {
         eprintln!(
             "warning: the test's reports were not written: {err:#}. `servebench report {} --format all` writes them again.",
             runner.dir.display()
@@ -268,7 +269,7 @@ fn suite_once(args: SuiteArgs) -> Result<(u8, Option<SuiteDocument>)> {
         tests: &[],
     };
     write_all(&view, &[Output::Json], &view.files(&suite_dir))?;
-    if let Err(err) = super::report::write_suite_files(&suite_dir) {
+    if let Err(err) = crate::pipeline::recover::write_suite_files(&suite_dir) {
         eprintln!(
             "warning: the suite's reports were not written: {err:#}. `servebench report {} --format all` writes them again.",
             suite_dir.display()
