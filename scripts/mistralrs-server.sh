@@ -94,7 +94,7 @@ start() {
     export HF_HUB_OFFLINE=1
     exec "$server_bin" --token-source none serve --host 127.0.0.1 -p "$port" \
       --max-seqs "${MISTRALRS_MAX_SEQS:-8}" \
-      --cpu --format gguf -m "$model_dir" -f "$model_file" >"$log_file" 2>&1
+      --cpu --dtype "${MISTRALRS_DTYPE:-f32}" --format gguf -m "$model_dir" -f "$model_file" >"$log_file" 2>&1
   ) &
   local pid=$!
   echo "$pid" >"$pid_file"

@@ -23,6 +23,7 @@ mod parquet_export;
 mod profiles;
 mod real_apis;
 mod real_first_hour;
+mod real_mistralrs;
 mod real_server;
 mod reports;
 mod scaleout;

@@ -41,6 +41,43 @@ fn replay_http(name: &str) -> (crate::client::http::ResponseHead, RequestRecord)
     (head, settle(ex.into_draft(), &TiktokenTokenizer::cl100k()))
 }
 
+/// The second real engine, mistral.rs 0.8.1 (`scripts/record-transcripts-mistralrs.sh`):
+/// its usage rides on the last content chunk (with `finish_reason` and the last text), not
+/// on a chunk of its own with empty choices, and carries its own speed figures
+/// (`avg_compl_tok_per_sec`, `total_prompt_time_sec`). Every token still counts once, by
+/// the usage, and the last chunk's text is not lost.
+#[test]
+fn mistralrs_transcripts() {
+    let (head, ex) = replay_http("mistralrs-0.8.1/chat_stream_usage.http");
+    assert_eq!(head.status, 200);
+    assert!(ex.outcome.is_ok(), "{:?}", ex.outcome);
+    assert_eq!(ex.output_tokens, 24);
+    assert_eq!(
+        ex.output_tokens_source,
+        crate::record::TokenSource::ServerUsage
+    );
+    assert_eq!(ex.chunks.iter().map(|c| c.tokens).sum::<u32>(), 24);
+    assert_eq!(ex.usage_prompt_tokens(), Some(37));
+    // Its completions stream sends no usage, even asked (`stream_options.include_usage`):
+    // the count is the tokenizer's, said as such, over the 24 one-token chunks it streamed.
+    let (_, ex) = replay_http("mistralrs-0.8.1/completions_stream_usage.http");
+    assert!(ex.outcome.is_ok(), "{:?}", ex.outcome);
+    assert!(ex.usage.is_none());
+    assert_eq!(
+        ex.output_tokens_source,
+        crate::record::TokenSource::Tokenizer
+    );
+    assert_eq!(ex.chunks.len(), 24);
+    // Its chat stream sends usage unasked, on the last chunk.
+    let (_, ex) = replay_http("mistralrs-0.8.1/chat_stream_no_usage.http");
+    assert!(ex.outcome.is_ok(), "{:?}", ex.outcome);
+    assert_eq!(ex.output_tokens, 8);
+    assert_eq!(
+        ex.output_tokens_source,
+        crate::record::TokenSource::ServerUsage
+    );
+}
+
 #[test]
 fn fresh_llama_cpp_transcripts() {
     let (head, ex) = replay_http("llama.cpp-11434/chat_stream_usage.http");
