@@ -16,4 +16,5 @@ post "$url/chat/completions" '{"model":"default","messages":[{"role":"user","con
 post "$url/chat/completions" '{"model":"default","messages":[{"role":"user","content":"Hi"}],"max_tokens":8,"stream":false,"temperature":0}' >"$out/chat_non_stream.http"
 curl -sS -i "$url/models" >"$out/models.http"
 curl -sS -i "$root/metrics" >"$out/metrics.http" || true
+curl -sS "$root/api-doc/openapi.json" >"$out/openapi.json"
 echo "recorded into $out" >&2

@@ -240,6 +240,16 @@ async fn discover(target: &Target, models: SimpleResponse) -> ServerInfo {
         }
     }
     if info.engine.is_none() {
+        // mistral.rs names itself only in its OpenAPI document (its model list says
+        // `owned_by: "local"`, and it has no /version).
+        if let Some(v) = get_json(target, "/api-doc/openapi.json").await {
+            if let Some(version) = mistralrs_version(&v) {
+                info.engine = Some("mistral.rs".into());
+                info.version = Some(version);
+            }
+        }
+    }
+    if info.engine.is_none() {
         if let Some(v) = get_json(target, "/api/version").await {
             if let Some(version) = v.get("version").and_then(Value::as_str) {
                 info.engine = Some("ollama".into());
@@ -248,6 +258,16 @@ async fn discover(target: &Target, models: SimpleResponse) -> ServerInfo {
         }
     }
     info
+}
+
+/// mistral.rs's version from its OpenAPI document (`info.title` "Mistral.rs").
+fn mistralrs_version(openapi: &Value) -> Option<String> {
+    let info = openapi.get("info")?;
+    let title = info.get("title")?.as_str()?;
+    title
+        .eq_ignore_ascii_case("mistral.rs")
+        .then(|| info.get("version")?.as_str().map(str::to_owned))
+        .flatten()
 }
 
 /// A positive request count at `field` of an engine's self-description.
@@ -287,5 +307,31 @@ fn read_model_list(body: &[u8], info: &mut ServerInfo) {
                 _ => {}
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// mistral.rs 0.8.1's own OpenAPI document (recorded): the engine and its version.
+    #[test]
+    fn mistralrs_names_itself_in_its_openapi_document() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/mistralrs-0.8.1/openapi.json"
+        );
+        let doc: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        assert_eq!(mistralrs_version(&doc), Some("0.8.1".into()));
+        let other = serde_json::json!({"info": {"title": "FastAPI", "version": "0.1.0"}});
+        assert_eq!(mistralrs_version(&other), None);
+        assert_eq!(
+            slots_of(&serde_json::json!({"total_slots": 4}), "total_slots"),
+            Some(4)
+        );
+        assert_eq!(
+            slots_of(&serde_json::json!({"total_slots": 0}), "total_slots"),
+            None
+        );
     }
 }
