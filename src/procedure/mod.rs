@@ -291,6 +291,24 @@ impl Options {
 }
 
 /// Common parameters recorded in `test.json`.
+/// Runs the procedure `test` on `bench` with options `o`: the one dispatch from a test's
+/// name to its section's procedure, for every driver (a test, a suite, the conformance
+/// checks).
+pub fn run(test: TestName, bench: &mut dyn level::Bench, o: &Options) -> report::Finding {
+    match test {
+        TestName::Ttft => ttft::run(bench, o),
+        TestName::Throughput => throughput::run(bench, o),
+        TestName::Curve => curve::run(bench, o),
+        TestName::Itl => itl::run(bench, o),
+        TestName::Capacity => capacity::run(bench, o),
+        TestName::Fairness => fairness::run(bench, o),
+        TestName::PrefixCache => prefix_cache::run(bench, o),
+        TestName::MemoryPressure => memory::run(bench, o),
+        TestName::LongContext => long_context::run(bench, o),
+        TestName::Guardrails => guardrails::run(bench, o),
+    }
+}
+
 pub fn common_parameters(o: &Options) -> serde_json::Value {
     serde_json::json!({
         "quick": o.quick,

@@ -18,6 +18,20 @@ use crate::artifacts::SystemInfo;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+/// The order a suite runs in: throughput first, since its capacity feeds the others.
+pub const ORDER: [TestName; 10] = [
+    TestName::Throughput,
+    TestName::Ttft,
+    TestName::Curve,
+    TestName::Itl,
+    TestName::Capacity,
+    TestName::MemoryPressure,
+    TestName::Fairness,
+    TestName::PrefixCache,
+    TestName::LongContext,
+    TestName::Guardrails,
+];
+
 /// Everything `suite.json` holds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SuiteDocument {

@@ -21,7 +21,7 @@ use crate::flags::{RunArgs, SuiteArgs, TestArgs};
 use crate::pipeline::exit;
 use crate::pipeline::pages::write_all;
 use crate::pipeline::resolve::redacted_command_line;
-use crate::procedure::report::{Finding, TestReport, TestStatus, TEST_SCHEMA_VERSION};
+use crate::procedure::report::{TestReport, TestStatus, TEST_SCHEMA_VERSION};
 use crate::procedure::suite::{RanTest, SkippedTest, SuiteDocument, SuiteTest};
 use crate::procedure::{self, Options, TestName};
 use crate::report::output::{Output, Render};
@@ -56,23 +56,6 @@ fn watch_interrupts() {
         });
 }
 
-/// Runs one procedure.
-fn run_procedure(test: TestName, bench: &mut LevelRunner, o: &Options) -> Finding {
-    use procedure::*;
-    match test {
-        TestName::Ttft => ttft::run(bench, o),
-        TestName::Throughput => throughput::run(bench, o),
-        TestName::Curve => curve::run(bench, o),
-        TestName::Itl => itl::run(bench, o),
-        TestName::Capacity => capacity::run(bench, o),
-        TestName::Fairness => fairness::run(bench, o),
-        TestName::PrefixCache => prefix_cache::run(bench, o),
-        TestName::MemoryPressure => memory::run(bench, o),
-        TestName::LongContext => long_context::run(bench, o),
-        TestName::Guardrails => guardrails::run(bench, o),
-    }
-}
-
 /// Runs `test` into the runner's current folder and writes `test.json`.
 fn one_test(
     test: TestName,
@@ -92,7 +75,7 @@ fn one_test(
         );
     }
     runner.announce_plan(test, o);
-    let f = run_procedure(test, runner, o);
+    let f = procedure::run(test, runner, o);
     let mut parameters = f.parameters;
     if let Some(obj) = parameters.as_object_mut() {
         obj.insert(
@@ -191,20 +174,6 @@ fn status(r: &TestReport) -> u8 {
     }
 }
 
-/// The order a suite runs in: throughput first, since its capacity feeds the others.
-const SUITE_ORDER: [TestName; 10] = [
-    TestName::Throughput,
-    TestName::Ttft,
-    TestName::Curve,
-    TestName::Itl,
-    TestName::Capacity,
-    TestName::MemoryPressure,
-    TestName::Fairness,
-    TestName::PrefixCache,
-    TestName::LongContext,
-    TestName::Guardrails,
-];
-
 /// `servebench suite`: once, or once per workload profile (`--profiles`).
 pub fn suite(args: SuiteArgs) -> Result<u8> {
     watch_interrupts();
@@ -216,7 +185,7 @@ pub fn suite(args: SuiteArgs) -> Result<u8> {
 
 /// One suite in one folder; its exit status and its `suite.json`.
 fn suite_once(args: SuiteArgs) -> Result<(u8, Option<SuiteDocument>)> {
-    let wanted: Vec<TestName> = SUITE_ORDER
+    let wanted: Vec<TestName> = procedure::suite::ORDER
         .iter()
         .copied()
         .filter(|t| !args.skip.contains(t))
