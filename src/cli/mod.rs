@@ -90,6 +90,10 @@ pub fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) if closed_pipe_error(&e) => ExitCode::from(exit::OK),
+        // The reason was printed where the command stopped.
+        Err(e) if e.downcast_ref::<exit::EarlyExit>().is_some() => {
+            ExitCode::from(exit::status_of(&e))
+        }
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::from(exit::USAGE)

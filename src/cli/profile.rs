@@ -21,10 +21,7 @@ pub fn profile(args: ProfilePrefillArgs) -> Result<u8> {
         server,
         tokenizer: tok,
         ..
-    } = match ready(&args.run)? {
-        Ok(r) => r,
-        Err(code) => return Ok(code),
-    };
+    } = ready(&args.run)?;
     let mut cfg = resolved.config;
     cfg.load = LoadPattern::Closed { concurrency: 1 };
     cfg.limits = Limits {

@@ -44,13 +44,10 @@ pub fn run(args: RunArgs) -> Result<u8> {
         server,
         tokenizer: tok,
         warnings,
-    } = match ready(&args)? {
-        Ok(r) => r,
-        Err(code) => return Ok(code),
-    };
+    } = ready(&args)?;
     // A run's own defaults (a test sizes its levels itself).
     size_to_the_server(&args, &mut resolved.config, &server);
-    let (report, _records) = match execute(Execute {
+    let (report, _records) = execute(Execute {
         config: resolved.config,
         system: resolved.system,
         baseline: resolved.baseline,
@@ -58,10 +55,7 @@ pub fn run(args: RunArgs) -> Result<u8> {
         tokenizer: tok,
         warnings,
         announce: true,
-    })? {
-        Ok(r) => r,
-        Err(code) => return Ok(code),
-    };
+    })?;
     let view = RunView {
         report: &report,
         records: &[],

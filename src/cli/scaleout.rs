@@ -178,10 +178,7 @@ pub fn run_planned(cmd: RunCommand) -> Result<u8> {
         server,
         tokenizer,
         mut warnings,
-    } = match target::ready(&args)? {
-        Ok(r) => r,
-        Err(code) => return Ok(code),
-    };
+    } = target::ready(&args)?;
     check_planned_workload(&args, &resolved.config, &plan)?;
     let clock = shard_clock(
         scaleout.clock_offset_ms,
@@ -207,7 +204,7 @@ pub fn run_planned(cmd: RunCommand) -> Result<u8> {
         late_us: late_us.clone(),
     });
     let out_dir = resolved.config.out_dir.clone();
-    let (report, _records) = match execute(Execute {
+    let (report, _records) = execute(Execute {
         config: resolved.config,
         system: resolved.system,
         baseline: resolved.baseline,
@@ -215,10 +212,7 @@ pub fn run_planned(cmd: RunCommand) -> Result<u8> {
         tokenizer,
         warnings,
         announce: !args.output.quiet,
-    })? {
-        Ok(r) => r,
-        Err(code) => return Ok(code),
-    };
+    })?;
     let late_ms = late_us.load(Ordering::Acquire) as f64 / 1000.0;
     write_shard_record(&out_dir, &shard_record(&plan, shard, clock, late_ms))?;
     print_report(&report, detail);

@@ -45,18 +45,13 @@ pub struct Execute<'a> {
 
 /// One run into its folder: `run.json` marked running (for recovery), the runner, the
 /// prefill curve it profiled, then the report (`run.json`, `timeseries.csv`). Returns the
-/// report and every record; `Ok(Err(code))` when the server could not be used.
+/// report and every record; [`exit::EarlyExit`] when the server could not be used.
 pub fn execute(
     e: Execute<'_>,
-) -> Result<
-    std::result::Result<
-        (
-            crate::artifacts::RunReport,
-            Vec<crate::record::RequestRecord>,
-        ),
-        u8,
-    >,
-> {
+) -> Result<(
+    crate::artifacts::RunReport,
+    Vec<crate::record::RequestRecord>,
+)> {
     let config = e.config;
     let start = mark_running(
         &config,
@@ -72,7 +67,7 @@ pub fn execute(
         Ok(o) => o,
         Err(RunError::Ready(err)) => {
             eprintln!("error: {err}");
-            return Ok(Err(exit::USAGE));
+            return Err(exit::EarlyExit(exit::USAGE).into());
         }
         Err(err) => return Err(err.into()),
     };
@@ -117,7 +112,7 @@ pub fn execute(
     }
     super::otlp::export_after_run(&config);
     super::parquet::write_after_run(&config, &report);
-    Ok(Ok((report, output.records)))
+    Ok((report, output.records))
 }
 
 /// While the run goes on, run.json says so, with everything needed to recover it from

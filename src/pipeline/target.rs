@@ -29,9 +29,9 @@ pub struct Ready {
 }
 
 /// Validates the flags, starts the simulator if needed, waits for the server, checks the
-/// model and loads the tokenizer. `Ok(Err(code))`: the server could not be used (the
+/// model and loads the tokenizer. [`exit::EarlyExit`]: the server could not be used (the
 /// message is printed).
-pub fn ready(args: &RunArgs) -> Result<std::result::Result<Ready, u8>> {
+pub fn ready(args: &RunArgs) -> Result<Ready> {
     // Everything the flags name is checked first, against a placeholder URL when the
     // simulator will supply the real one.
     let placeholder = args
@@ -53,13 +53,13 @@ pub fn ready(args: &RunArgs) -> Result<std::result::Result<Ready, u8>> {
         Err(e) => {
             eprintln!("error: {e}");
             remove_if_empty(&resolved.config.out_dir);
-            return Ok(Err(exit::USAGE));
+            return Err(exit::EarlyExit(exit::USAGE).into());
         }
     };
     let mut warnings = Vec::new();
     if !model_served(args, &mut resolved.config.target, &server) {
         remove_if_empty(&resolved.config.out_dir);
-        return Ok(Err(exit::USAGE));
+        return Err(exit::EarlyExit(exit::USAGE).into());
     }
     check_prefill(
         &mut resolved.config.prefill,
@@ -80,7 +80,7 @@ pub fn ready(args: &RunArgs) -> Result<std::result::Result<Ready, u8>> {
         Err(why) => {
             eprintln!("error: {why}");
             remove_if_empty(&resolved.config.out_dir);
-            return Ok(Err(exit::USAGE));
+            return Err(exit::EarlyExit(exit::USAGE).into());
         }
     }
     drop(rt);
@@ -88,13 +88,13 @@ pub fn ready(args: &RunArgs) -> Result<std::result::Result<Ready, u8>> {
         &resolved.tokenizer_name,
         &resolved.config.target,
     )?;
-    Ok(Ok(Ready {
+    Ok(Ready {
         sim,
         resolved,
         server,
         tokenizer,
         warnings,
-    }))
+    })
 }
 
 /// The built-in simulator when no `--url` was given, started, with the configuration

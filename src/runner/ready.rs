@@ -226,6 +226,31 @@ async fn discover(target: &Target, models: SimpleResponse) -> ServerInfo {
             }
         }
     }
+    discover_others(target, &mut info).await;
+    info
+}
+
+/// mistral.rs's version from its OpenAPI document (`info.title` "Mistral.rs").
+fn mistralrs_version(openapi: &Value) -> Option<String> {
+    let info = openapi.get("info")?;
+    let title = info.get("title")?.as_str()?;
+    title
+        .eq_ignore_ascii_case("mistral.rs")
+        .then(|| info.get("version")?.as_str().map(str::to_owned))
+        .flatten()
+}
+
+/// A positive request count at `field` of an engine's self-description.
+fn slots_of(v: &Value, field: &str) -> Option<u32> {
+    v.get(field)
+        .and_then(Value::as_u64)
+        .filter(|n| *n > 0)
+        .and_then(|n| u32::try_from(n).ok())
+}
+
+/// The engines that name themselves on routes of their own, asked in turn while none has:
+/// TGI's `/info`, mistral.rs's OpenAPI document, Ollama's `/api/version`.
+async fn discover_others(target: &Target, info: &mut ServerInfo) {
     if info.engine.is_none() {
         if let Some(v) = get_json(target, "/info").await {
             if v.get("model_id").is_some() {
@@ -257,25 +282,6 @@ async fn discover(target: &Target, models: SimpleResponse) -> ServerInfo {
             }
         }
     }
-    info
-}
-
-/// mistral.rs's version from its OpenAPI document (`info.title` "Mistral.rs").
-fn mistralrs_version(openapi: &Value) -> Option<String> {
-    let info = openapi.get("info")?;
-    let title = info.get("title")?.as_str()?;
-    title
-        .eq_ignore_ascii_case("mistral.rs")
-        .then(|| info.get("version")?.as_str().map(str::to_owned))
-        .flatten()
-}
-
-/// A positive request count at `field` of an engine's self-description.
-fn slots_of(v: &Value, field: &str) -> Option<u32> {
-    v.get(field)
-        .and_then(Value::as_u64)
-        .filter(|n| *n > 0)
-        .and_then(|n| u32::try_from(n).ok())
 }
 
 /// What the OpenAI model list (`/v1/models`) says: the models, a context length, and the

@@ -374,11 +374,16 @@ fn execute_level(
         announce: false,
     });
     match ran {
-        Ok(Ok(r)) => Ok(r),
-        Ok(Err(_)) => Err(Stop::Failed(anyhow::anyhow!(
-            "the server could not be used for level {} (see the message above)",
-            count + 1
-        ))),
+        Ok(r) => Ok(r),
+        Err(e)
+            if e.downcast_ref::<crate::pipeline::exit::EarlyExit>()
+                .is_some() =>
+        {
+            Err(Stop::Failed(anyhow::anyhow!(
+                "the server could not be used for level {} (see the message above)",
+                count + 1
+            )))
+        }
         Err(e) => Err(Stop::Failed(e)),
     }
 }

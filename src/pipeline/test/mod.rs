@@ -136,10 +136,7 @@ pub fn test(args: TestArgs) -> Result<u8> {
         mut runner,
         options,
         system,
-    } = match setup(&args.run, &args.procedure, &[args.test])? {
-        Ok(s) => s,
-        Err(code) => return Ok(code),
-    };
+    } = setup(&args.run, &args.procedure, &[args.test])?;
     let report = one_test(args.test, &mut runner, &options, &system)?;
     print_test(&report);
     println!(
@@ -194,10 +191,7 @@ fn suite_once(args: SuiteArgs) -> Result<(u8, Option<SuiteDocument>)> {
         mut runner,
         mut options,
         system,
-    } = match setup(&args.run, &args.procedure, &wanted)? {
-        Ok(s) => s,
-        Err(code) => return Ok((code, None)),
-    };
+    } = setup(&args.run, &args.procedure, &wanted)?;
     if let (Some(line), false) = (runner.suite_plan(&wanted, &options), runner.quiet) {
         eprintln!("{line}");
     }

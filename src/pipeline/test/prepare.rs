@@ -35,20 +35,13 @@ pub(super) struct Setup {
 }
 
 /// Readies every target (the built-in simulators included) and the options.
-pub(super) fn setup(
-    args: &RunArgs,
-    p: &ProcedureArgs,
-    tests: &[TestName],
-) -> Result<std::result::Result<Setup, u8>> {
+pub(super) fn setup(args: &RunArgs, p: &ProcedureArgs, tests: &[TestName]) -> Result<Setup> {
     let (targets, from) = check_flags(args, p)?;
     let mut sims = Vec::new();
     let mut setups: BTreeMap<Option<String>, TargetSetup> = BTreeMap::new();
     let guardrail_sims =
         tests.contains(&TestName::Guardrails) && targets.is_empty() && args.target.url.is_none();
-    let mut main = match ready(args)? {
-        Ok(r) => r,
-        Err(code) => return Ok(Err(code)),
-    };
+    let mut main = ready(args)?;
     let dir = main.resolved.config.out_dir.clone();
     let options = options(args, p, &main, &from)?;
     let system = main.resolved.system.clone();
@@ -65,10 +58,7 @@ pub(super) fn setup(
         a.target.url = Some(url.clone());
         a.output.out = Some(dir.clone());
         a.output.force = false;
-        let r = match ready(&a)? {
-            Ok(r) => r,
-            Err(code) => return Ok(Err(code)),
-        };
+        let r = ready(&a)?;
         setups.insert(Some(name.clone()), into_setup(r));
     }
     let mut options = options;
@@ -78,7 +68,7 @@ pub(super) fn setup(
             "the built-in simulator's stand-in filters (input +40 ms before queueing; output +20 ms per token, refusing 2 % of answers part-way)".into(),
         );
     }
-    Ok(Ok(Setup {
+    Ok(Setup {
         runner: LevelRunner {
             dir,
             targets: setups,
@@ -95,7 +85,7 @@ pub(super) fn setup(
         },
         options,
         system,
-    }))
+    })
 }
 
 /// The capacity search's first concurrency when `--start-concurrency` is not given.
