@@ -27,6 +27,10 @@ pub struct WarmupReport {
     pub capped: bool,
     /// The cap, s.
     pub cap_s: f64,
+    /// Who set the cap when not `--warmup-max`: "half the measured phase" (a run's own
+    /// proportion) or "a --quick test's level".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cap_source: Option<String>,
     /// The warm-up met the draft's requirements (false for a cold start or a capped warm-up).
     pub compliant: bool,
 }

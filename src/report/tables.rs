@@ -162,7 +162,16 @@ pub fn warmup_line(w: &WarmupReport) -> String {
         let _ = write!(s, " ({})", w.policy);
     }
     if w.capped {
-        let _ = write!(s, "; stopped at its {:.0} s cap (--warmup-max)", w.cap_s);
+        let _ = write!(
+            s,
+            "; stopped at its {:.0} s cap ({})",
+            w.cap_s,
+            w.cap_source
+                .as_deref()
+                .map_or("--warmup-max".to_owned(), |c| {
+                    format!("{c}; --warmup-max sets it")
+                })
+        );
     }
     if !w.probe_e2e_ms.is_empty() {
         let _ = write!(
@@ -222,4 +231,34 @@ pub fn render(r: &RunReport) -> String {
         out.push_str(&to_terminal(&t));
     }
     out
+}
+
+#[cfg(test)]
+mod warmup_line_tests {
+    use super::warmup_line;
+    use crate::record::run::WarmupReport;
+
+    /// Issue 36, item 5: the cap a run sized itself is not called `--warmup-max`.
+    #[test]
+    fn a_capped_warm_up_names_who_set_its_cap() {
+        let mut w = WarmupReport {
+            policy: "auto".into(),
+            requests: 6,
+            output_tokens: 731,
+            required_requests: Some(100),
+            required_output_tokens: Some(10_000),
+            capped: true,
+            cap_s: 10.0,
+            ..Default::default()
+        };
+        assert!(warmup_line(&w).contains("stopped at its 10 s cap (--warmup-max)"));
+        w.cap_source = Some("half the measured phase".into());
+        assert!(
+            warmup_line(&w).contains(
+                "stopped at its 10 s cap (half the measured phase; --warmup-max sets it)"
+            ),
+            "{}",
+            warmup_line(&w)
+        );
+    }
 }

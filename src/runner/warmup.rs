@@ -76,6 +76,11 @@ pub async fn warm_up(
     let mut report = WarmupReport {
         policy: policy(config.warmup),
         cap_s: config.warmup_max.as_secs_f64(),
+        cap_source: match config.warmup_sizing {
+            crate::config::WarmupSizing::Flags => None,
+            crate::config::WarmupSizing::RunLength => Some("half the measured phase".into()),
+            crate::config::WarmupSizing::QuickTest => Some("a --quick test's level".into()),
+        },
         ..Default::default()
     };
     if config.warmup == Warmup::None {
