@@ -17,7 +17,8 @@ pub enum ArrivalArg {
 #[command(next_help_heading = "Load")]
 pub struct LoadArgs {
     /// Closed loop: keep N requests in flight (default when no --rate is given: 32, or 64
-    /// against the built-in simulator).
+    /// against the built-in simulator, or the server's own slot count when it reports fewer:
+    /// llama.cpp's /props, SGLang's /get_server_info).
     #[arg(long, conflicts_with = "rate")]
     pub concurrency: Option<u32>,
     /// Open loop: arrivals per second (any positive real, e.g. 0.5), from a seeded schedule

@@ -63,6 +63,8 @@ use serde::{Deserialize, Serialize};
 
 /// Fewer planned arrivals than this give no reading.
 pub const MIN_ARRIVALS: usize = 10;
+/// Blocks the steady arrivals' waits are averaged in for the block-means fit.
+pub const WAIT_BLOCKS: usize = 10;
 /// A level that completed less than this share of the requests it offered (and that were
 /// due) fell far short of its offered rate ([`offered`]).
 pub const OFFERED_SHARE: f64 = 0.75;
@@ -92,6 +94,13 @@ pub struct ArrivalOutcomes {
     /// arrival's to the last's, s.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delay_span_s: Option<f64>,
+    /// The one-sided 95 % lower bound of the waits' growth fitted on the means of
+    /// [`WAIT_BLOCKS`] equal blocks of the steady arrivals (in order of planned send), s per
+    /// s: consecutive waits in a queue are correlated, so a fit on each of them has too
+    /// small an error; the block means are nearly independent. What "waits that never
+    /// settle" is judged with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_block_growth_low: Option<f64>,
     /// The rate the steady span's arrivals were planned at: arrivals − 1 over the time from
     /// the first to the last, requests per second; `None` with fewer than two.
     #[serde(default)]
@@ -130,10 +139,10 @@ impl ArrivalOutcomes {
         self.arrival_rate_per_s.map(|r| r * kept)
     }
 
-    /// How much the waits grew over the span they were fitted on at least (the lower bound
-    /// of the growth times the span), s; `None` without a fit.
+    /// How much the waits grew over the span they were fitted on at least (the block
+    /// means' lower bound of the growth times the span), s; `None` without a fit.
     pub fn wait_rise_low_s(&self) -> Option<f64> {
-        Some(self.delay_growth_low? * self.delay_span_s?)
+        Some(self.wait_block_growth_low? * self.delay_span_s?)
     }
 }
 
@@ -267,9 +276,36 @@ pub fn judge(
                 .iter()
                 .fold((f64::MAX, f64::MIN), |(lo, hi), x| (lo.min(*x), hi.max(*x)));
             out.delay_span_s = Some(hi - lo);
+            out.wait_block_growth_low = block_growth_low(&xs, &ys);
         }
     }
     Some(out)
+}
+
+/// The one-sided 95 % lower bound of the slope of `ys` on `xs` fitted on the means of
+/// [`WAIT_BLOCKS`] consecutive blocks of equal count (the points in order of `xs`); `None`
+/// with fewer than two points a block.
+fn block_growth_low(xs: &[f64], ys: &[f64]) -> Option<f64> {
+    let mut points: Vec<(f64, f64)> = xs.iter().copied().zip(ys.iter().copied()).collect();
+    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let per = points.len() / WAIT_BLOCKS;
+    if per < 2 {
+        return None;
+    }
+    let (mut bx, mut by) = (Vec::new(), Vec::new());
+    for k in 0..WAIT_BLOCKS {
+        let end = if k + 1 == WAIT_BLOCKS {
+            points.len()
+        } else {
+            (k + 1) * per
+        };
+        let block = &points[k * per..end];
+        let n = block.len() as f64;
+        bx.push(block.iter().map(|p| p.0).sum::<f64>() / n);
+        by.push(block.iter().map(|p| p.1).sum::<f64>() / n);
+    }
+    let f = ols_slope(&bx, &by)?;
+    Some(lower_bound(f.slope, f.std_error, f.n))
 }
 
 /// Events per second: the events after the first over the time from the first to the last;

@@ -32,9 +32,10 @@
 //!   of what came, while too few of its requests complete for the other signals to fire.
 //! - **Waits that never settle** (open loop; the draft's steady state, 5.2.3.2): the
 //!   steady span's completed arrivals waited for their first token ever longer, with
-//!   confidence and materially: the one-sided 95 % lower bound of their waits' growth
-//!   ([`super::arrivals`]) times the span it was fitted over exceeds the level's P50
-//!   end-to-end latency. A server that keeps up has waits without a trend; one whose queue
+//!   confidence and materially: the one-sided 95 % lower bound of their waits' growth,
+//!   fitted on the means of ten blocks of them (consecutive waits in a queue are correlated,
+//!   so a fit on each wait has too small an error; [`super::arrivals`]), times the span it
+//!   was fitted over exceeds the level's P50 end-to-end latency. A server that keeps up has waits without a trend; one whose queue
 //!   piles up more than a whole request's time of waiting within the span never reached a
 //!   steady state, even when it completed nearly all of them (a slow server of few slots
 //!   passed a level whose P99 TTFT had grown to 23.5 s, 80 times the level below, because

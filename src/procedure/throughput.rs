@@ -361,14 +361,20 @@ fn read_sustainable(s: &Session, o: &Options, result: &mut ThroughputResult) {
             st.requests_per_s,
         )
     });
-    result.max_output_tokens_per_s = Some(st.output_tokens_per_s);
+    // Tokens at the one rate credited: the steady span's tokens per completed request
+    // times that rate, so Table 3's token and request rates describe the same requests.
+    let credit = match result.sustained_rate_per_s {
+        Some(r) if st.requests_per_s > 0.0 => (r / st.requests_per_s).min(1.0),
+        _ => 1.0,
+    };
+    result.max_output_tokens_per_s = Some(st.output_tokens_per_s * credit);
     result.max_requests_per_s = Some(result.sustained_rate_per_s.unwrap_or(st.requests_per_s));
-    result.max_input_tokens_per_s = Some(st.input_tokens_per_s);
+    result.max_input_tokens_per_s = Some(st.input_tokens_per_s * credit);
     result.max_items_per_s = (level.summary.total_items > 0).then_some(level.summary.items_per_s);
     result.tokens_per_gpu_s = o
         .gpus
         .filter(|&g| g > 0)
-        .map(|g| st.output_tokens_per_s / g as f64);
+        .map(|g| st.output_tokens_per_s * credit / g as f64);
 }
 
 /// The one rate the answer, Table 3 and the capacity note give for the sustainable level,

@@ -179,11 +179,18 @@ pub fn human(s: f64) -> String {
 }
 
 /// The warm-up cap of a run whose `--warmup-max` was not given: half its measured phase's
-/// planned length (at least [`QUICK_WARMUP_S`]) when that is below the default cap, so a
-/// "10 s" run against a slow server does not warm up for two minutes. `None`: keep the cap
+/// planned length (at least [`QUICK_WARMUP_S`]) when that is below the default cap and the
+/// draft's warm-up would outlast the default cap anyway (it is not compliant either way), so
+/// a "10 s" run against a slow server does not warm up for two minutes; a warm-up the
+/// default cap lets comply is left alone. `None`: keep the cap
 /// (given, or the measured phase's length is unknown or long).
 pub fn proportionate_warmup_max(config: &RunConfig) -> Option<std::time::Duration> {
     if config.warmup != Warmup::Auto || config.warmup_sizing != WarmupSizing::Flags {
+        return None;
+    }
+    // A warm-up the default cap lets meet the draft keeps it: the run stays compliant.
+    let needed_s = warmup_plan(config)?.needed_s?;
+    if needed_s <= config.warmup_max.as_secs_f64() {
         return None;
     }
     let measured_s = measure_plan(config, None).seconds?;
@@ -400,6 +407,15 @@ mod tests {
             "{line}"
         );
         assert!(line.contains("--warmup-max 4m20s would meet it"), "{line}");
+        // A warm-up the default cap lets meet the draft (52.5 s at four slots) keeps it.
+        let mut quick = config(
+            LoadPattern::Closed { concurrency: 32 },
+            Warmup::Auto,
+            Some(four_slots()),
+        );
+        quick.limits.requests = None;
+        quick.limits.duration = Some(std::time::Duration::from_secs(10));
+        assert_eq!(proportionate_warmup_max(&quick), None);
         // A long run keeps the default cap; a given one is never touched.
         c.warmup_sizing = WarmupSizing::Flags;
         c.warmup_max = std::time::Duration::from_secs(120);

@@ -282,6 +282,15 @@ fn waits_that_never_settle_are_not_a_steady_state() {
         "{:?}",
         sig.fired
     );
+    // A bunch at the end: the last five arrivals waited 4 s, the rest 0.3 s. A fit on each
+    // wait reads a clear rise; the block means see one block out of ten rise, and with so
+    // few blocks that is no trend with confidence: no signal.
+    let bunched = level(&|at| if at >= 180_000 { 4_000 } else { 300 });
+    let s = crate::metrics::summarize(&bunched, &params);
+    let sig = evaluate(&s, &bunched, Some(12.0), true);
+    let a = sig.arrivals.unwrap();
+    assert!(a.delay_growth_low.unwrap() > 0.0, "{a:?}");
+    assert!(!sig.waits_growth, "{sig:?}");
     let scattered = level(&|at| 300 + (at / 4_000 * 7_919) % 800);
     let s = crate::metrics::summarize(&scattered, &params);
     let sig = evaluate(&s, &scattered, Some(12.0), true);
