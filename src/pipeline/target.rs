@@ -1,4 +1,5 @@
-//! A target ready to measure, the first stage of every run, test level and shard: the flags
+//! A target ready to measure, the first stage of every run, of every test (once per
+//! target) and of every shard: the flags
 //! resolved (`resolve`), the built-in simulator started when no `--url` was given, the
 //! server waited for and asked what it is, the model checked against what it serves, the
 //! prefill set-up checked against the engine, one test request sent (a server that does not

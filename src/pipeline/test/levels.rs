@@ -388,8 +388,6 @@ fn execute_level(
     }
 }
 
-/// A level's load as the run options' load pattern (open-loop levels keep the arrival
-/// process given, Poisson by default).
 /// The load a level's draft warm-up runs at: a closed loop below the server's parallelism
 /// (the one-at-a-time reference, above all) warms up at that parallelism, as many streams
 /// as the test request showed the server serves at once (up to 32), then drains and
@@ -410,6 +408,8 @@ fn warmup_load(config: &RunConfig) -> Option<LoadPattern> {
     })
 }
 
+/// A level's load as the run options' load pattern (open-loop levels keep the arrival
+/// process given, Poisson by default).
 fn load_pattern(load: Load, configured: LoadPattern) -> LoadPattern {
     match load {
         Load::Rate { rate_per_s } => LoadPattern::Open {

@@ -1,15 +1,18 @@
 //! The driver of `servebench test NAME` and `servebench suite`: the draft's section 5
-//! tests against real servers (or the simulator), in the pipeline beside the run's stages it
-//! calls for every level (`target`, `execute`, `recover`, `index`).
+//! tests against real servers (or the simulator), in the pipeline beside the run's stages
+//! it calls: `target` once per target, `execute` for every level, `recover` to write a
+//! test's and a suite's pages, `index` once per test.
 //!
-//! The procedures (`crate::procedure`) decide which levels to run and what they mean; this
-//! file runs them: [`LevelRunner`] turns a level spec into a full run folder under
+//! The procedures (`crate::procedure`) decide which levels to run and what they mean
+//! (`procedure::run` dispatches); this driver runs them: `levels::LevelRunner` turns a
+//! level spec into a full run folder under
 //! `levels/`, keeps the time budget, empties the prefix cache when asked, lets the server
 //! drain between levels, and stops on Ctrl-C. `test.json` is rewritten at the end with
 //! everything measured, also when the test stopped early.
 //!
-//! `prepare` readies the targets and the options, `levels` runs each level, and
-//! `between_levels` lets the server drain and empties its prefix cache.
+//! `prepare` readies the targets and the options, `levels` runs each level,
+//! `between_levels` lets the server drain and empties its prefix cache, and `profiles` runs
+//! a suite once per workload profile.
 
 mod between_levels;
 mod levels;
