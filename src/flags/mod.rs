@@ -48,9 +48,9 @@ const RUN_LENGTHS: &str =
 prefill profile, measurement at the rate the test request measured) and an ETA from the \
 first second. Typical: the built-in simulator's default run (64 streams, 1,000 requests) \
 takes under a minute. llama.cpp on two CPU cores (Gemma 3 270M, 4 slots) completes about \
-0.7 requests/s of 128 tokens, so --requests 1000 takes about 25 minutes: start with \
---duration 2m (about 5 minutes in all: there the draft's warm-up stops at its 2-minute \
-cap, as its line says before it starts; --warmup-max 30s shortens it).";
+0.5 requests/s of 256 prompt and 128 output tokens, so --requests 1000 takes about 35 \
+minutes: start with --duration 2m (about 3.5 minutes in all: the draft's warm-up would not \
+fit, so it stops at half the measured phase, as its line says before it starts).";
 
 /// How `run`'s options read inside a test (the help of `test` and `suite`).
 const TEST_RUN_OPTIONS: &str =
