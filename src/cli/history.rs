@@ -185,7 +185,7 @@ pub fn table(rows: &[RunRow]) -> String {
         lines.push(line(&row, answer.as_deref()));
     }
     format!(
-        "{}\n!: interrupted; x: did not pass (exit status 1); started: UTC; tok/s: output tokens per\nsecond; TTFT: P50/P99 ms; TPOT: P50 ms; ok: requests that succeeded; a test shows its answer\n",
+        "{}\n!: interrupted; x: did not pass (a non-zero exit status); started: UTC; tok/s: output tokens\nper second; TTFT: P50/P99 ms; TPOT: P50 ms; ok: requests that succeeded; a test shows its answer\n",
         lines.join("\n")
     )
 }
