@@ -98,12 +98,9 @@ pub fn ready(args: &RunArgs) -> Result<Ready> {
     })
 }
 
-/// The built-in simulator when no `--url` was given, started, with the configuration
-/// pointed at it (and at its `/metrics` unless `--metrics-url` was given).
-fn start_sim(args: &RunArgs, resolved: &mut Resolved) -> Result<Option<SimServer>> {
-    if args.target.url.is_some() {
-        return Ok(None);
-    }
+/// The built-in simulator's configuration the flags ask for (preset, file, fixed timing),
+/// seeded with the run's seed.
+pub fn sim_config_of(args: &RunArgs) -> Result<crate::sim::SimConfig> {
     let mut cfg = crate::flags::sim_config(
         &args.sim.sim_preset,
         args.sim.sim_config.as_deref(),
@@ -111,6 +108,16 @@ fn start_sim(args: &RunArgs, resolved: &mut Resolved) -> Result<Option<SimServer
         args.sim.sim_itl_ms,
     )?;
     cfg.seed = args.workload.seed;
+    Ok(cfg)
+}
+
+/// The built-in simulator when no `--url` was given, started, with the configuration
+/// pointed at it (and at its `/metrics` unless `--metrics-url` was given).
+fn start_sim(args: &RunArgs, resolved: &mut Resolved) -> Result<Option<SimServer>> {
+    if args.target.url.is_some() {
+        return Ok(None);
+    }
+    let cfg = sim_config_of(args)?;
     let what = match &cfg.fixed {
         Some(f) => format!("fixed timing: TTFT {} ms, ITL {} ms", f.ttft_ms, f.itl_ms),
         None => format!(

@@ -174,13 +174,7 @@ fn start_guardrail_sims(
         ("output", 0.0, 20.0, 0.02),
         ("full", 40.0, 20.0, 0.02),
     ] {
-        let mut cfg = crate::flags::sim_config(
-            &args.sim.sim_preset,
-            args.sim.sim_config.as_deref(),
-            args.sim.sim_ttft_ms,
-            args.sim.sim_itl_ms,
-        )?;
-        cfg.seed = args.workload.seed;
+        let mut cfg = crate::pipeline::target::sim_config_of(args)?;
         cfg.input_guardrail_ms = input_ms;
         cfg.output_guardrail_ms = output_ms;
         cfg.faults.refusal_rate = refusal_rate;
