@@ -390,14 +390,18 @@ pub fn eta_s(elapsed_s: f64, fraction: Option<f64>, planned_s: Option<f64>) -> O
     }
 }
 
+/// A bar of fixed width and a message cut to what is left of the terminal's line: a line
+/// longer than the terminal wraps, and indicatif then clears one line too few at each redraw,
+/// so the wrapped half stays on screen under the next (the "bar overprints text" of a long
+/// level line). `wide_msg` truncates instead of wrapping.
 fn bar_style() -> ProgressStyle {
-    ProgressStyle::with_template("{elapsed_precise} [{wide_bar}] {msg}")
+    ProgressStyle::with_template("{elapsed_precise} [{bar:24}] {wide_msg}")
         .unwrap_or_else(|_| ProgressStyle::default_bar())
         .progress_chars("=> ")
 }
 
 fn spinner_style() -> ProgressStyle {
-    ProgressStyle::with_template("{spinner} {elapsed_precise} {msg}")
+    ProgressStyle::with_template("{spinner} {elapsed_precise} {wide_msg}")
         .unwrap_or_else(|_| ProgressStyle::default_spinner())
 }
 
@@ -518,5 +522,77 @@ mod tests {
                 assert!((live - 100.0).abs() <= 2.0, "at {s} s: {live} tok/s");
             }
         }
+    }
+
+    /// A terminal of 100 columns that keeps what is drawn on it.
+    #[derive(Debug, Default)]
+    struct Drawn {
+        widest_line: Mutex<usize>,
+        moved_up: std::sync::atomic::AtomicUsize,
+    }
+
+    #[derive(Debug)]
+    struct NarrowTerm(Arc<Drawn>);
+
+    impl indicatif::TermLike for NarrowTerm {
+        fn width(&self) -> u16 {
+            100
+        }
+        fn move_cursor_up(&self, n: usize) -> std::io::Result<()> {
+            self.0.moved_up.fetch_add(n, Ordering::Relaxed);
+            Ok(())
+        }
+        fn move_cursor_down(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn move_cursor_right(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn move_cursor_left(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn write_line(&self, s: &str) -> std::io::Result<()> {
+            self.write_str(s)
+        }
+        fn write_str(&self, s: &str) -> std::io::Result<()> {
+            let width = s.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+            if let Ok(mut w) = self.0.widest_line.lock() {
+                *w = (*w).max(width);
+            }
+            Ok(())
+        }
+        fn clear_line(&self) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn flush(&self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_long_status_line_is_cut_to_the_terminal_not_wrapped() {
+        // A level's status runs past 100 columns; with `{wide_bar} {msg}` the bar shrank to
+        // "[]" and the line wrapped onto a second one that the next redraw did not clear.
+        let term = Arc::new(Drawn::default());
+        let target = ProgressDrawTarget::term_like(Box::new(NarrowTerm(term.clone())));
+        let bar = ProgressBar::with_draw_target(Some(100), target);
+        bar.set_style(bar_style());
+        let status = "measuring: sent 36 · in flight 4 · done 32 · failed 0 · 102 tok/s · \
+                      TTFT P50 1200 ms P99 4900 ms · ITL P50 30 ms · 100 % · ~0 s left";
+        for done in [0, 50, 100] {
+            bar.set_position(done);
+            bar.set_message(status);
+            bar.tick();
+        }
+        let widest = *term.widest_line.lock().unwrap();
+        assert!(
+            widest <= 100,
+            "a line of {widest} columns on a 100-column terminal"
+        );
+        assert_eq!(
+            term.moved_up.load(Ordering::Relaxed),
+            0,
+            "the bar spans one line"
+        );
     }
 }
