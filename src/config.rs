@@ -170,6 +170,10 @@ pub struct RunConfig {
     /// the summary streams as past `exact_summary_limit`. `None`: no budget (test levels).
     #[serde(default)]
     pub memory_budget_bytes: Option<u64>,
+    /// Two-sided confidence of the percentiles' intervals and of decisions read from them
+    /// (`--confidence`, 0–1); `None`: 95 %.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<f64>,
     pub prefill: PrefillSetup,
     /// Deadlines of user idle latency and smooth goodput.
     pub ux: crate::metrics::ux::UxParams,

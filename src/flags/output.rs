@@ -84,6 +84,10 @@ pub struct OutputArgs {
     /// the run to the streamed summary the same way, and the report says which limit did.
     #[arg(long, default_value = "256MiB", value_parser = parse_bytes, value_name = "SIZE")]
     pub memory_budget: u64,
+    /// Two-sided confidence of the interval printed beside each percentile (e.g. 0.95 or
+    /// 95%): "P99 870 ms (≥ 620)" reads "the true P99 is at least 620 ms, 95 % sure".
+    #[arg(long, value_parser = parse_confidence, value_name = "LEVEL")]
+    pub confidence: Option<f64>,
     /// Label the run in the history (repeatable), e.g. `--label baseline`.
     #[arg(long = "label", value_name = "NAME")]
     pub labels: Vec<String>,
@@ -94,6 +98,27 @@ pub struct OutputArgs {
     /// Do not index the run in the history database.
     #[arg(long, conflicts_with = "labels")]
     pub no_store: bool,
+}
+
+/// A confidence level: a share strictly between 0.5 and 1 (`0.95`) or a percentage (`95%`,
+/// `95`).
+pub fn parse_confidence(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let (number, percent) = match t.strip_suffix('%') {
+        Some(n) => (n.trim(), true),
+        None => (t, false),
+    };
+    let v: f64 = number
+        .parse()
+        .map_err(|_| format!("`{s}` is not a confidence level: give e.g. 0.95 or 95%"))?;
+    let v = if percent || v > 1.0 { v / 100.0 } else { v };
+    if v > 0.5 && v < 1.0 {
+        Ok(v)
+    } else {
+        Err(format!(
+            "a confidence of `{s}` is outside (50 %, 100 %): give e.g. 0.95 or 99%"
+        ))
+    }
 }
 
 /// A size in bytes: a number with an optional unit (B, KB, MB, GB, KiB, MiB, GiB).
@@ -127,6 +152,17 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn confidence_levels_parse_as_shares_or_percentages() {
+        use super::parse_confidence;
+        assert_eq!(parse_confidence("0.95"), Ok(0.95));
+        assert_eq!(parse_confidence("99%"), Ok(0.99));
+        assert_eq!(parse_confidence("90"), Ok(0.9));
+        for bad in ["0.4", "100%", "1", "x", "-0.9"] {
+            assert!(parse_confidence(bad).is_err(), "{bad}");
+        }
+    }
+
     #[test]
     fn sizes_parse_with_their_units() {
         use super::parse_bytes;

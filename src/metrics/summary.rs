@@ -15,6 +15,7 @@ use crate::stats::distribution::Distribution;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
+mod bounds;
 mod breakdowns;
 mod method;
 #[cfg(test)]
@@ -22,6 +23,7 @@ mod tests;
 mod warnings;
 mod window;
 
+pub use bounds::{from_sketch, Bounded, SummaryBounds};
 pub(crate) use breakdowns::INPUT_BUCKETS;
 use breakdowns::{bucket_ttft, server_comparison};
 pub use breakdowns::{InputBucket, ServerComparison};
@@ -56,6 +58,16 @@ pub struct SummaryParams {
     /// sessions, agents, trace blocks, a cache test's warm level): cached prompt tokens are
     /// then expected, and not warned about.
     pub expects_cached_prompts: bool,
+    /// Two-sided confidence of the percentiles' intervals (0–1); `None`: 95 %.
+    pub confidence: Option<f64>,
+}
+
+impl SummaryParams {
+    /// The confidence of the percentiles' intervals, 0–1.
+    pub fn confidence(&self) -> f64 {
+        self.confidence
+            .unwrap_or(crate::stats::percentile_bounds::DEFAULT_CONFIDENCE)
+    }
 }
 
 /// Request counts of the measured phase.
@@ -169,6 +181,10 @@ pub struct RunSummary {
     /// summarised as its records streamed past (docs/metrics.md, "Long runs").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub streamed: Option<super::stream::Streamed>,
+    /// The confidence interval of each headline percentile (docs/metrics.md, "How far a
+    /// percentile can be trusted"); absent in runs from before they were computed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub percentile_bounds: Option<SummaryBounds>,
 }
 
 fn dist<I: IntoIterator<Item = f64>>(values: I) -> Option<Distribution> {
@@ -193,6 +209,13 @@ pub fn summarize(records: &[RequestRecord], params: &SummaryParams) -> RunSummar
         .collect();
 
     let mut summary = aggregate(&measured, &ok, &per_request, itl_method, params);
+    let confidence = params.confidence();
+    summary.percentile_bounds = Some(bounds::exact(
+        &measured,
+        &per_request,
+        &summary.window,
+        confidence,
+    ));
     // The SLO reads the summary's own distributions and rates, so it is judged once they
     // are in place.
     summary.slo = params
@@ -225,7 +248,6 @@ fn aggregate(
     }
     let window = window_of(measured);
     let rates = Rates::of(measured, &counts, window.duration_s);
-
     let itl_values: Vec<f64> = metrics
         .iter()
         .flat_map(|m| m.itl_ms.iter().copied())
@@ -246,7 +268,7 @@ fn aggregate(
     RunSummary {
         failures: breakdown(measured),
         window,
-        ttft_ms: generative_ttft(measured, per_request),
+        ttft_ms: dist(generative_ttft(measured, per_request)),
         tpot_ms,
         itl_tail_ratio: itl_ms.filter(|d| d.p50 > 0.0).map(|d| d.p99 / d.p50),
         itl_shape: shape(&itl_values, itl_ms.as_ref()),
@@ -289,22 +311,22 @@ fn aggregate(
         sessions: super::sessions::SessionTally::of(measured.iter().copied()).finish(),
         prompt_cache: super::cache::CacheFigures::of_measured(measured.iter().copied()).reported(),
         streamed: None,
+        percentile_bounds: None,
     }
 }
 
-/// TTFT over the requests that have a first token: a non-generative request (`items > 0`,
-/// answered whole) has only its end-to-end latency.
+/// TTFT of the requests that have a first token, ms: a non-generative request (`items >
+/// 0`, answered whole) has only its end-to-end latency.
 fn generative_ttft(
     measured: &[&RequestRecord],
     per_request: &[Option<RequestMetrics>],
-) -> Option<Distribution> {
-    dist(
-        per_request
-            .iter()
-            .zip(measured)
-            .filter(|(_, r)| r.items == 0)
-            .filter_map(|(m, _)| m.as_ref().map(|m| m.ttft_ms)),
-    )
+) -> Vec<f64> {
+    per_request
+        .iter()
+        .zip(measured)
+        .filter(|(_, r)| r.items == 0)
+        .filter_map(|(m, _)| m.as_ref().map(|m| m.ttft_ms))
+        .collect()
 }
 
 /// Token totals and rates over the measurement window.

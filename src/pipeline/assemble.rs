@@ -60,6 +60,7 @@ pub fn assemble(i: Inputs<'_>) -> Result<RunReport> {
         extra_warnings,
         expects_cached_prompts: config.workload.expects_cached_prompts()
             || shares_trace_blocks(&config),
+        confidence: config.confidence,
     };
     let summary = match i.streamed {
         Some(s) => s.summary.clone().finish_with(params),

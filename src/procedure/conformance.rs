@@ -34,6 +34,7 @@
 //! [`ArrivalPlan`]: crate::schedule::ArrivalPlan
 
 mod bench;
+pub mod coverage;
 mod engine;
 mod prefix;
 pub mod readings;

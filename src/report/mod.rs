@@ -10,6 +10,7 @@
 //! carries beside them into a `String`; the caller gathers the facts (host, server) and
 //! `pipeline::pages::write` decides nothing but where the text goes.
 
+pub mod bounded;
 pub mod chart;
 pub mod comparison;
 pub mod json;

@@ -222,6 +222,16 @@ fn bisect(cdf: impl Fn(f64) -> f64, p: f64, mut lo: f64, mut hi: f64) -> f64 {
     0.5 * (lo + hi)
 }
 
+/// Quantile of the Beta(a, b) distribution: the x in [0, 1] with I_x(a, b) = p, for
+/// `0 < p < 1` and `a, b > 0` (None outside). For example Beta(1, 1) is uniform: p = 0.3
+/// gives 0.3.
+pub fn beta_quantile(p: f64, a: f64, b: f64) -> Option<f64> {
+    if !(p > 0.0 && p < 1.0 && a > 0.0 && b > 0.0) {
+        return None;
+    }
+    Some(bisect(|x| reg_inc_beta(a, b, x), p, 0.0, 1.0))
+}
+
 /// Quantile of the standard normal distribution: the z with Φ(z) = p, for
 /// `0 < p < 1` (None outside). For example p = 0.975 gives 1.959964.
 pub fn normal_quantile(p: f64) -> Option<f64> {

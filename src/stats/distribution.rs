@@ -46,6 +46,20 @@ impl Distribution {
         })
     }
 
+    /// The reported percentile `percentile` (50, 90, 95, 99 or 99.9; anything else reads
+    /// as the nearest of them above, 99.9 at most).
+    pub fn at(&self, percentile: f64) -> f64 {
+        [
+            (50.0, self.p50),
+            (90.0, self.p90),
+            (95.0, self.p95),
+            (99.0, self.p99),
+        ]
+        .into_iter()
+        .find(|(p, _)| percentile <= *p + 1e-9)
+        .map_or(self.p999, |(_, v)| v)
+    }
+
     /// Summarises a copy of `values`.
     pub fn of_slice(values: &[f64]) -> Option<Self> {
         Self::of(&mut values.to_vec())

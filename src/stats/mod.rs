@@ -9,6 +9,7 @@ pub mod distribution;
 pub mod fit;
 pub mod interval;
 pub mod log_histogram;
+pub mod percentile_bounds;
 pub mod sketch;
 pub mod time_bins;
 pub mod trend;

@@ -75,6 +75,7 @@ pub fn params(config: &RunConfig, out: &RunOutput) -> SummaryParams {
         warmup: Some(out.warmup.clone()),
         extra_warnings: Vec::new(),
         expects_cached_prompts: config.workload.expects_cached_prompts(),
+        confidence: config.confidence,
     }
 }
 

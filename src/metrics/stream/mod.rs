@@ -28,9 +28,9 @@ use super::modality::shape;
 use super::request::{itl_samples, measure, ItlOption, RequestMetrics};
 use super::slo::AttainmentTally;
 use super::summary::{
-    add_warnings, choose_itl_from, delivered_answer_tokens, delivered_tokens, has_server_times,
-    input_tokens, summarize, ChunkShares, InputBucket, ItlChoice, RequestCounts, RunSummary,
-    SummaryParams, TokenSources, Window, INPUT_BUCKETS,
+    add_warnings, choose_itl_from, delivered_answer_tokens, delivered_tokens, from_sketch,
+    has_server_times, input_tokens, summarize, ChunkShares, InputBucket, ItlChoice, RequestCounts,
+    RunSummary, SummaryBounds, SummaryParams, TokenSources, Window, INPUT_BUCKETS,
 };
 use super::ux::{committed_at, judge, smooth_goodput_of, GoodputSums, UxWindow};
 use crate::clock::Nanos;
@@ -505,6 +505,21 @@ impl StreamSummary {
             sessions: self.sessions.finish(),
             prompt_cache: self.prompt_cache.clone().reported(),
             streamed: Some(self.streamed(sample.len() as u64)),
+            percentile_bounds: Some(self.percentile_bounds(from_sample)),
+        }
+    }
+
+    /// The percentiles' intervals: per-request figures at the whole run's order statistics
+    /// (from the sketches), ITL from the sample's requests (fewer than the run had: wider).
+    fn percentile_bounds(&self, from_sample: &RunSummary) -> SummaryBounds {
+        let confidence = self.params.confidence();
+        let l = &self.latencies;
+        SummaryBounds {
+            confidence,
+            ttft_ms: from_sketch(&l.ttft, confidence),
+            tpot_ms: from_sketch(&l.tpot, confidence),
+            itl_ms: from_sample.percentile_bounds.and_then(|b| b.itl_ms),
+            e2e_ms: from_sketch(&l.e2e, confidence),
         }
     }
 

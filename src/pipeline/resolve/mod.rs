@@ -133,6 +133,7 @@ pub fn resolve(args: &RunArgs, url: &str, builtin: bool) -> Result<Resolved> {
         new_connection_per_request: args.output.new_connection_per_request,
         exact_summary_limit: Some(args.output.exact_summary_limit),
         memory_budget_bytes: Some(args.output.memory_budget),
+        confidence: args.output.confidence,
         prefill,
         ux: ux_params,
         fluidity: ux::fluidity(&args.ux),

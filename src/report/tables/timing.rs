@@ -3,7 +3,9 @@
 //! client's.
 
 use super::table;
+use crate::metrics::summary::Bounded;
 use crate::metrics::RunSummary;
+use crate::report::bounded::{legend, opt_ms_bounded};
 use crate::report::page::Table;
 use crate::report::terminal::{fmt_ms, fmt_rate, opt_ms};
 use crate::stats::Distribution;
@@ -26,9 +28,12 @@ pub fn ttft(s: &RunSummary) -> Vec<Table> {
     let mut t = table(&["Metric", "Value"]).titled("Time to first token (draft Table 1)");
     t.push(["Requests".to_string(), s.requests.completed.to_string()]);
     for (name, f) in PCTS {
-        t.push([format!("TTFT {name}"), opt_ms(s.ttft_ms, f)]);
+        t.push([
+            format!("TTFT {name}"),
+            bounded_or(s, s.ttft_ms, Bounded::Ttft, name, f),
+        ]);
     }
-    let mut out = vec![t];
+    let mut out = vec![t.note(&legend(s.percentile_bounds))];
     if !s.ttft_by_input_tokens.is_empty() {
         let mut t = table(&["Input tokens", "n", "P50", "P95", "P99"])
             .titled("TTFT by input length (draft Table 2)");
@@ -65,7 +70,10 @@ pub fn itl(s: &RunSummary) -> Vec<Table> {
             .unwrap_or_else(|| "0".into()),
     ]);
     for (name, f) in PCTS.iter().take(5) {
-        t.push([format!("{short} {name}"), opt_ms(s.itl_ms, f)]);
+        t.push([
+            format!("{short} {name}"),
+            bounded_or(s, s.itl_ms, Bounded::Itl, name, *f),
+        ]);
     }
     t.push([format!("{short} Mean"), opt_ms(s.itl_ms, |d| d.mean)]);
     t.push([format!("{short} Std Dev"), opt_ms(s.itl_ms, |d| d.std)]);
@@ -75,7 +83,9 @@ pub fn itl(s: &RunSummary) -> Vec<Table> {
             .map(|v| format!("{v:.2}"))
             .unwrap_or_else(|| "-".into()),
     ]);
-    let t = t.note(&format!("Shape: {}", s.itl_shape.statement));
+    let t = t
+        .note(&format!("Shape: {}", s.itl_shape.statement))
+        .note(&legend(s.percentile_bounds));
     let mut per = table(&["Per request", "P50", "P95", "P99"]);
     for (name, d) in [
         ("Jitter (ITL std)", s.jitter_ms),
@@ -145,13 +155,13 @@ pub fn throughput(s: &RunSummary) -> Table {
 /// Latency percentiles side by side (draft Table 4).
 pub fn latency(s: &RunSummary) -> Table {
     let mut t = table(&["Metric", "P50", "P95", "P99"]).titled("Latency (draft Table 4)");
-    for (name, d) in [
-        ("TTFT", s.ttft_ms),
-        ("TPOT", s.tpot_ms),
-        ("End-to-End", s.e2e_ms),
-        ("TTFT from schedule", s.ttft_from_schedule_ms),
-        ("First reasoning token", s.time_to_first_reasoning_ms),
-        ("Connection wait", s.connect_ms),
+    for (name, d, bounds) in [
+        ("TTFT", s.ttft_ms, Some(Bounded::Ttft)),
+        ("TPOT", s.tpot_ms, Some(Bounded::Tpot)),
+        ("End-to-End", s.e2e_ms, Some(Bounded::E2e)),
+        ("TTFT from schedule", s.ttft_from_schedule_ms, None),
+        ("First reasoning token", s.time_to_first_reasoning_ms, None),
+        ("Connection wait", s.connect_ms, None),
     ] {
         if s.total_items > 0 && matches!(name, "TTFT" | "TPOT") {
             let na = "n/a: non-generative endpoint".to_string();
@@ -161,14 +171,33 @@ pub fn latency(s: &RunSummary) -> Table {
         if d.is_none() && name != "TTFT" && name != "TPOT" && name != "End-to-End" {
             continue;
         }
-        t.push([
-            name.to_string(),
-            opt_ms(d, |d| d.p50),
-            opt_ms(d, |d| d.p95),
-            opt_ms(d, |d| d.p99),
-        ]);
+        let at = |p: f64| match bounds {
+            Some(metric) => opt_ms_bounded(d, s.percentile_bounds, metric, p),
+            None => opt_ms(d, |d| d.at(p)),
+        };
+        t.push([name.to_string(), at(50.0), at(95.0), at(99.0)]);
     }
-    t
+    t.note(&legend(s.percentile_bounds))
+}
+
+/// A row of Table 1 or 6: the percentile with its interval, or the plain figure (mean, min,
+/// max).
+fn bounded_or(
+    s: &RunSummary,
+    d: Option<Distribution>,
+    metric: Bounded,
+    name: &str,
+    f: Pick,
+) -> String {
+    let percentile = match name {
+        "P50" => 50.0,
+        "P90" => 90.0,
+        "P95" => 95.0,
+        "P99" => 99.0,
+        "P99.9" => 99.9,
+        _ => return opt_ms(d, f),
+    };
+    opt_ms_bounded(d, s.percentile_bounds, metric, percentile)
 }
 
 /// Client figures beside the server's own timings, when the server reported them.

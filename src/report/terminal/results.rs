@@ -4,6 +4,8 @@
 use super::{fmt_ms, fmt_rate, opt_ms, row, timestamp_bound, USERS_LEGEND};
 use crate::artifacts::RunReport;
 use crate::metrics::fluidity::FluidRate;
+use crate::metrics::summary::Bounded;
+use crate::report::bounded;
 use std::fmt::Write;
 
 /// Results: latency, throughput, what users saw, the SLO and the failures.
@@ -17,20 +19,25 @@ pub(super) fn results(out: &mut String, r: &RunReport) {
 }
 
 /// The TTFT and TPOT lines; for a non-generative endpoint, the request latency instead.
+/// Each percentile carries its interval ([`bounded`]), and one line says what the brackets
+/// are when any is shown.
 fn latency(out: &mut String, r: &RunReport) {
     let s = &r.summary;
+    let pct = |d, metric, p| bounded::opt_ms_bounded(d, s.percentile_bounds, metric, p);
+    let bracketed = |figures: &[&String]| figures.iter().any(|f| f.contains(" ("));
     if !r.config.target.endpoint.is_generative() {
+        let [p50, p90, p99] = [50.0, 90.0, 99.0].map(|p| pct(s.e2e_ms, Bounded::E2e, p));
         row(
             out,
             "Latency",
             &format!(
-                "P50 {} · P90 {} · P99 {} · max {} (request, whole answer)",
-                opt_ms(s.e2e_ms, |d| d.p50),
-                opt_ms(s.e2e_ms, |d| d.p90),
-                opt_ms(s.e2e_ms, |d| d.p99),
+                "P50 {p50} · P90 {p90} · P99 {p99} · max {} (request, whole answer)",
                 opt_ms(s.e2e_ms, |d| d.max),
             ),
         );
+        if bracketed(&[&p50, &p90, &p99]) {
+            row(out, "", &bounded::legend(s.percentile_bounds));
+        }
         row(
             out,
             "TTFT",
@@ -38,26 +45,21 @@ fn latency(out: &mut String, r: &RunReport) {
         );
         return;
     }
+    let [ttft50, ttft99] = [50.0, 99.0].map(|p| pct(s.ttft_ms, Bounded::Ttft, p));
+    let [tpot50, tpot99] = [50.0, 99.0].map(|p| pct(s.tpot_ms, Bounded::Tpot, p));
     row(
         out,
         "TTFT",
         &format!(
-            "P50 {} · P99 {}{}{}",
-            opt_ms(s.ttft_ms, |d| d.p50),
-            opt_ms(s.ttft_ms, |d| d.p99),
+            "P50 {ttft50} · P99 {ttft99}{}{}",
             crate::report::tables::ttft_coverage(s),
             timestamp_bound(&r.generator.timestamps)
         ),
     );
-    row(
-        out,
-        "TPOT",
-        &format!(
-            "P50 {} · P99 {}",
-            opt_ms(s.tpot_ms, |d| d.p50),
-            opt_ms(s.tpot_ms, |d| d.p99)
-        ),
-    );
+    row(out, "TPOT", &format!("P50 {tpot50} · P99 {tpot99}"));
+    if bracketed(&[&ttft50, &ttft99, &tpot50, &tpot99]) {
+        row(out, "", &bounded::legend(s.percentile_bounds));
+    }
     media(out, r);
     sessions(out, r);
     prompt_cache(out, r);
