@@ -18,6 +18,7 @@ use super::report::Finding;
 use super::search::{search_load, ConcurrencyPlan, Knob, Probe, RatePlan, SearchResult};
 use super::session::{Criteria, Session};
 use super::{common_parameters, Options};
+use crate::stats::percentile_bounds::DEFAULT_CONFIDENCE;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -36,6 +37,11 @@ pub struct ThroughputResult {
     pub sustainable_concurrency: Option<u32>,
     /// Lowest load above it that failed.
     pub failing_rate_per_s: Option<f64>,
+    /// Where the true sustainable rate lies, 95 % sure, requests per second: the Poisson
+    /// interval of the sustainable level's count below, of the failing level's above (open
+    /// when none failed); docs/procedures.md.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sustained_bound_per_s: Option<crate::stats::percentile_bounds::Bound>,
     pub failing_concurrency: Option<u32>,
     /// Output tokens per second at the sustainable level (steady window).
     pub max_output_tokens_per_s: Option<f64>,
@@ -369,6 +375,12 @@ fn read_sustainable(s: &Session, o: &Options, result: &mut ThroughputResult) {
     };
     result.max_output_tokens_per_s = Some(st.output_tokens_per_s * credit);
     result.max_requests_per_s = Some(result.sustained_rate_per_s.unwrap_or(st.requests_per_s));
+    result.sustained_bound_per_s = result.sustained_rate_per_s.map(|r| {
+        let failing = result
+            .failing_rate_per_s
+            .and_then(|f| answer_bound::failing_level(&s.levels, f));
+        answer_bound::answer_bound(r, level, failing, DEFAULT_CONFIDENCE)
+    });
     result.max_input_tokens_per_s = Some(st.input_tokens_per_s * credit);
     result.max_items_per_s = (level.summary.total_items > 0).then_some(level.summary.items_per_s);
     result.tokens_per_gpu_s = o
@@ -417,8 +429,9 @@ fn answer(r: &ThroughputResult, o: &Options) -> String {
         r.max_output_tokens_per_s,
     ) {
         (Some(rate_per_s), _, Some(tok)) => format!(
-            "max sustainable: {} req/s{}, {}{under}{}",
+            "max sustainable: {} req/s{}{}, {}{under}{}",
             rate(r.sustained_rate_per_s.unwrap_or(rate_per_s)),
+            bound_text(r.sustained_bound_per_s),
             asked(r.sustained_rate_per_s, rate_per_s),
             per_s(r, tok),
             r.failing_rate_per_s
@@ -442,6 +455,23 @@ fn per_s(r: &ThroughputResult, tok: f64) -> String {
     match r.max_items_per_s {
         Some(items) => format!("{} items/s", thousands(items)),
         None => format!("{} tok/s", thousands(tok)),
+    }
+}
+
+/// ` [0.25–0.40 req/s, 95 %]` (` [≥ 0.25 …]` when no level failed): the answer's interval.
+fn bound_text(b: Option<crate::stats::percentile_bounds::Bound>) -> String {
+    match b {
+        Some(crate::stats::percentile_bounds::Bound {
+            lo: Some(lo),
+            hi: Some(hi),
+        }) => format!(" [{}–{} req/s, 95 %]", rate(lo), rate(hi)),
+        Some(crate::stats::percentile_bounds::Bound {
+            lo: Some(lo),
+            hi: None,
+        }) => {
+            format!(" [≥ {} req/s, 95 %]", rate(lo))
+        }
+        _ => String::new(),
     }
 }
 
@@ -539,5 +569,6 @@ fn compliance(s: &Session, o: &Options, r: &ThroughputResult) -> super::complian
     c.finish()
 }
 
+mod answer_bound;
 #[cfg(test)]
 mod tests;

@@ -222,6 +222,18 @@ fn bisect(cdf: impl Fn(f64) -> f64, p: f64, mut lo: f64, mut hi: f64) -> f64 {
     0.5 * (lo + hi)
 }
 
+/// Quantile of the Gamma(a, 1) distribution: the x ≥ 0 with P(a, x) = p (the regularized
+/// lower incomplete gamma function), for `0 < p < 1` and `a > 0` (None outside). For example
+/// Gamma(1, 1) is the unit exponential: p = 0.5 gives ln 2 = 0.693147.
+pub fn gamma_quantile(p: f64, a: f64) -> Option<f64> {
+    if !(p > 0.0 && p < 1.0 && a > 0.0) {
+        return None;
+    }
+    // The mean is a and the deviation √a: a + 40(√a + 1) brackets every p above 1e-300.
+    let hi = a + 40.0 * (a.sqrt() + 1.0);
+    Some(bisect(|x| 1.0 - reg_upper_gamma(a, x), p, 0.0, hi))
+}
+
 /// Quantile of the Beta(a, b) distribution: the x in [0, 1] with I_x(a, b) = p, for
 /// `0 < p < 1` and `a, b > 0` (None outside). For example Beta(1, 1) is uniform: p = 0.3
 /// gives 0.3.
@@ -272,6 +284,15 @@ pub fn student_t_quantile(p: f64, df: f64) -> Option<f64> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn gamma_and_beta_quantiles_invert_their_cdfs() {
+        // Gamma(1, 1) is the unit exponential; Beta(1, 1) the uniform; Beta(2, 1) has CDF x².
+        assert!((super::gamma_quantile(0.5, 1.0).unwrap() - 2f64.ln()).abs() < 1e-9);
+        assert!((super::beta_quantile(0.3, 1.0, 1.0).unwrap() - 0.3).abs() < 1e-9);
+        assert!((super::beta_quantile(0.25, 2.0, 1.0).unwrap() - 0.5).abs() < 1e-9);
+        assert!(super::gamma_quantile(1.0, 1.0).is_none());
+    }
+
     use super::*;
 
     fn close(a: f64, b: f64, tol: f64) -> bool {

@@ -171,6 +171,25 @@ pub fn mean_t_ci(values: &[f64], confidence: f64) -> Option<MeanCi> {
     })
 }
 
+/// The exact (Garwood) interval of a Poisson rate: `count` events in `span_s` seconds, per
+/// second. Lower `Gamma⁻¹(α/2; count)`, upper `Gamma⁻¹(1 − α/2; count + 1)`, over the span
+/// (the classic chi-square form, χ²(2k)/2, written with the gamma quantile). The count may
+/// be fractional (a rate times a span). `None` for an empty span or an invalid confidence;
+/// a count of 0 has a lower bound of 0.
+pub fn poisson_rate(count: f64, span_s: f64, confidence: f64) -> Option<(f64, f64)> {
+    if !(span_s > 0.0 && count >= 0.0 && valid_confidence(confidence)) {
+        return None;
+    }
+    let tail = (1.0 - confidence) / 2.0;
+    let lo = if count > 0.0 {
+        super::dist::gamma_quantile(tail, count)?
+    } else {
+        0.0
+    };
+    let hi = super::dist::gamma_quantile(1.0 - tail, count + 1.0)?;
+    Some((lo / span_s, hi / span_s))
+}
+
 /// How a bootstrap interval is drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct BootstrapConfig {
@@ -321,6 +340,21 @@ pub fn bootstrap_diff_of_means_ci(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn poisson_rates_match_the_garwood_table() {
+        // 10 events: 4.795–18.390 at 95 % (Garwood 1936; the chi-square table's
+        // χ²(0.025, 20)/2 and χ²(0.975, 22)/2); none: 0–3.689.
+        let (lo, hi) = super::poisson_rate(10.0, 1.0, 0.95).unwrap();
+        assert!(
+            (lo - 4.7954).abs() < 1e-3 && (hi - 18.3904).abs() < 1e-3,
+            "{lo} {hi}"
+        );
+        let (lo, hi) = super::poisson_rate(0.0, 2.0, 0.95).unwrap();
+        assert_eq!(lo, 0.0);
+        assert!((hi - 3.6889 / 2.0).abs() < 1e-3, "{hi}");
+        assert!(super::poisson_rate(5.0, 0.0, 0.95).is_none());
+    }
+
     use super::*;
 
     #[test]

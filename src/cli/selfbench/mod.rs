@@ -451,13 +451,15 @@ fn procedures() -> Result<u8> {
         let met = check.conforms();
         ok &= met;
         println!(
-            "  {:<7} {:<5} {}: median {} of the truth, longest test {:.1} min  {}",
+            "  {:<7} {:<5} {}: median {} of the truth, the answer's 95 % interval held it in {} of {}, longest test {:.1} min  {}",
             case.name,
             if quick { "quick" } else { "full" },
             case.what,
             median
                 .map(|m| format!("{:.1} %", m * 100.0))
                 .unwrap_or_else(|| "(no answer)".into()),
+            check.intervals_held().0,
+            check.intervals_held().1,
             check.longest_s() / 60.0,
             if met { "ok" } else { "MISSED" }
         );
