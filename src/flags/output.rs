@@ -84,8 +84,9 @@ pub struct OutputArgs {
     /// the run to the streamed summary the same way, and the report says which limit did.
     #[arg(long, default_value = "256MiB", value_parser = parse_bytes, value_name = "SIZE")]
     pub memory_budget: u64,
-    /// Two-sided confidence of the interval printed beside each percentile (e.g. 0.95 or
-    /// 95%): "P99 870 ms (≥ 620)" reads "the true P99 is at least 620 ms, 95 % sure".
+    /// Two-sided confidence of the interval printed beside each percentile (default 95 %;
+    /// e.g. 0.99 or 99%): "P99 870 ms (≥ 620)" reads "the true P99 is at least 620 ms, 95 %
+    /// sure".
     #[arg(long, value_parser = parse_confidence, value_name = "LEVEL")]
     pub confidence: Option<f64>,
     /// Label the run in the history (repeatable), e.g. `--label baseline`.

@@ -1,4 +1,4 @@
-//! A percentile with its confidence interval, as a reader sees it: "P99 420 ms (360–610)",
+//! A percentile with its confidence interval, as a reader sees it: "P99 420 ms (360–620)",
 //! "P99 870 ms (≥ 620)" when the sample cannot bound the tail from above, and the figure
 //! alone when its interval is narrower than its digits.
 //!
@@ -16,9 +16,15 @@ use crate::stats::Distribution;
 pub const SHOWN_ABOVE: f64 = 0.02;
 
 /// `value` ms with its interval when the interval is wider than [`SHOWN_ABOVE`] or open.
+/// The interval is first stretched to hold `value` (a streamed run's ITL interval comes
+/// from its sample, the figure from every gap), so the figure never reads outside it.
 pub fn fmt_ms_bounded(value: f64, bound: Option<Bound>) -> String {
     let Some(b) = bound.filter(|_| value.is_finite() && value > 0.0) else {
         return fmt_ms(value);
+    };
+    let b = Bound {
+        lo: b.lo.map(|lo| lo.min(value)),
+        hi: b.hi.map(|hi| hi.max(value)),
     };
     if b.relative_width(value).is_some_and(|w| w <= SHOWN_ABOVE) {
         return fmt_ms(value);
@@ -44,17 +50,47 @@ pub fn fmt_ms_bounded(value: f64, bound: Option<Bound>) -> String {
         }
         _ => own_step,
     };
-    let decimals = (-step.log10().round()).max(0.0) as usize;
-    let show =
-        |v: f64, round: fn(f64) -> f64| format!("{:.decimals$}", round(v / scale / step) * step);
-    let figure = format!("{} {unit}", show(value, f64::round));
+    // The figure keeps two significant digits however wide its interval (4.6 ms within
+    // 4.0–150 is "4.6", not "0").
+    let figure_step = step.min(
+        10f64
+            .powf((value / scale).log10().floor() - 1.0)
+            .max(own_step),
+    );
+    let figure = format!(
+        "{} {unit}",
+        on_step(value / scale, figure_step, Toward::Nearest)
+    );
+    let show = |v: f64, toward| on_step(v / scale, step, toward);
     let interval = match (b.lo, b.hi) {
-        (Some(lo), Some(hi)) => format!("{}–{}", show(lo, f64::floor), show(hi, f64::ceil)),
-        (Some(lo), None) => format!("≥ {}", show(lo, f64::floor)),
-        (None, Some(hi)) => format!("≤ {}", show(hi, f64::ceil)),
-        (None, None) => "too few to bound".to_string(),
+        (Some(lo), Some(hi)) => format!("{}–{}", show(lo, Toward::Down), show(hi, Toward::Up)),
+        (Some(lo), None) => format!("≥ {}", show(lo, Toward::Down)),
+        (None, Some(hi)) => format!("≤ {}", show(hi, Toward::Up)),
+        (None, None) => "too few requests for an interval".to_string(),
     };
     format!("{figure} ({interval})")
+}
+
+/// Which way a figure rounds to its step.
+#[derive(Clone, Copy)]
+enum Toward {
+    Nearest,
+    Down,
+    Up,
+}
+
+/// `v` rounded `toward` a multiple of `step` (a power of ten), printed with the decimals the
+/// step has. Whole steps are counted with a hair of slack, so 0.3 on a step of 0.1 is 3
+/// steps down, not the 2 that the binary fraction 2.999… would floor to.
+fn on_step(v: f64, step: f64, toward: Toward) -> String {
+    let decimals = (-step.log10().round()).max(0.0) as usize;
+    let steps = v / step;
+    let whole = match toward {
+        Toward::Nearest => steps.round(),
+        Toward::Down => (steps + 1e-9).floor(),
+        Toward::Up => (steps - 1e-9).ceil(),
+    };
+    format!("{:.decimals$}", whole * step)
 }
 
 /// Percentile `percentile` (0–100, one of the reported five) of `d` with its interval from
@@ -78,7 +114,8 @@ pub fn legend(bounds: Option<SummaryBounds>) -> String {
         b.confidence
     });
     format!(
-        "(…): where the true percentile lies, {} % sure · docs/metrics.md",
+        "(a–b): {} % confidence interval of the true percentile · (≥ a): too few requests to \
+         bound it above · docs/metrics.md",
         // 0.95 → "95", 0.995 → "99.5".
         format!("{:.1}", confidence * 100.0).trim_end_matches(".0")
     )
@@ -119,7 +156,22 @@ mod tests {
         );
         assert_eq!(
             fmt_ms_bounded(870.2, b(None, None)),
-            "870 ms (too few to bound)"
+            "870 ms (too few requests for an interval)"
+        );
+        // A wide interval does not round its figure away; an interval from a sample that
+        // left the figure out is stretched to hold it.
+        assert_eq!(
+            fmt_ms_bounded(4.6, b(Some(4.0), Some(150.0))),
+            "4.6 ms (0–150)"
+        );
+        assert_eq!(
+            fmt_ms_bounded(20.0, b(Some(10.0), Some(15.0))),
+            "20 ms (10–20)"
+        );
+        // Binary fractions do not push a bound a step out: 0.3 stays 0.3.
+        assert_eq!(
+            fmt_ms_bounded(2.0, b(Some(0.3), Some(3.3))),
+            "2.0 ms (0.3–3.3)"
         );
         // Within ±1 %: the figure alone, as fmt_ms prints it.
         assert_eq!(fmt_ms_bounded(46.03, b(Some(45.9), Some(46.4))), "46.0 ms");

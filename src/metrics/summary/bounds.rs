@@ -25,10 +25,14 @@ use serde::{Deserialize, Serialize};
 pub struct SummaryBounds {
     /// Two-sided confidence of every interval (0–1), `--confidence`.
     pub confidence: f64,
+    /// TTFT's percentiles, ms: one value per request.
     pub ttft_ms: Option<PercentileBounds>,
+    /// TPOT's percentiles, ms: one value per request.
     pub tpot_ms: Option<PercentileBounds>,
-    /// By request (Woodruff, clustered), not by token.
+    /// ITL's percentiles, ms: the gaps between tokens, clustered by request and by block of
+    /// time (Woodruff's interval), not taken as independent.
     pub itl_ms: Option<PercentileBounds>,
+    /// End-to-end latency's percentiles, ms: one value per request.
     pub e2e_ms: Option<PercentileBounds>,
 }
 
@@ -71,7 +75,8 @@ impl SummaryBounds {
 /// block spans many engine steps and the queue's swings.
 pub const TIME_BLOCKS: u64 = 50;
 
-/// The most ITL values the bounds are computed from (about 40 MB of working memory).
+/// The most ITL values the bounds are computed from (about 100 MB of working memory: the
+/// values, a sorted copy, their cluster numbers and the cells' map).
 pub const MAX_ITL_VALUES: usize = 1 << 21;
 
 /// The block of time `at` (ns) falls in, of [`TIME_BLOCKS`] over `start..end`.
@@ -157,12 +162,15 @@ pub fn from_sketch(sketch: &Sketch, confidence: f64) -> Option<PercentileBounds>
     }
     // The value of the 1-based order statistic `r`: the type-7 percentile at its rank.
     let at_rank = |r: usize| sketch.percentile(100.0 * (r - 1) as f64 / (n - 1).max(1) as f64);
+    // Each order statistic is read within the sketch's relative error: the bounds are
+    // moved out by it, so reading them never narrows the interval.
+    let error = crate::stats::sketch::RELATIVE_ERROR;
     let bound = |p: f64| {
         let estimate = sketch.percentile(p);
         let (l, u) = order_statistic_ranks(n, p / 100.0, confidence);
         Bound {
-            lo: l.map(|l| at_rank(l).min(estimate)),
-            hi: u.map(|u| at_rank(u).max(estimate)),
+            lo: l.map(|l| (at_rank(l) * (1.0 - error)).min(estimate)),
+            hi: u.map(|u| (at_rank(u) * (1.0 + error)).max(estimate)),
         }
     };
     let [p50, p90, p95, p99, p999] = REPORTED_PERCENTILES.map(bound);

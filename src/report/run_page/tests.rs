@@ -249,7 +249,7 @@ fn the_page_has_every_section_and_every_chart_has_data() {
         "## Minimum report (draft Appendix C.1)",
         "=== LLM Benchmark Report (Minimum) ===",
         "**Time to first token (draft Table 1)**",
-        "| TTFT P99 | 298 ms (too few to bound) |",
+        "| TTFT P99 | 298 ms (too few requests for an interval) |",
         "**Latency (draft Table 4)**",
         "**Throughput (draft Table 3)**",
         "**Inter-token latency (draft Table 6)**",

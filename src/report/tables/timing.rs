@@ -33,7 +33,13 @@ pub fn ttft(s: &RunSummary) -> Vec<Table> {
             bounded_or(s, s.ttft_ms, Bounded::Ttft, name, f),
         ]);
     }
-    let mut out = vec![t.note(&legend(s.percentile_bounds))];
+    // The brackets' one line of explanation, once per report: under the first table that
+    // has them, when the run has intervals at all (runs from before them do not).
+    let t = match s.percentile_bounds {
+        Some(b) => t.note(&legend(Some(b))),
+        None => t,
+    };
+    let mut out = vec![t];
     if !s.ttft_by_input_tokens.is_empty() {
         let mut t = table(&["Input tokens", "n", "P50", "P95", "P99"])
             .titled("TTFT by input length (draft Table 2)");
@@ -83,9 +89,7 @@ pub fn itl(s: &RunSummary) -> Vec<Table> {
             .map(|v| format!("{v:.2}"))
             .unwrap_or_else(|| "-".into()),
     ]);
-    let t = t
-        .note(&format!("Shape: {}", s.itl_shape.statement))
-        .note(&legend(s.percentile_bounds));
+    let t = t.note(&format!("Shape: {}", s.itl_shape.statement));
     let mut per = table(&["Per request", "P50", "P95", "P99"]);
     for (name, d) in [
         ("Jitter (ITL std)", s.jitter_ms),
@@ -177,7 +181,7 @@ pub fn latency(s: &RunSummary) -> Table {
         };
         t.push([name.to_string(), at(50.0), at(95.0), at(99.0)]);
     }
-    t.note(&legend(s.percentile_bounds))
+    t
 }
 
 /// A row of Table 1 or 6: the percentile with its interval, or the plain figure (mean, min,
