@@ -339,6 +339,18 @@ fn protocols(args: &SelfbenchArgs) -> Result<()> {
     Ok(())
 }
 
+/// The rate (per s) and the coefficient of variation of the gaps between `times` (s).
+fn rate_and_cv(mut times: Vec<f64>) -> (f64, f64) {
+    times.sort_by(f64::total_cmp);
+    let gaps: Vec<f64> = times.windows(2).map(|w| w[1] - w[0]).collect();
+    if gaps.is_empty() {
+        return (0.0, 0.0);
+    }
+    let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+    let sd = (gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64).sqrt();
+    (1.0 / mean, sd / mean)
+}
+
 /// Open loop: Poisson arrivals at `rate` req/s.
 fn open_loop(rate: f64, args: &SelfbenchArgs) -> Result<()> {
     let sim = SimServer::spawn(SimConfig::fixed(2.0, 1.0), 0)?;
@@ -359,26 +371,30 @@ fn open_loop(rate: f64, args: &SelfbenchArgs) -> Result<()> {
     .collect();
     let cfg = config_for(&sim.base_url(), &extra, &dir, args.client_threads)?;
     let (out, report) = run_judged(&cfg)?;
-    let mut sent: Vec<u64> = out.records.iter().filter_map(|r| r.sent_at).collect();
-    sent.sort_unstable();
-    let gaps: Vec<f64> = sent
-        .windows(2)
-        .map(|w| (w[1] - w[0]) as f64 / 1e9)
-        .collect();
-    let mean = gaps.iter().sum::<f64>() / gaps.len().max(1) as f64;
-    let sd =
-        (gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len().max(1) as f64).sqrt();
-    let achieved = (sent.len() - 1) as f64 / ((sent[sent.len() - 1] - sent[0]) as f64 / 1e9);
-    let mut planned: Vec<u64> = out.records.iter().filter_map(|r| r.scheduled_at).collect();
-    planned.sort_unstable();
-    let plan_rate =
-        (planned.len() - 1) as f64 / ((planned[planned.len() - 1] - planned[0]) as f64 / 1e9);
+    let seconds = |v: Vec<u64>| v.into_iter().map(|t| t as f64 / 1e9).collect::<Vec<f64>>();
+    let (achieved, sent_cv) = rate_and_cv(seconds(
+        out.records.iter().filter_map(|r| r.sent_at).collect(),
+    ));
+    let planned = seconds(out.records.iter().filter_map(|r| r.scheduled_at).collect());
+    let (plan_rate, planned_cv) = rate_and_cv(planned);
     println!("open loop, Poisson {rate} req/s, {n} requests:");
     println!(
-        "  achieved {achieved:.1} req/s ({:+.2} % vs nominal; {:+.3} % vs the seeded plan's own {plan_rate:.1}), inter-arrival CV {:.3}",
+        "  achieved {achieved:.1} req/s ({:+.2} % vs nominal; {:+.3} % vs the seeded plan's own {plan_rate:.1}), inter-arrival CV {sent_cv:.3}",
         (achieved / rate - 1.0) * 100.0,
         (achieved / plan_rate - 1.0) * 100.0,
-        sd / mean
+    );
+    // What the server saw (issue 31, item 10): the gaps between the requests' receipts
+    // against the planned gaps; a client that bunches its sends reads as a CV above the
+    // plan's whatever its own send lag says.
+    let received: Vec<f64> = sim
+        .truth()
+        .wait_for(out.records.len(), std::time::Duration::from_secs(10))
+        .iter()
+        .map(|t| out.clock.offset_of(t.received) as f64 / 1e9)
+        .collect();
+    let (server_rate, server_cv) = rate_and_cv(received);
+    println!(
+        "  the server received {server_rate:.1} req/s, inter-arrival CV {server_cv:.3} (planned {planned_cv:.3})"
     );
     let us = |d: Option<Distribution>| {
         d.map(|d| Distribution {
