@@ -114,8 +114,7 @@ pub fn legend(bounds: Option<SummaryBounds>) -> String {
         b.confidence
     });
     format!(
-        "(a–b): {} % confidence interval of the true percentile · (≥ a): too few requests to \
-         bound it above · docs/metrics.md",
+        "(a–b): {} % interval of the true value · (≥ a): not bounded above · docs/metrics.md",
         // 0.95 → "95", 0.995 → "99.5".
         format!("{:.1}", confidence * 100.0).trim_end_matches(".0")
     )
