@@ -102,23 +102,21 @@ pub struct OutputArgs {
 }
 
 /// A confidence level: a share strictly between 0.5 and 1 (`0.95`) or a percentage (`95%`,
-/// `95`).
+/// `95`), read by [`super::parse_share`]; a bare number above 1 reads as a percentage here,
+/// since no confidence is above 100 %.
 pub fn parse_confidence(s: &str) -> Result<f64, String> {
     let t = s.trim();
-    let (number, percent) = match t.strip_suffix('%') {
-        Some(n) => (n.trim(), true),
-        None => (t, false),
-    };
-    let v: f64 = number
-        .parse()
-        .map_err(|_| format!("`{s}` is not a confidence level: give e.g. 0.95 or 95%"))?;
-    let v = if percent || v > 1.0 { v / 100.0 } else { v };
-    if v > 0.5 && v < 1.0 {
-        Ok(v)
+    let bare_percent = !t.ends_with('%') && t.parse::<f64>().is_ok_and(|v| v > 1.0);
+    let share = if bare_percent {
+        super::parse_share(&format!("{t}%"))
     } else {
-        Err(format!(
-            "a confidence of `{s}` is outside (50 %, 100 %): give e.g. 0.95 or 99%"
-        ))
+        super::parse_share(t)
+    };
+    match share {
+        Ok(v) if v > 0.5 && v < 1.0 => Ok(v),
+        _ => Err(format!(
+            "`{s}` is not a confidence level between 50 % and 100 %: give e.g. 0.95 or 99%"
+        )),
     }
 }
 

@@ -89,18 +89,16 @@ fn one_run(
         ..Default::default()
     };
     let summary = summarize(&records, &params);
-    let measured = records
+    // Each measured request's figures, once: its TTFT and its gaps.
+    let (mut ttft, mut itl) = (Vec::new(), Vec::new());
+    for m in records
         .iter()
-        .filter(|r| r.phase == crate::record::Phase::Measure);
-    let ttft: Vec<f64> = measured
-        .clone()
+        .filter(|r| r.phase == crate::record::Phase::Measure)
         .filter_map(|r| crate::metrics::request::measure(r, summary.itl_method.option))
-        .map(|m| m.ttft_ms)
-        .collect();
-    let itl: Vec<f64> = measured
-        .filter_map(|r| crate::metrics::request::measure(r, summary.itl_method.option))
-        .flat_map(|m| m.itl_ms)
-        .collect();
+    {
+        ttft.push(m.ttft_ms);
+        itl.extend(m.itl_ms);
+    }
     let bounds = summary
         .percentile_bounds
         .ok_or_else(|| anyhow::anyhow!("a summary without bounds"))?;
